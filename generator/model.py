@@ -1,0 +1,202 @@
+"""Domain types shared by every stage: problems, locations and the inventory objects.
+
+Stages only exchange these types, so each stage can be read (and tested) on its own:
+``load`` turns files into :class:`Document`s, ``validate`` turns documents into an
+:class:`Inventory` plus :class:`Finding`s, ``plan`` turns an inventory into manifests,
+``emit`` writes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+#: A path inside one YAML/JSON document, e.g. ``("nodes", 3, "labels", "zone")``.
+Pointer = tuple[str | int, ...]
+
+API_GROUP = "topology.gpustack.ai"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+PROFILE_KEY = f"{API_GROUP}/profile"
+
+
+class Level(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One reportable problem; line and col are 1-based (0 when a file has no position)."""
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    message: str
+    level: Level = Level.ERROR
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a value lives: a document of a file, a pointer in it and, for a snapshot that is
+    embedded as text in a ConfigMap value, a pointer inside that text."""
+
+    file: str
+    doc: int = 0
+    pointer: Pointer = ()
+    inner: Pointer | None = None
+
+    def at(self, *more: str | int) -> Where:
+        """The location of a value below this one."""
+        if self.inner is not None:
+            return Where(self.file, self.doc, self.pointer, (*self.inner, *more))
+        return Where(self.file, self.doc, (*self.pointer, *more))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem before its position is looked up (positions cost a parse, so they are
+    resolved once, for all findings of a file together)."""
+
+    where: Where
+    rule: str
+    message: str
+    level: Level = Level.ERROR
+
+
+@dataclass
+class Document:
+    """One YAML/JSON document of an inventory file, as plain data."""
+
+    file: str
+    index: int
+    body: dict[str, Any]
+    #: the file's text when it is YAML; used to find positions and embedded snapshots
+    text: str = field(default="", repr=False)
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        meta = self.body.get("metadata")
+        return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+    def where(self, *pointer: str | int) -> Where:
+        return Where(self.file, self.index, tuple(pointer))
+
+
+# --- the inventory, after schema validation -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ``matchExpressions`` entry of a label selector."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A Kubernetes LabelSelector; the empty selector selects every Node."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, str]
+    where: Where
+
+
+SourceType = Literal["nodeLabels", "configMap", "webhook"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A writing source's inventory: the labels it states per node."""
+
+    revision: str
+    expires_at: datetime | None
+    nodes: dict[str, dict[str, str]]
+    where: Where  # of the snapshot's root (inside the ConfigMap value or the webhook file)
+
+
+@dataclass
+class Source:
+    """A TopologySource, with its snapshot once loaded."""
+
+    name: str
+    selector: Selector
+    levels: tuple[str, ...]  # normalized: coarsest first, Topograph tiers reordered
+    declared_levels: tuple[str, ...]  # as written
+    type: SourceType
+    spec: dict[str, Any]
+    where: Where  # of the document root
+    snapshot: Snapshot | None = None
+
+    @property
+    def writes(self) -> bool:
+        return self.type != "nodeLabels"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    identity: dict[str, str]
+    nominal_quota: dict[str, str] | None
+    where: Where
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    """A ClusterQueuePlan: one generated ClusterQueue."""
+
+    name: str
+    covered_resources: tuple[str, ...]
+    hardware: tuple[Hardware, ...]
+    cluster_queue: dict[str, Any]
+    stop_policy: str
+    where: Where
+
+
+@dataclass(frozen=True)
+class Settings:
+    """GeneratorConfig, with the contract's defaults."""
+
+    hardware_identity_keys: tuple[str, ...] = ("nvidia.com/gpu.product",)
+    admin_label_prefix: str | None = None
+    node_feature_namespace: str = "node-feature-discovery"
+    where: Where | None = None
+
+
+@dataclass
+class Inventory:
+    settings: Settings
+    nodes: dict[str, Node]
+    sources: dict[str, Source]
+    plans: dict[str, QueuePlan]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object of ``rendered/`` and the file (relative to ``rendered/``) it belongs in."""
+
+    file: str
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])

@@ -1,0 +1,105 @@
+// Command tasgen-cluster runs a real, throw-away Kubernetes control plane on
+// loopback for tasgen's end-to-end tests: etcd and kube-apiserver (started the
+// way controller-runtime's envtest starts them), Kueue's controller manager
+// with its webhooks, and nfd-master. It writes a kubeconfig once everything is
+// ready and tears it all down on SIGINT/SIGTERM or when a component dies.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	binDir       string
+	kueueDir     string
+	nfdDir       string
+	workDir      string
+	kubeconfig   string
+	nfdLabelNs   string
+	startTimeout time.Duration
+}
+
+func parseFlags() (options, error) {
+	var o options
+	flag.StringVar(&o.binDir, "bin-dir", "", "directory holding the etcd, kube-apiserver, kueue and nfd-master binaries")
+	flag.StringVar(&o.kueueDir, "kueue-dir", "", "root of the sigs.k8s.io/kueue module (go list -m -f '{{.Dir}}')")
+	flag.StringVar(&o.nfdDir, "nfd-dir", "", "root of the sigs.k8s.io/node-feature-discovery module")
+	flag.StringVar(&o.workDir, "work-dir", "", "directory for data, certificates and logs (default: a new temp dir, removed on exit)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default: <work-dir>/kubeconfig)")
+	flag.StringVar(&o.nfdLabelNs, "nfd-extra-label-ns", "topology.gpustack.ai",
+		"comma-separated label namespaces nfd-master may publish besides NFD's own")
+	flag.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "how long each component may take to become ready")
+	flag.Parse()
+	var missing []string
+	for name, v := range map[string]string{"-bin-dir": o.binDir, "-kueue-dir": o.kueueDir, "-nfd-dir": o.nfdDir} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return o, fmt.Errorf("missing required flags: %s", strings.Join(missing, ", "))
+	}
+	return o, nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "tasgen-cluster: error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	o, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	for _, bin := range []string{"etcd", "kube-apiserver", "kueue", "nfd-master"} {
+		if _, err := os.Stat(filepath.Join(o.binDir, bin)); err != nil {
+			return fmt.Errorf("binary %s not found in -bin-dir: %w", bin, err)
+		}
+	}
+	removeWorkDir := false
+	if o.workDir == "" {
+		if o.workDir, err = os.MkdirTemp("", "tasgen-cluster-"); err != nil {
+			return err
+		}
+		removeWorkDir = true
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = filepath.Join(o.workDir, "kubeconfig")
+	}
+
+	// Signals are caught from the start so that a Ctrl-C during start-up
+	// still stops what was already started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	c := &cluster{opts: o}
+	runErr := c.start(ctx)
+	if runErr == nil {
+		logf("ready: kubeconfig=%s work-dir=%s", o.kubeconfig, o.workDir)
+		runErr = c.wait(ctx)
+	}
+	stopErr := c.stop()
+	if removeWorkDir {
+		_ = os.RemoveAll(o.workDir)
+	}
+	if errors.Is(runErr, context.Canceled) {
+		runErr = nil // a signal is the normal way to stop
+	}
+	return errors.Join(runErr, stopErr)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "tasgen-cluster: "+format+"\n", args...)
+}
