@@ -48,12 +48,19 @@ class Where:
     doc: int = 0
     pointer: Pointer = ()
     inner: Pointer | None = None
+    key: bool = False  # point at the key of the last pointer step, not at its value
+    line_col: tuple[int, int] | None = None  # already known (a parse error)
 
     def at(self, *more: str | int) -> Where:
         """The location of a value below this one."""
         if self.inner is not None:
             return Where(self.file, self.doc, self.pointer, (*self.inner, *more))
         return Where(self.file, self.doc, (*self.pointer, *more))
+
+    def key_of(self, *more: str | int) -> Where:
+        """The location of the key of an entry below this one."""
+        below = self.at(*more)
+        return Where(below.file, below.doc, below.pointer, below.inner, key=True)
 
 
 @dataclass(frozen=True)
@@ -163,9 +170,10 @@ class QueuePlan:
     name: str
     covered_resources: tuple[str, ...]
     hardware: tuple[Hardware, ...]
-    cluster_queue: dict[str, Any]
+    cluster_queue: dict[str, Any]  # pass-through fields, v1beta2 spelling
     stop_policy: str
     where: Where
+    spec: dict[str, Any] = field(default_factory=dict, compare=False)  # as written
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,7 @@ class Settings:
     hardware_identity_keys: tuple[str, ...] = ("nvidia.com/gpu.product",)
     admin_label_prefix: str | None = None
     node_feature_namespace: str = "node-feature-discovery"
+    gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
     where: Where | None = None
 
 

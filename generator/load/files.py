@@ -1,0 +1,133 @@
+"""Read the inventory folder: every YAML and JSON file, every document, as plain data.
+
+Parsing is the hot path of a 100k-node inventory, so documents are read with a Rust YAML
+parser (and the standard JSON parser for ``.json``); positions are looked up later, and only
+for files that have a problem (see :mod:`generator.load.positions`). Parse failures are data:
+they become findings, and every other file is still read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml_rs
+
+from generator.model import Document, Finding, Where
+
+SUFFIXES = (".yaml", ".yml", ".json")
+# A document marker at the start of a line: tells a multi-document file from a single
+# document whose top level is a list (the parser returns a list for both).
+_DOC_MARKER = re.compile(r"^---(\s|$)", re.MULTILINE)
+# Bounds alias expansion (the "billion laughs" document) well above any real inventory.
+_ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=200_000, max_replay_stack_depth=32)
+_ERROR_POSITION = re.compile(r"at line (\d+), column (\d+)")
+
+
+@dataclass
+class LoadedFile:
+    """One file of the inventory: its documents, or the findings that kept it from loading."""
+
+    path: str  # as shown to users: relative to the current directory when possible
+    relative: str  # relative to the inventory folder (how snapshotPath names it)
+    text: str
+    documents: list[Document] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def discover(root: Path) -> list[Path]:
+    """Every inventory file below ``root``, in a stable order independent of the filesystem."""
+    found = (p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def display_path(path: Path) -> str:
+    """The path users see in problems: relative to the working directory when below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def load_file(path: Path, root: Path) -> LoadedFile:
+    shown, relative = display_path(path), path.relative_to(root).as_posix()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, e)])
+    loaded = LoadedFile(shown, relative, text)
+    try:
+        data = parse_text(text, json_syntax=path.suffix == ".json")
+    except ParseError as e:
+        loaded.findings.append(Finding(Where(shown, line_col=e.position), e.rule, e.message))
+        return loaded
+    for index, body in enumerate(data):
+        if isinstance(body, dict):
+            loaded.documents.append(Document(shown, index, body, text))
+        elif body is not None:  # an empty document (a lone "---") is allowed
+            message = "every document must be a mapping with apiVersion and kind"
+            loaded.findings.append(Finding(Where(shown, index), "document-shape", message))
+    return loaded
+
+
+def load_all(root: Path) -> list[LoadedFile]:
+    return [load_file(path, root) for path in discover(root)]
+
+
+class ParseError(Exception):
+    def __init__(self, rule: str, message: str, position: tuple[int, int] | None) -> None:
+        super().__init__(message)
+        self.rule, self.message, self.position = rule, message, position
+
+
+def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
+    """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`."""
+    if json_syntax:
+        return [_parse_json(text)]
+    try:
+        data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
+    except yaml_rs.YAMLDecodeError as e:
+        raise _yaml_error(str(e)) from e
+    except (ValueError, RecursionError) as e:  # the parser's other refusals, e.g. deep nesting
+        raise ParseError("yaml-syntax", f"cannot parse YAML: {e}", None) from e
+    if isinstance(data, list) and _DOC_MARKER.search(text):
+        return data
+    return [data]
+
+
+def _parse_json(text: str) -> Any:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ParseError("duplicate-key", f"duplicate key {key!r}", None)
+            seen[key] = value
+        return seen
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as e:
+        raise ParseError("json-syntax", f"invalid JSON: {e.msg}", (e.lineno, e.colno)) from e
+    except RecursionError as e:
+        raise ParseError("json-syntax", "JSON nested too deeply", None) from e
+
+
+def _yaml_error(raw: str) -> ParseError:
+    first = raw.strip().splitlines()[0] if raw.strip() else "invalid YAML"
+    detail = raw.strip().splitlines()[-1].strip() if "\n" in raw.strip() else first
+    found = _ERROR_POSITION.search(raw)
+    position = (int(found[1]), int(found[2])) if found else None
+    if "duplicate" in first:
+        return ParseError("duplicate-key", f"{first}: every key may appear once", position)
+    if "alias" in raw.lower() or "replay" in raw.lower():
+        message = "YAML aliases expand beyond the allowed size (an alias bomb?); write it out"
+        return ParseError("yaml-alias-limit", message, position)
+    return ParseError("yaml-syntax", f"invalid YAML: {detail}", position)
+
+
+def _unreadable(shown: str, error: Exception) -> Finding:
+    reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
+    return Finding(Where(shown), "file-unreadable", f"cannot read the file: {reason}")

@@ -1,0 +1,136 @@
+"""The objects of rendered/, each with the file it belongs in.
+
+Layout (one folder per sync step, so that Flux can chain them and Argo CD can order them
+by sync wave within one Application):
+
+- ``labels/``: NFD NodeFeatures, one file per writing source and one for profiles (wave 1)
+- ``kueue/``: Topologies and ResourceFlavors (wave 2; pruned last, once nothing refers to them)
+- ``gate/``: the drain gate Job and what it needs (wave 3)
+- ``queues/``: ClusterQueues (wave 4)
+
+Few large files rather than one per object: writing 100k small files costs seconds, and a
+reviewer reads one diff per source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from generator.model import PROFILE_KEY, Inventory, Manifest, Source
+from generator.plan.profiles import Assignment
+from generator.plan.queues import Flavor, Queue
+from generator.validate.labels import READ_ONLY_PARENTS
+
+NFD_API = "nfd.k8s-sigs.io/v1alpha1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
+SOURCE_LABEL = "topology.gpustack.ai/source"
+REVISION_ANNOTATION = "topology.gpustack.ai/revision"
+WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+PROFILE_FEATURE_FILE = "labels/nodefeatures-profiles.yaml"
+
+
+def source_feature_file(source: str) -> str:
+    return f"labels/nodefeatures-{source}.yaml"
+
+
+def node_features(inventory: Inventory, ready: Iterable[Source]) -> list[Manifest]:
+    """One NodeFeature per Ready writing source per node its snapshot describes."""
+    namespace = inventory.settings.node_feature_namespace
+    result: list[Manifest] = []
+    for source in ready:
+        assert source.snapshot is not None
+        file = source_feature_file(source.name)
+        revision = source.snapshot.revision
+        for node in sorted(source.snapshot.nodes):
+            stated = source.snapshot.nodes[node]
+            labels = {k: stated[k] for k in sorted(stated) if k not in READ_ONLY_PARENTS}
+            name = f"tasgen.{source.name}.{node}"
+            result.append(Manifest(file, _node_feature(name, namespace, node, labels, source.name, revision)))
+    return result
+
+
+def profile_features(inventory: Inventory, assignment: Assignment) -> list[Manifest]:
+    namespace = inventory.settings.node_feature_namespace
+    return [
+        Manifest(PROFILE_FEATURE_FILE, _node_feature(
+            f"tasgen-profile.{node}", namespace, node, {PROFILE_KEY: assignment.profile_of[node].id}, None, None))
+        for node in sorted(assignment.profile_of)
+    ]
+
+
+def _node_feature(name: str, namespace: str, node: str, labels: dict[str, str],
+                  source: str | None, revision: str | None) -> dict[str, Any]:
+    meta_labels = {**MANAGED_BY, NODE_NAME_LABEL: node}
+    if source is not None:
+        meta_labels[SOURCE_LABEL] = source
+    annotations = {WAVE: "1"}
+    if revision is not None:
+        annotations[REVISION_ANNOTATION] = revision
+    return {
+        "apiVersion": NFD_API, "kind": "NodeFeature",
+        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels, "annotations": annotations},
+        "spec": {"labels": labels},
+    }
+
+
+def _kueue_meta(name: str, wave: str, *, prune_last: bool) -> dict[str, Any]:
+    annotations = {WAVE: wave}
+    if prune_last:
+        # Kueue's resource-in-use finalizer holds an old flavor until queues drop it; pruning
+        # it last lets the new plan land first.
+        annotations[SYNC_OPTIONS] = "PruneLast=true"
+    return {"name": name, "labels": dict(MANAGED_BY), "annotations": annotations}
+
+
+def topologies(assignment: Assignment) -> list[Manifest]:
+    return [
+        Manifest("kueue/topologies.yaml", {
+            "apiVersion": KUEUE_API, "kind": "Topology",
+            "metadata": _kueue_meta(f"gpustack-{p.id}", "2", prune_last=True),
+            "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
+        })
+        for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
+    ]
+
+
+def resource_flavors(flavors: dict[str, Flavor]) -> list[Manifest]:
+    return [
+        Manifest("kueue/resourceflavors.yaml", {
+            "apiVersion": KUEUE_API, "kind": "ResourceFlavor",
+            "metadata": _kueue_meta(f.name, "2", prune_last=True),
+            "spec": {
+                "nodeLabels": dict(sorted({**dict(f.identity), PROFILE_KEY: f.profile.id}.items())),
+                "topologyName": f"gpustack-{f.profile.id}",
+            },
+        })
+        for f in (flavors[name] for name in sorted(flavors))
+    ]
+
+
+def cluster_queues(queues: list[Queue]) -> list[Manifest]:
+    return [Manifest("queues/clusterqueues.yaml", cluster_queue(q)) for q in queues]
+
+
+def cluster_queue(queue: Queue) -> dict[str, Any]:
+    plan = queue.plan
+    spec: dict[str, Any] = dict(sorted(plan.cluster_queue.items()))
+    if queue.flavors:
+        spec["resourceGroups"] = [{
+            "coveredResources": list(plan.covered_resources),
+            "flavors": [
+                {"name": qf.flavor.name,
+                 "resources": [{"name": r, "nominalQuota": qf.quota[r]} for r in plan.covered_resources]}
+                for qf in queue.flavors
+            ],
+        }]
+    # A queue without resource groups admits every workload: an emptied plan stays held.
+    spec["stopPolicy"] = plan.stop_policy if queue.flavors else "Hold"
+    return {
+        "apiVersion": KUEUE_API, "kind": "ClusterQueue",
+        "metadata": _kueue_meta(plan.name, "4", prune_last=False),
+        "spec": spec,
+    }

@@ -1,0 +1,106 @@
+"""Assign every node exactly one hierarchy profile (contract section 3).
+
+A profile ID is the first 12 hex digits of the SHA-256 of the profile's label keys, coarsest
+first, each followed by a newline (UTF-8). It is a valid label value and a valid part of a
+Kubernetes name, it depends on nothing but the ordered keys, and it never changes between
+releases (changing it would rename every generated Topology and ResourceFlavor).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+
+from generator.model import HOSTNAME_KEY, Finding, Level, Node, Source
+from generator.validate.hierarchy import populated_prefix, stated_values
+from generator.validate.rules import Context
+
+#: how many node names a warning lists before it says "and N more"
+_SHOWN = 5
+
+
+@cache
+def profile_id(keys: tuple[str, ...]) -> str:
+    digest = hashlib.sha256("".join(k + "\n" for k in keys).encode()).hexdigest()
+    return digest[:12]
+
+
+@dataclass(frozen=True)
+class Profile:
+    id: str
+    keys: tuple[str, ...]  # coarsest first, ending with kubernetes.io/hostname
+
+
+@dataclass
+class Assignment:
+    """Every node's profile, and which source (if any) gave it."""
+
+    profile_of: dict[str, Profile] = field(default_factory=dict)  # node name -> profile
+    source_of: dict[str, str] = field(default_factory=dict)  # node name -> the one source
+    findings: list[Finding] = field(default_factory=list)
+
+    def nodes_by_profile(self) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for node, profile in self.profile_of.items():
+            grouped[profile.id].append(node)
+        return grouped
+
+    def profiles(self) -> dict[str, Profile]:
+        return {p.id: p for p in self.profile_of.values()}
+
+
+def assign(ctx: Context) -> Assignment:
+    ready = [s for s in ctx.loaded_sources() if not ctx.expired(s)]
+    result = Assignment()
+    ambiguous: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    by_keys: dict[tuple[str, ...], Profile] = {}
+    candidates = _candidates(ctx, ready)
+    for name in sorted(ctx.inventory.nodes):
+        node = ctx.inventory.nodes[name]
+        mine = candidates.get(name, [])
+        keys = _keys(mine[0], node) if len(mine) == 1 else (HOSTNAME_KEY,)
+        if len(mine) == 1:
+            result.source_of[name] = mine[0].name
+        elif mine:
+            ambiguous[tuple(s.name for s in mine)].append(name)
+        result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
+    result.findings += _ambiguity_warnings(ctx, ambiguous)
+    result.findings += _collisions(ctx, by_keys.values())
+    return result
+
+
+def _candidates(ctx: Context, ready: list[Source]) -> dict[str, list[Source]]:
+    found: dict[str, list[Source]] = defaultdict(list)
+    for source in ready:
+        for node in ctx.selected[source.name]:
+            found[node.name].append(source)
+    return found
+
+
+def _keys(source: Source, node: Node) -> tuple[str, ...]:
+    return (*populated_prefix(source.levels, stated_values(source, node)), HOSTNAME_KEY)
+
+
+def _ambiguity_warnings(ctx: Context, ambiguous: dict[tuple[str, ...], list[str]]) -> Iterable[Finding]:
+    for names, nodes in sorted(ambiguous.items()):
+        shown = ", ".join(nodes[:_SHOWN]) + (f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else "")
+        message = (f"{len(nodes)} node(s) are selected by several Ready sources ({', '.join(names)}): "
+                   f"{shown}; they fall back to the hostname-only profile (no tree is invented). "
+                   "Narrow the nodeSelectors so that one source selects each node")
+        where = ctx.inventory.sources[names[-1]].where.at("spec", "nodeSelector")
+        yield Finding(where, "node-ambiguous", message, Level.WARNING)
+
+
+def _collisions(ctx: Context, profiles: Iterable[Profile]) -> Iterable[Finding]:
+    seen: dict[str, Profile] = {}
+    for profile in sorted(profiles, key=lambda p: p.keys):
+        other = seen.setdefault(profile.id, profile)
+        if other.keys != profile.keys:
+            where = next(iter(ctx.inventory.sources.values())).where if ctx.inventory.sources else None
+            message = (f"profiles {list(other.keys)} and {list(profile.keys)} hash to the same ID "
+                       f"{profile.id}; rename a level key")
+            if where is not None:
+                yield Finding(where, "profile-collision", message)

@@ -1,0 +1,187 @@
+"""From parsed documents to the inventory: headers, schemas, identities, typed objects.
+
+Every document is checked before anything is built, so that one run reports the schema
+problems of every file. Objects are only built from documents that passed their schema;
+semantic rules (:mod:`generator.validate.rules`) then run on the typed inventory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.model import (
+    Document,
+    Finding,
+    Hardware,
+    Node,
+    QueuePlan,
+    Requirement,
+    Selector,
+    Settings,
+    Source,
+    SourceType,
+    Where,
+)
+from generator.validate import schema
+from generator.validate.hierarchy import normalize_levels
+
+#: v1beta1 spellings of ClusterQueue fields accepted in ``spec.clusterQueue``
+_V1BETA1_NAMES = {"cohort": "cohortName", "admissionChecks": "admissionChecksStrategy"}
+
+
+@dataclass
+class Catalog:
+    """The documents of an inventory that passed their checks, by kind."""
+
+    by_kind: dict[str, list[Document]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Document]:
+        return self.by_kind.get(kind, [])
+
+
+def catalog(documents: Iterable[Document]) -> Catalog:
+    result = Catalog()
+    seen: dict[tuple[str, str], Document] = {}
+    for doc in documents:
+        problems = _header(doc) or schema.check(doc.kind, doc.body, doc.where())
+        if problems:
+            result.findings.extend(problems)
+            continue
+        identity = (doc.kind, _identity(doc))
+        if identity in seen:
+            result.findings.append(_duplicate(doc, seen[identity]))
+            continue
+        seen[identity] = doc
+        result.by_kind.setdefault(doc.kind, []).append(doc)
+    return result
+
+
+def _header(doc: Document) -> list[Finding]:
+    api, kind = doc.body.get("apiVersion"), doc.body.get("kind")
+    if not isinstance(api, str) or not isinstance(kind, str):
+        missing = "apiVersion" if not isinstance(api, str) else "kind"
+        return [Finding(doc.where(), "document-header", f"every document needs a string {missing}")]
+    if kind not in schema.KINDS:
+        known = ", ".join(sorted(schema.KINDS))
+        return [Finding(doc.where("kind"), "unknown-kind", f"unknown kind {kind!r}; expected one of {known}")]
+    if api != schema.KINDS[kind]:
+        message = f"{kind} is written with apiVersion {schema.KINDS[kind]}, not {api!r}"
+        return [Finding(doc.where("apiVersion"), "api-version", message)]
+    return []
+
+
+def _identity(doc: Document) -> str:
+    namespace = doc.body["metadata"].get("namespace", "")
+    return f"{namespace}/{doc.name}" if doc.kind == "ConfigMap" else doc.name
+
+
+def _duplicate(doc: Document, first: Document) -> Finding:
+    message = f"a second {doc.kind} named {_identity(doc)!r}; the first is in {first.file}"
+    return Finding(doc.where("metadata", "name"), "duplicate-object", message)
+
+
+# --- typed objects ----------------------------------------------------------------------
+
+
+def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
+    findings = [
+        Finding(d.where("kind"), "single-generator-config",
+                f"at most one GeneratorConfig; another is {docs[0].file} ({docs[0].name})")
+        for d in docs[1:]
+    ]
+    if not docs:
+        return Settings(), findings
+    spec: dict[str, Any] = docs[0].body["spec"]
+    defaults = Settings()
+    return Settings(
+        hardware_identity_keys=tuple(spec.get("hardwareIdentityKeys", defaults.hardware_identity_keys)),
+        admin_label_prefix=spec.get("adminLabelPrefix"),
+        node_feature_namespace=spec.get("nodeFeatureNamespace", defaults.node_feature_namespace),
+        gate=dict(spec.get("gate", {})),
+        where=docs[0].where("spec"),
+    ), findings
+
+
+def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
+    found: dict[str, Node] = {}
+    findings: list[Finding] = []
+    for doc in docs:
+        for i, entry in enumerate(doc.body["nodes"]):
+            where = doc.where("nodes", i)
+            name = entry["name"]
+            if name in found:
+                message = f"node {name!r} is listed twice; the first is in {found[name].where.file}"
+                findings.append(Finding(where.at("name"), "duplicate-node", message))
+                continue
+            allocatable = {k: str(v) for k, v in entry.get("allocatable", {}).items()}
+            found[name] = Node(name, entry["labels"], allocatable, where)
+    return found, findings
+
+
+def source(doc: Document) -> Source:
+    spec = doc.body["spec"]
+    declared = tuple(spec["levels"])
+    return Source(
+        name=doc.name,
+        selector=selector(spec["nodeSelector"]),
+        levels=normalize_levels(declared),
+        declared_levels=declared,
+        type=source_type(spec),
+        spec=spec,
+        where=doc.where(),
+    )
+
+
+def source_type(spec: dict[str, Any]) -> SourceType:
+    """The first source type present (``rules.source_type`` reports more or fewer than one)."""
+    for name in ("nodeLabels", "configMap", "webhook"):
+        if name in spec:
+            return name  # type: ignore[return-value]
+    return "nodeLabels"
+
+
+def selector(raw: dict[str, Any]) -> Selector:
+    expressions = tuple(
+        Requirement(e["key"], e["operator"], frozenset(e.get("values", ())))
+        for e in raw.get("matchExpressions", ())
+    )
+    return Selector(tuple(sorted(raw.get("matchLabels", {}).items())), expressions)
+
+
+def plan(doc: Document) -> QueuePlan:
+    spec = doc.body["spec"]
+    hardware = tuple(
+        Hardware(dict(h["identity"]), _quota(h.get("nominalQuota")), doc.where("spec", "hardware", i))
+        for i, h in enumerate(spec["hardware"])
+    )
+    return QueuePlan(
+        name=doc.name,
+        covered_resources=tuple(spec["coveredResources"]),
+        hardware=hardware,
+        cluster_queue=cluster_queue_fields(spec.get("clusterQueue", {})),
+        stop_policy=spec.get("stopPolicy", "None"),
+        where=doc.where(),
+        spec=spec,
+    )
+
+
+def _quota(raw: dict[str, Any] | None) -> dict[str, str] | None:
+    return None if raw is None else {k: str(v) for k, v in raw.items()}
+
+
+def cluster_queue_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """The pass-through ClusterQueue fields in their v1beta2 spelling."""
+    fields = {k: v for k, v in raw.items() if k not in _V1BETA1_NAMES}
+    if "cohort" in raw:
+        fields.setdefault("cohortName", raw["cohort"])
+    if "admissionChecks" in raw:
+        checks = [{"name": name} for name in raw["admissionChecks"]]
+        fields.setdefault("admissionChecksStrategy", {"admissionChecks": checks})
+    return fields
+
+
+def where_of_source_field(src: Source, *pointer: str | int) -> Where:
+    return src.where.at("spec", *pointer)

@@ -1,0 +1,57 @@
+"""What a rule is, and the context every rule reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+from generator.model import Finding, Inventory, Level, Node, Source
+from generator.validate.hierarchy import stated_values
+from generator.validate.labels import selects
+
+
+@dataclass
+class Context:
+    inventory: Inventory
+    now: datetime
+    #: sources whose snapshot could not be loaded (already reported); rules skip them
+    unloaded: set[str] = field(default_factory=set)
+
+    @cached_property
+    def selected(self) -> dict[str, list[Node]]:
+        """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
+        nodes = sorted(self.inventory.nodes.values(), key=lambda n: n.name)
+        return {
+            name: [n for n in nodes if selects(src.selector, n.labels)]
+            for name, src in self.inventory.sources.items()
+        }
+
+    def loaded_sources(self) -> Iterable[Source]:
+        for name in sorted(self.inventory.sources):
+            if name not in self.unloaded:
+                yield self.inventory.sources[name]
+
+    def writing_sources(self) -> Iterable[Source]:
+        return (s for s in self.loaded_sources() if s.writes and s.snapshot is not None)
+
+    def expired(self, source: Source) -> bool:
+        snapshot = source.snapshot
+        return bool(snapshot and snapshot.expires_at and snapshot.expires_at <= self.now)
+
+    def hierarchy_values(self, source: Source) -> Iterable[tuple[Node, dict[str, str]]]:
+        """Each selected node with the level values the source gives it."""
+        for node in self.selected[source.name]:
+            yield node, stated_values(source, node)
+
+
+Check = Callable[[Context], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    summary: str  # one line for the rule catalogue
+    check: Check
+    level: Level = Level.ERROR

@@ -1,0 +1,95 @@
+"""Rules on TopologySource definitions themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from generator.model import HOSTNAME_KEY, PROFILE_KEY, Finding
+from generator.validate.labels import label_key_error, label_value_error, level_refusal
+from generator.validate.rules.base import Context, Rule
+
+_TYPES = ("nodeLabels", "configMap", "webhook")
+
+
+def _source_type(ctx: Context) -> Iterable[Finding]:
+    for src in ctx.inventory.sources.values():
+        present = [t for t in _TYPES if t in src.spec]
+        if len(present) != 1:
+            found = ", ".join(present) or "none"
+            message = (f"a TopologySource has exactly one of nodeLabels, configMap or webhook "
+                       f"(found: {found})")
+            yield Finding(src.where.at("spec"), "source-type", message)
+
+
+def _source_levels(ctx: Context) -> Iterable[Finding]:
+    admin = ctx.inventory.settings.admin_label_prefix
+    for src in ctx.inventory.sources.values():
+        seen: set[str] = set()
+        for i, key in enumerate(src.declared_levels):
+            message = _level_problem(key, seen, admin if src.writes else None, src.writes)
+            seen.add(key)
+            if message:
+                yield Finding(src.where.at("spec", "levels", i), "source-levels", message)
+
+
+def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) -> str | None:
+    if key in seen:
+        return f"level {key!r} is listed twice; each level is one label key"
+    if key == HOSTNAME_KEY:
+        return f"{HOSTNAME_KEY} is always appended as the finest level; do not list it"
+    if key == PROFILE_KEY:
+        return f"{PROFILE_KEY} is generated from the levels and cannot be one"
+    syntax = label_key_error(key)
+    if syntax:
+        return f"level {key!r} is not a label key: {syntax}"
+    if writes:
+        refusal = level_refusal(key, admin)
+        if refusal:
+            return (f"a writing source cannot use level {key!r}: {refusal}; "
+                    "its only read-only levels may be topology.kubernetes.io/region and zone")
+    return None
+
+
+def _source_selector(ctx: Context) -> Iterable[Finding]:
+    for src in ctx.inventory.sources.values():
+        where = src.where.at("spec", "nodeSelector")
+        for key, value in src.selector.match_labels:
+            problem = label_key_error(key) or label_value_error(value)
+            if problem:
+                yield Finding(where.at("matchLabels", key), "source-selector", problem)
+        for i, req in enumerate(src.selector.expressions):
+            problem = _requirement_problem(req.key, req.operator, req.values)
+            if problem:
+                yield Finding(where.at("matchExpressions", i), "source-selector", problem)
+
+
+def _requirement_problem(key: str, operator: str, values: frozenset[str]) -> str | None:
+    if label_key_error(key):
+        return f"{key!r} is not a label key: {label_key_error(key)}"
+    if operator in ("In", "NotIn") and not values:
+        return f"operator {operator} needs a non-empty values list"
+    if operator in ("Exists", "DoesNotExist") and values:
+        return f"operator {operator} takes no values"
+    return None
+
+
+def _webhook_credentials(ctx: Context) -> Iterable[Finding]:
+    for src in ctx.inventory.sources.values():
+        hook = src.spec.get("webhook")
+        if not isinstance(hook, dict):
+            continue
+        refs = [k for k in ("bearerTokenSecretRef", "clientCertificateSecretRef") if k in hook]
+        if len(refs) != 1:
+            message = ("a webhook source names exactly one credential: bearerTokenSecretRef or "
+                       "clientCertificateSecretRef (the endpoint is trusted to receive it)")
+            yield Finding(src.where.at("spec", "webhook"), "webhook-credentials", message)
+
+
+RULES = (
+    Rule("source-type", "A TopologySource has exactly one of nodeLabels, configMap, webhook.", _source_type),
+    Rule("source-levels", "Levels are unique label keys, never the hostname or profile key; a writing "
+         "source's levels are writable keys or the cloud's region/zone.", _source_levels),
+    Rule("source-selector", "nodeSelector uses valid label keys and values; In/NotIn have values, "
+         "Exists/DoesNotExist none.", _source_selector),
+    Rule("webhook-credentials", "A webhook source names exactly one credential secret.", _webhook_credentials),
+)

@@ -1,0 +1,105 @@
+"""Load each writing source's snapshot: from its ConfigMap's data, or its webhook's file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from generator.load.files import LoadedFile, ParseError, parse_text
+from generator.load.positions import embedded_position
+from generator.model import Document, Finding, Snapshot, Source, Where
+from generator.validate import schema
+
+
+@dataclass
+class SnapshotFiles:
+    """The inventory's files by their path relative to the inventory folder."""
+
+    root: Path
+    files: Mapping[str, LoadedFile]
+    configmaps: Mapping[str, Document]  # "namespace/name" -> ConfigMap
+    used: set[str] = field(default_factory=set)  # files read as webhook snapshots
+
+
+def load_snapshot(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
+    if source.type == "configMap":
+        return _from_configmap(source, store)
+    if source.type == "webhook":
+        return _from_webhook(source, store)
+    return None, []
+
+
+def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
+    ref = source.spec["configMap"]
+    where = source.where.at("spec", "configMap")
+    cm = store.configmaps.get(f"{ref['namespace']}/{ref['name']}")
+    if cm is None:
+        message = (f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; "
+                   "add it or fix spec.configMap")
+        return None, [Finding(where.at("name"), "snapshot-missing", message)]
+    data = cm.body.get("data", {})
+    if ref["key"] not in data:
+        keys = ", ".join(sorted(data)) or "none"
+        message = f"ConfigMap {ref['namespace']}/{ref['name']} has no data key {ref['key']!r} (keys: {keys})"
+        return None, [Finding(where.at("key"), "snapshot-missing", message)]
+    text = data[ref["key"]]
+    root = Where(cm.file, cm.index, ("data", ref["key"]), ())
+    try:
+        raw = _single(parse_text(text, json_syntax=ref["key"].endswith(".json")))
+    except ParseError as e:
+        position = embedded_position(cm.text, cm.index, root.pointer, e.position) if e.position and cm.text else None
+        return None, [Finding(Where(cm.file, cm.index, root.pointer, line_col=position), e.rule,
+                              f"snapshot of source {source.name!r}: {e.message}")]
+    return _build(raw, root)
+
+
+def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
+    path = source.spec["webhook"]["snapshotPath"]
+    where = source.where.at("spec", "webhook", "snapshotPath")
+    relative = PurePosixPath(path)
+    if relative.is_absolute() or ".." in relative.parts:
+        message = "snapshotPath must be a path inside the inventory folder (no '..', not absolute)"
+        return None, [Finding(where, "snapshot-path", message)]
+    loaded = store.files.get(relative.as_posix())
+    if loaded is None:
+        message = f"no snapshot file {path!r} in the inventory folder; run 'tasgen fetch' and commit it"
+        return None, [Finding(where, "snapshot-missing", message)]
+    store.used.add(relative.as_posix())
+    if loaded.findings:
+        return None, loaded.findings
+    raw = loaded.documents[0].body if len(loaded.documents) == 1 else None
+    if raw is None:
+        return None, [Finding(Where(loaded.path), "snapshot-shape", "a snapshot file holds one mapping")]
+    return _build(raw, Where(loaded.path))
+
+
+def _single(documents: list[Any]) -> Any:
+    if len(documents) != 1:
+        raise ParseError("snapshot-shape", "a snapshot is one YAML or JSON document", None)
+    return documents[0]
+
+
+def _build(raw: Any, where: Where) -> tuple[Snapshot | None, list[Finding]]:
+    problems = schema.check(schema.SNAPSHOT, raw, where)
+    if problems:
+        return None, problems
+    expires, finding = _expiry(raw.get("expiresAt"), where.at("expiresAt"))
+    if finding is not None:
+        return None, [finding]
+    return Snapshot(raw["revision"], expires, raw["nodes"], where), []
+
+
+def _expiry(raw: str | None, where: Where) -> tuple[datetime | None, Finding | None]:
+    if raw is None:
+        return None, None
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None or "T" not in raw.upper():
+        message = f"expiresAt {raw!r} is not an RFC 3339 time with an offset, e.g. 2026-12-31T00:00:00Z"
+        return None, Finding(where, "snapshot-expiry", message)
+    return moment, None
