@@ -1,0 +1,50 @@
+"""``tasgen gate``: switch the managed ClusterQueues to their rendered plan, draining first when
+a dropped flavor still holds reservations (contract section 6)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from generator.gate.decision import decide
+from generator.gate.kube import Deadline, Queues, load_client
+from generator.gate.plan import PlanError, read_plan
+from generator.gate.runner import Gate, JsonLog
+
+
+@click.command("gate")
+@click.option("--plan", "plan_path", required=True, type=click.Path(path_type=Path),
+              help="The desired ClusterQueues: a YAML file or a directory of them.")
+@click.option("--timeout", type=click.IntRange(min=0), default=1800, show_default=True,
+              help="Seconds to wait for drains; then exit 1 without switching those queues.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.1), default=2.0,
+              show_default=True, help="Seconds between status reads while waiting.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.")
+@click.option("--event-namespace", default="default", show_default=True,
+              help="Namespace for the Events about the (cluster-scoped) queues.")
+@click.option("--dry-run", is_flag=True, help="Print each queue's decision; change nothing.")
+def gate(*, plan_path: Path, timeout: int, poll_interval: float, kubeconfig: str | None,
+         event_namespace: str, dry_run: bool) -> None:
+    """Gate the removal of ResourceFlavors from ClusterQueues on Kueue's reservations."""
+    log = JsonLog()
+    try:
+        desired = read_plan(plan_path)
+    except PlanError as err:
+        log("error", message=str(err))
+        sys.exit(2)
+    queues = Queues(load_client(kubeconfig), event_namespace)
+    log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
+    if dry_run:
+        for name in sorted(desired):
+            action = decide(queues.get(name), desired[name])
+            cond = action.condition
+            log("decision", queue=name, action=action.kind.value, dryRun=True,
+                reason=cond.reason if cond else None, message=cond.message if cond else "",
+                dropped=list(action.dropped))
+        return
+    code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
+    log("finish", exitCode=code)
+    sys.exit(code)

@@ -1,0 +1,330 @@
+"""The drain gate's decision: a pure function of the live ClusterQueue and the desired one.
+
+The gate is a loop of "read the live queue, decide, do one write, read again". Every step is
+decided from what is on the API server alone (spec, status and one annotation), never from what
+an earlier run remembers, so a run killed between any two writes resumes where it stopped.
+
+The states a queue moves through, and the action that leaves each one::
+
+    old plan, policy P             -> Hold     (record P, set HoldAndDrain; one update)
+    old plan, held, reservations   -> Drain    (wait for Kueue to evict)
+    old plan, held, drained        -> Switch   (the complete new plan; still held)
+    new plan, held, P recorded     -> Restore  (policy P, record removed)
+    new plan, policy P             -> Done
+
+An emptied plan skips Restore: a queue without resource groups admits every workload, so it
+stays held until a plan with a flavor comes back (then Restore runs with the recorded policy).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+PREVIOUS_POLICY_ANNOTATION = "topology.gpustack.ai/previous-stop-policy"
+HOLD_AND_DRAIN = "HoldAndDrain"
+STOP_POLICIES = ("None", "Hold", HOLD_AND_DRAIN)
+CONDITION_TYPE = "TopologyReady"
+
+Obj = Mapping[str, Any]
+
+
+class Kind(StrEnum):
+    """What the gate does next for one queue."""
+
+    ABSENT = "Absent"  # no live queue: the GitOps engine creates it as rendered
+    DONE = "Done"  # live plan is the desired one and no policy is left to restore
+    HELD_EMPTY = "HeldEmpty"  # desired plan has no flavor: switched and left held
+    APPLY = "Apply"  # write the plan in place, no hold needed
+    AWAIT_STATUS = "AwaitStatus"  # Kueue's status is not for the current generation
+    HOLD = "Hold"  # record the stop policy and set HoldAndDrain
+    DRAIN = "Drain"  # held; Kueue still reports reserving workloads
+    SWITCH = "Switch"  # held and drained: write the complete plan
+    RESTORE = "Restore"  # new plan in place: put the recorded stop policy back
+
+
+#: Kinds after which the queue needs nothing more from this run.
+TERMINAL = frozenset({Kind.ABSENT, Kind.DONE, Kind.HELD_EMPTY})
+#: Kinds that wait for Kueue instead of writing the spec.
+WAITING = frozenset({Kind.AWAIT_STATUS, Kind.DRAIN})
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The TopologyReady condition the gate reports for a decision."""
+
+    status: str  # "True" | "False" | "Unknown"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: Kind
+    condition: Condition | None
+    #: spec.stopPolicy to write (None: leave it as it is)
+    stop_policy: str | None = None
+    #: the previous-policy annotation to write; "" removes it, None leaves it
+    record: str | None = None
+    #: write the desired plan (every spec field but stopPolicy)
+    write_plan: bool = False
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def writes_spec(self) -> bool:
+        return self.write_plan or self.stop_policy is not None or self.record is not None
+
+
+def decide(live: Obj | None, desired: Obj) -> Action:
+    """The next step for one queue: live is the object as read (None when absent)."""
+    if live is None:
+        return Action(Kind.ABSENT, None)
+    view = _View(live, desired)
+    if view.same_plan:
+        return _settled(view)
+    if not view.dropped and view.desired_flavors:
+        return _grow(view)
+    return _shrink(view)
+
+
+@dataclass(frozen=True)
+class _View:
+    """The facts the decision reads, computed once."""
+
+    live: Obj
+    desired: Obj
+
+    @property
+    def policy(self) -> str:
+        return str(_spec(self.live).get("stopPolicy") or "None")
+
+    @property
+    def recorded(self) -> str | None:
+        annotations = (self.live.get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(PREVIOUS_POLICY_ANNOTATION)
+        return None if value is None else str(value)
+
+    @property
+    def desired_flavors(self) -> list[str]:
+        return flavor_names(self.desired)
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        keep = set(self.desired_flavors)
+        return tuple(f for f in flavor_names(self.live) if f not in keep)
+
+    @property
+    def same_plan(self) -> bool:
+        return plan_matches(_spec(self.live), _spec(self.desired))
+
+    @property
+    def held(self) -> bool:
+        return self.policy == HOLD_AND_DRAIN
+
+    def restore_to(self) -> str:
+        # An annotation someone edited to an unknown value restores Hold: it admits nothing
+        # new and evicts nothing, the safe middle until an administrator looks.
+        value = self.recorded or "None"
+        return value if value in STOP_POLICIES else "Hold"
+
+
+def _settled(v: _View) -> Action:
+    """The live plan is the desired one: finish the hold/restore bookkeeping."""
+    if not v.desired_flavors:
+        if not v.held:
+            return _hold(v, "the plan has no flavor left; holding the queue")
+        return Action(Kind.HELD_EMPTY, Condition(
+            "False", "HeldEmpty",
+            "the plan has no flavor; the queue stays held (HoldAndDrain) until one returns"))
+    if v.recorded is not None:
+        policy = v.restore_to()
+        return Action(Kind.RESTORE, Condition(
+            "True", "Switched", f"plan switched; stop policy {policy} restored"),
+            stop_policy=policy, record="")
+    return Action(Kind.DONE, _kept_ready(v.live))
+
+
+def _kept_ready(live: Obj) -> Condition:
+    """A settled queue keeps a True condition's reason (say, Switched) as the last transition
+    it describes; anything else becomes PlanCurrent."""
+    for cond in (live.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == CONDITION_TYPE and cond.get("status") == "True":
+            return Condition("True", str(cond.get("reason")), str(cond.get("message", "")))
+    return Condition("True", "PlanCurrent", "the queue runs the desired plan")
+
+
+def _grow(v: _View) -> Action:
+    """Flavors added or quotas changed, nothing dropped: no reservation can be stranded."""
+    if v.recorded is not None:
+        # A hold of ours is in progress (e.g. a flavor returns to an emptied queue): switch
+        # under the hold; Restore follows.
+        return Action(Kind.SWITCH, _switched(), write_plan=True)
+    return Action(Kind.APPLY, Condition(
+        "True", "AppliedInPlace", "no flavor dropped; plan applied in place"), write_plan=True)
+
+
+def _shrink(v: _View) -> Action:
+    """A flavor is dropped (or none is left): hold and drain unless every dropped one is idle."""
+    status = QueueStatus(v.live)
+    if v.held:
+        return _drain_or_switch(v, status)
+    if v.recorded is not None or not v.desired_flavors:
+        # Our hold was undone mid-way, or the queue must be held for good: hold (again).
+        return _hold(v, "holding the queue before switching its plan")
+    if not status.current:
+        return _awaiting(status)
+    busy = [f for f in v.dropped if not status.idle(f)]
+    if not busy:
+        return Action(Kind.APPLY, Condition(
+            "True", "AppliedInPlace",
+            f"dropped flavors {', '.join(v.dropped)} are idle; plan applied in place"),
+            write_plan=True, dropped=v.dropped)
+    return _hold(v, f"dropped flavors {', '.join(busy)} hold reservations or are not reported")
+
+
+def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
+    if not status.current:
+        return _awaiting(status)
+    busy = [f for f in v.dropped if not status.idle(f)]
+    if status.reserving > 0 or busy:
+        return Action(Kind.DRAIN, Condition(
+            "Unknown", "Draining",
+            f"waiting for Kueue to evict {status.reserving} reserving workloads"
+            f" (dropped flavors: {', '.join(v.dropped) or 'none'})"), dropped=v.dropped)
+    return Action(Kind.SWITCH, _switched(), write_plan=True, dropped=v.dropped)
+
+
+def _hold(v: _View, why: str) -> Action:
+    # Never record HoldAndDrain as "previous": _hold is only reached when the queue is not
+    # held, and an existing record (from an interrupted run) is kept, not overwritten.
+    record = None if v.recorded is not None else v.policy
+    return Action(Kind.HOLD, Condition("Unknown", "Draining", f"{why}; set HoldAndDrain"),
+                  stop_policy=HOLD_AND_DRAIN, record=record, dropped=v.dropped)
+
+
+def _awaiting(status: QueueStatus) -> Action:
+    return Action(Kind.AWAIT_STATUS, Condition(
+        "Unknown", "AwaitingQueueStatus",
+        f"Kueue has not written the queue status for generation {status.generation}"
+        f" (Active condition observed {status.observed})"))
+
+
+def _switched() -> Condition:
+    return Condition("Unknown", "Switched", "plan switched while held; restoring the stop policy")
+
+
+# --- reading objects ------------------------------------------------------------------
+
+
+class QueueStatus:
+    """Kueue's view of the queue, and whether it describes the current generation."""
+
+    def __init__(self, live: Obj) -> None:
+        status = live.get("status") or {}
+        self.generation = (live.get("metadata") or {}).get("generation")
+        active = _condition(status, "Active")
+        self.observed = None if active is None else active.get("observedGeneration")
+        self.current = self.observed is not None and self.observed == self.generation
+        self.reserving = int(status.get("reservingWorkloads") or 0)
+        self._reservation = _by_flavor(status.get("flavorsReservation"))
+        self._usage = _by_flavor(status.get("flavorsUsage"))
+
+    def idle(self, flavor: str) -> bool:
+        """Listed in both reservation and usage, every total zero; unlisted means unknown."""
+        lists = (self._reservation, self._usage)
+        return all(flavor in m and all(quantity_is_zero(q) for q in m[flavor]) for m in lists)
+
+
+def _condition(status: Obj, kind: str) -> Obj | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def _by_flavor(entries: Any) -> dict[str, list[Any]]:
+    """flavor name -> every total and borrowed quantity Kueue lists for it."""
+    out: dict[str, list[Any]] = {}
+    for entry in entries or []:
+        quantities = out.setdefault(str(entry.get("name")), [])
+        for res in entry.get("resources") or []:
+            quantities += [res.get("total", 0), res.get("borrowed", 0)]
+    return out
+
+
+_NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)")
+
+
+def quantity_is_zero(value: Any) -> bool:
+    """A Kubernetes quantity ("0", "0Gi", "500m", 3) is zero; anything unreadable is not."""
+    if value is None:
+        return True
+    match = _NUMBER.match(str(value))
+    return match is not None and float(match.group(1)) == 0.0
+
+
+def _spec(obj: Obj) -> Obj:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def flavor_names(queue: Obj) -> list[str]:
+    """The flavors of a ClusterQueue's resource groups, in order."""
+    return [str(f.get("name")) for group in _spec(queue).get("resourceGroups") or []
+            for f in group.get("flavors") or []]
+
+
+def plan_matches(live_spec: Obj, desired_spec: Obj) -> bool:
+    """Every field of the desired plan (all of spec but stopPolicy) is what the live spec has.
+
+    A subset test, because the API server fills defaults into the live object; fields the
+    desired spec leaves out are the GitOps engine's to prune when it applies the queue.
+    """
+    keys = set(desired_spec) - {"stopPolicy"}
+    if "resourceGroups" not in desired_spec and live_spec.get("resourceGroups"):
+        return False  # an emptied plan: the live groups must go
+    return all(_matches(live_spec.get(k), desired_spec[k]) for k in keys)
+
+
+def _matches(live: Any, want: Any) -> bool:
+    if isinstance(want, Mapping):
+        return isinstance(live, Mapping) and all(_matches(live.get(k), v) for k, v in want.items())
+    if isinstance(want, list):
+        return (isinstance(live, list) and len(live) == len(want)
+                and all(_matches(a, b) for a, b in zip(live, want, strict=True)))
+    if isinstance(want, bool) or want is None:
+        return bool(live == want)
+    # Quantities are int-or-string: 8 and "8" are the same request.
+    return live is not None and str(live) == str(want)
+
+
+def next_object(live: Obj, desired: Obj, action: Action) -> dict[str, Any]:
+    """The object to PUT for a writing action: live (with its resourceVersion, so a change in
+    between fails with a conflict instead of being overwritten) with the action applied."""
+    body = {k: _copy(v) for k, v in live.items() if k != "status"}
+    spec: dict[str, Any] = body.setdefault("spec", {})
+    policy = action.stop_policy or spec.get("stopPolicy") or "None"
+    if action.write_plan:
+        spec = {k: _copy(v) for k, v in _spec(desired).items() if k != "stopPolicy"}
+        body["spec"] = spec
+    spec["stopPolicy"] = policy
+    meta: dict[str, Any] = body.setdefault("metadata", {})
+    annotations: dict[str, Any] = dict(meta.get("annotations") or {})
+    if action.record == "":
+        annotations.pop(PREVIOUS_POLICY_ANNOTATION, None)
+    elif action.record is not None:
+        annotations[PREVIOUS_POLICY_ANNOTATION] = action.record
+    meta["annotations"] = annotations
+    return body
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain JSON-like data (the API objects the gate handles)."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value

@@ -1,0 +1,212 @@
+"""The gate's I/O loop: read, decide (generator.gate.decision), write one step, repeat.
+
+Queues are stepped round-robin so that one queue waiting for its drain does not delay the
+others. A queue is finished when its decision is terminal; the run ends when every queue is
+finished (exit 0) or the deadline passes (exit 1: the waiting queues stay held, their plan is
+not switched, and the next run resumes from what it reads).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from kubernetes.client.exceptions import ApiException
+
+from generator.gate.decision import (
+    TERMINAL,
+    WAITING,
+    Action,
+    Condition,
+    Kind,
+    QueueStatus,
+    decide,
+    next_object,
+)
+from generator.gate.kube import Conflict, Deadline, Queues, condition_is, utcnow, with_backoff
+
+#: Writes one queue may make in a row before yielding to the others; a full transition needs
+#: at most three (hold, switch, restore) plus conflicts.
+MAX_STEPS = 8
+#: Seconds to wait after a write of ours for Kueue to observe it before deciding again.
+OBSERVE_GRACE = 5.0
+
+#: Event reason and whether it is a warning, per action that changes something.
+EVENTS: dict[Kind, tuple[str, bool]] = {
+    Kind.APPLY: ("AppliedInPlace", False),
+    Kind.HOLD: ("Draining", False),
+    Kind.SWITCH: ("Switched", False),
+    Kind.RESTORE: ("StopPolicyRestored", False),
+    Kind.AWAIT_STATUS: ("AwaitingQueueStatus", False),
+    Kind.HELD_EMPTY: ("HeldEmpty", True),
+}
+
+
+class JsonLog:
+    """One JSON object per line: what the gate decided or changed, for log pipelines."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self._out = out
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        line = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        line.update(fields)
+        self._out.write(json.dumps(line, sort_keys=False, default=str) + "\n")
+        self._out.flush()
+
+
+@dataclass
+class _QueueState:
+    """What this run last reported for a queue, so that waiting is not logged every poll."""
+
+    last: tuple[str, str] | None = None
+    failed: bool = False
+
+
+@dataclass
+class Gate:
+    queues: Queues
+    desired: Mapping[str, Mapping[str, Any]]
+    deadline: Deadline
+    log: JsonLog
+    poll_seconds: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+    _state: dict[str, _QueueState] = field(default_factory=dict)
+
+    def run(self) -> int:
+        pending = sorted(self.desired)
+        while True:
+            pending = [name for name in pending if not self._step(name)]
+            if not pending:
+                return 1 if any(s.failed for s in self._state.values()) else 0
+            if self.deadline.passed:
+                return self._timed_out(pending)
+            self.sleep(min(self.poll_seconds, max(self.deadline.left(), 0.0)))
+
+    def _step(self, name: str) -> bool:
+        """Advance one queue as far as it goes without waiting; True when it is finished."""
+        state = self._state.setdefault(name, _QueueState())
+        try:
+            for _ in range(MAX_STEPS):
+                live = self._get(name)
+                action = decide(live, self.desired[name])
+                self._report(name, live, action, state)
+                if action.kind in TERMINAL:
+                    return True
+                if action.kind in WAITING or live is None:
+                    return False
+                self._write(name, live, action)
+            return False
+        except ApiException as err:
+            # Forbidden, invalid: retrying cannot help; the other queues go on.
+            self.log("error", queue=name, status=err.status, reason=err.reason,
+                     message=_api_message(err))
+            state.failed = True
+            return True
+
+    def _write(self, name: str, live: Mapping[str, Any], action: Action) -> None:
+        """Write the action's spec change, then give Kueue a moment to observe it."""
+        body = next_object(live, self.desired[name], action)
+        try:
+            new = self._call(lambda: self.queues.replace(body))
+        except Conflict:
+            # Someone (usually Kueue's status) wrote in between: decide again on a fresh read.
+            self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
+            return
+        meta = new["metadata"]
+        self.log("updated", queue=name, action=action.kind.value,
+                 stopPolicy=new["spec"].get("stopPolicy"), generation=meta.get("generation"),
+                 resourceVersion=meta.get("resourceVersion"))
+        self._await_observed(name, meta.get("generation"))
+
+    def _await_observed(self, name: str, generation: Any) -> None:
+        """Poll briefly until Kueue's Active condition observes our write, so that the normal
+        catch-up after each of our own writes is not reported as AwaitingQueueStatus."""
+        until = min(OBSERVE_GRACE, max(self.deadline.left(), 0.0))
+        waited = 0.0
+        while waited < until:
+            live = self._get(name)
+            if live is None or QueueStatus(live).observed == generation:
+                return
+            self.sleep(0.2)
+            waited += 0.2
+
+    def _report(self, name: str, live: Mapping[str, Any] | None, action: Action,
+                state: _QueueState) -> None:
+        """Log the decision, emit an Event and set the condition, each only on a change."""
+        cond = action.condition
+        key = (action.kind.value, cond.message if cond else "")
+        if key == state.last:
+            return
+        state.last = key
+        self.log("decision", queue=name, action=action.kind.value,
+                 reason=cond.reason if cond else None,
+                 message=cond.message if cond else "no live queue: nothing to gate",
+                 dropped=list(action.dropped),
+                 generation=(live or {}).get("metadata", {}).get("generation"))
+        if live is None or cond is None:
+            return
+        if action.kind in EVENTS:
+            reason, warning = EVENTS[action.kind]
+            self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()),
+                      name, "event")
+        self._set_condition(name, live, cond)
+
+    def _set_condition(self, name: str, live: Mapping[str, Any], cond: Condition) -> None:
+        current: Mapping[str, Any] | None = live
+        for _ in range(MAX_STEPS):
+            if current is None or condition_is(current, cond):
+                return
+            try:
+                self._apply_condition(current, cond)
+            except Conflict:
+                # Kueue wrote its status in between: apply again on the fresh object.
+                current = self._get(name)
+                continue
+            self.log("condition", queue=name, status=cond.status, reason=cond.reason)
+            return
+
+    def _apply_condition(self, live: Mapping[str, Any], cond: Condition) -> None:
+        self._call(lambda: self.queues.set_condition(live, cond, utcnow()))
+
+    def _timed_out(self, pending: list[str]) -> int:
+        for name in pending:
+            self._report_timeout(name)
+        return 1
+
+    def _report_timeout(self, name: str) -> None:
+        live = self._get(name)
+        action = decide(live, self.desired[name])
+        what = action.condition.message if action.condition else ""
+        message = (f"gate timed out ({action.kind.value}: {what}); the plan was not switched"
+                   " and the next run resumes from here")
+        self.log("timeout", queue=name, action=action.kind.value, message=message)
+        if live is not None:
+            self._try(lambda: self.queues.event(live, "GateTimeout", message, True, utcnow()),
+                      name, "event")
+
+    def _get(self, name: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = self._call(lambda: self.queues.get(name))
+        return result
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        return with_backoff(fn, self.deadline, lambda err: self.log("retry", error=str(err)[:300]))
+
+    def _try(self, fn: Callable[[], Any], name: str, what: str) -> None:
+        """Best-effort reporting: a lost Event must not stop a drain."""
+        try:
+            self._call(fn)
+        except (ApiException, Conflict) as err:
+            self.log("report_failed", queue=name, what=what, error=str(err)[:300])
+
+
+def _api_message(err: ApiException) -> str:
+    try:
+        return str(json.loads(err.body or "{}").get("message", err.body))
+    except ValueError:
+        return str(err.body)[:500]

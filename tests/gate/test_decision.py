@@ -1,0 +1,229 @@
+"""The drain gate's decision as a table: live spec and status x desired plan -> action.
+
+The decision is a pure function, so every row builds plain dicts; the end-to-end behaviour on
+a real API server and Kueue is in tests/e2e/test_gate_*.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from generator.gate.decision import (
+    HOLD_AND_DRAIN,
+    PREVIOUS_POLICY_ANNOTATION,
+    Kind,
+    decide,
+    next_object,
+    plan_matches,
+    quantity_is_zero,
+)
+
+Usage = dict[str, str]  # flavor -> total gpus
+
+
+def queue(flavors: list[str] | dict[str, int], *, policy: str | None = None,
+          record: str | None = None, generation: int = 3, observed: int | None = 3,
+          reserving: int = 0, reservation: Usage | None = None, usage: Usage | None = None,
+          ready: tuple[str, str] | None = None) -> dict[str, Any]:
+    """A ClusterQueue as read (live) or as rendered (desired: leave the status arguments)."""
+    quotas = flavors if isinstance(flavors, dict) else dict.fromkeys(flavors, 8)
+    spec: dict[str, Any] = {"namespaceSelector": {}}
+    if quotas:
+        spec["resourceGroups"] = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": q}]}
+            for f, q in quotas.items()]}]
+    if policy is not None:
+        spec["stopPolicy"] = policy
+    meta: dict[str, Any] = {"name": "cq", "generation": generation, "resourceVersion": "7"}
+    if record is not None:
+        meta["annotations"] = {PREVIOUS_POLICY_ANNOTATION: record}
+    conditions: list[dict[str, Any]] = []
+    if observed is not None:
+        conditions.append({"type": "Active", "status": "True", "observedGeneration": observed})
+    if ready is not None:
+        conditions.append({"type": "TopologyReady", "status": ready[0], "reason": ready[1]})
+    listed = reservation if reservation is not None else dict.fromkeys(quotas, "0")
+    used = usage if usage is not None else listed
+    status = {"conditions": conditions, "reservingWorkloads": reserving,
+              "flavorsReservation": _listing(listed), "flavorsUsage": _listing(used)}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": meta,
+            "spec": spec, "status": status}
+
+
+def _listing(totals: Usage) -> list[dict[str, Any]]:
+    return [{"name": f, "resources": [{"name": "nvidia.com/gpu", "total": t, "borrowed": "0"}]}
+            for f, t in totals.items()]
+
+
+def desired(flavors: list[str] | dict[str, int], policy: str = "None") -> dict[str, Any]:
+    body = queue(flavors, policy=policy)
+    del body["status"]
+    return body
+
+
+AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
+BUSY_B = {"a": "0", "b": "4"}
+
+# (id, live, desired, kind, stop policy written, record written, plan written, reason)
+CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], Kind, str | None, str | None,
+                  bool, str | None]] = [
+    ("no live queue: GitOps creates it", None, desired(AB),
+     Kind.ABSENT, None, None, False, None),
+    ("same plan", queue(AB), desired(AB),
+     Kind.DONE, None, None, False, "PlanCurrent"),
+    ("same plan keeps a True reason", queue(AB, ready=("True", "Switched")), desired(AB),
+     Kind.DONE, None, None, False, "Switched"),
+    ("quota-only change: in place", queue(AB), desired({"a": 8, "b": 16}),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("flavor added: in place even with stale status", queue(A, observed=2), desired(AB),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("quantity 8 and '8' are the same", queue({"a": "8"}), desired({"a": 8}),
+     Kind.DONE, None, None, False, "PlanCurrent"),
+    ("idle flavor dropped: in place", queue(AB), desired(A),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("idle with zero in other units", queue(AB, reservation={"a": "1", "b": "0m"},
+                                            usage={"a": "1", "b": "0Gi"}), desired(A),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("dropped flavor reserved: hold", queue(AB, reserving=1, reservation=BUSY_B), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("dropped flavor used only: hold", queue(AB, usage=BUSY_B), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("dropped flavor not listed: hold", queue(AB, reservation={"a": "0"}), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("dropped, stale status: await", queue(AB, observed=2), desired(A),
+     Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("dropped, no Active condition: await", queue(AB, observed=None), desired(A),
+     Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("admin Hold is recorded", queue(AB, policy="Hold", reservation=BUSY_B), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "Hold", False, "Draining"),
+    ("held, draining", queue(AB, policy=HOLD_AND_DRAIN, record="None", reserving=2,
+                             reservation=BUSY_B), desired(A),
+     Kind.DRAIN, None, None, False, "Draining"),
+    ("held, reserving on a kept flavor only: still draining",
+     queue(AB, policy=HOLD_AND_DRAIN, record="None", reserving=1,
+           reservation={"a": "2", "b": "0"}), desired(A),
+     Kind.DRAIN, None, None, False, "Draining"),
+    ("held, stale status: await", queue(AB, policy=HOLD_AND_DRAIN, record="None", observed=2),
+     desired(A), Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("held and drained: switch", queue(AB, policy=HOLD_AND_DRAIN, record="None"), desired(A),
+     Kind.SWITCH, None, None, True, "Switched"),
+    ("switched: restore None", queue(A, policy=HOLD_AND_DRAIN, record="None"), desired(A),
+     Kind.RESTORE, "None", "", False, "Switched"),
+    ("switched: restore Hold", queue(A, policy=HOLD_AND_DRAIN, record="Hold"), desired(A),
+     Kind.RESTORE, "Hold", "", False, "Switched"),
+    ("unknown record restores Hold", queue(A, policy=HOLD_AND_DRAIN, record="Stop"),
+     desired(A), Kind.RESTORE, "Hold", "", False, "Switched"),
+    ("hold undone mid-drain: hold again, keep the record",
+     queue(AB, policy="None", record="Hold", reservation=BUSY_B), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, None, False, "Draining"),
+    ("admin HoldAndDrain is never recorded; switch when drained",
+     queue(AB, policy=HOLD_AND_DRAIN), desired(A),
+     Kind.SWITCH, None, None, True, "Switched"),
+    ("admin HoldAndDrain kept after the switch", queue(A, policy=HOLD_AND_DRAIN), desired(A),
+     Kind.DONE, None, None, False, "PlanCurrent"),
+    ("emptied plan: hold first, even if idle", queue(AB), desired([]),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("emptied plan, Hold recorded", queue(AB, policy="Hold", observed=1), desired([]),
+     Kind.HOLD, HOLD_AND_DRAIN, "Hold", False, "Draining"),
+    ("emptied plan, held and drained: switch", queue(AB, policy=HOLD_AND_DRAIN, record="None"),
+     desired([]), Kind.SWITCH, None, None, True, "Switched"),
+    ("emptied plan switched: stays held", queue([], policy=HOLD_AND_DRAIN, record="None"),
+     desired([]), Kind.HELD_EMPTY, None, None, False, "HeldEmpty"),
+    ("empty queue not held: hold", queue([], policy="None"), desired([]),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("flavor returns to an emptied queue: switch under the hold",
+     queue([], policy=HOLD_AND_DRAIN, record="Hold"), desired(C),
+     Kind.SWITCH, None, None, True, "Switched"),
+    ("replace every flavor, idle: in place", queue(AB), desired(C),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("replace every flavor, busy: hold", queue(AB, reserving=1, reservation={"a": "1", "b": "0"}),
+     desired(C), Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+]
+
+
+@pytest.mark.parametrize(("live", "want", "kind", "policy", "record", "plan", "reason"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decision_table(live: dict[str, Any] | None, want: dict[str, Any], kind: Kind,
+                        policy: str | None, record: str | None, plan: bool,
+                        reason: str | None) -> None:
+    action = decide(live, want)
+    assert action.kind is kind
+    assert (action.stop_policy, action.record, action.write_plan) == (policy, record, plan)
+    assert (action.condition.reason if action.condition else None) == reason
+
+
+def test_decision_never_records_hold_and_drain() -> None:
+    for _, live, want, *_ in CASES:
+        record = decide(live, want).record
+        assert record != HOLD_AND_DRAIN
+
+
+def test_switch_requires_current_status_and_no_reservation() -> None:
+    """The safety property: no row switches a plan while a dropped flavor is busy or unknown."""
+    for _, live, want, *_ in CASES:
+        action = decide(live, want)
+        if live is None or not (action.write_plan and action.dropped):
+            continue
+        status = live["status"]
+        active = status["conditions"][0]
+        assert active["observedGeneration"] == live["metadata"]["generation"]
+        assert status["reservingWorkloads"] == 0 or action.kind is Kind.APPLY
+
+
+def test_next_object_hold_records_policy_and_keeps_resource_version() -> None:
+    live = queue(AB, policy="Hold", reservation=BUSY_B)
+    body = next_object(live, desired(A), decide(live, desired(A)))
+    assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+    assert body["metadata"]["annotations"] == {PREVIOUS_POLICY_ANNOTATION: "Hold"}
+    assert body["metadata"]["resourceVersion"] == "7"
+    assert "status" not in body
+    assert [f["name"] for f in body["spec"]["resourceGroups"][0]["flavors"]] == AB
+
+
+def test_next_object_switch_writes_complete_plan_and_keeps_hold() -> None:
+    live = queue(AB, policy=HOLD_AND_DRAIN, record="None")
+    want = desired({"c": 4})
+    want["spec"]["cohortName"] = "team"
+    body = next_object(live, want, decide(live, want))
+    assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+    assert body["spec"]["cohortName"] == "team"
+    assert body["spec"]["resourceGroups"] == want["spec"]["resourceGroups"]
+    assert body["metadata"]["annotations"] == {PREVIOUS_POLICY_ANNOTATION: "None"}
+
+
+def test_next_object_restore_removes_record() -> None:
+    live = queue(A, policy=HOLD_AND_DRAIN, record="Hold")
+    body = next_object(live, desired(A), decide(live, desired(A)))
+    assert body["spec"]["stopPolicy"] == "Hold"
+    assert PREVIOUS_POLICY_ANNOTATION not in body["metadata"]["annotations"]
+
+
+def test_next_object_emptied_plan_drops_resource_groups() -> None:
+    live = queue(AB, policy=HOLD_AND_DRAIN, record="None")
+    body = next_object(live, desired([]), decide(live, desired([])))
+    assert "resourceGroups" not in body["spec"]
+    assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+
+
+@pytest.mark.parametrize(("live", "want", "same"), [
+    ({"resourceGroups": [], "queueingStrategy": "BestEffortFIFO"}, {}, True),
+    ({"resourceGroups": [{"flavors": [{"name": "a"}]}]}, {}, False),
+    ({"cohortName": "x", "stopPolicy": "Hold"}, {"cohortName": "x", "stopPolicy": "None"}, True),
+    ({"cohortName": "x"}, {"cohortName": "y"}, False),
+    ({"preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}},
+     {"preemption": {"withinClusterQueue": "Never"}}, True),
+    ({"admissionChecks": ["a", "b"]}, {"admissionChecks": ["a"]}, False),
+])
+def test_plan_matches_is_a_subset_test_ignoring_stop_policy(
+        live: dict[str, Any], want: dict[str, Any], same: bool) -> None:
+    assert plan_matches(live, want) is same
+
+
+@pytest.mark.parametrize(("value", "zero"), [
+    ("0", True), (0, True), ("0m", True), ("0Gi", True), ("0.0", True), (None, True),
+    ("1", False), ("500m", False), ("1Ki", False), ("junk", False), ("1e3", False),
+])
+def test_quantity_is_zero(value: Any, zero: bool) -> None:
+    assert quantity_is_zero(value) is zero
