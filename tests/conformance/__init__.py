@@ -1,0 +1,1 @@
+"""Conformance of tasgen's output to the upstream Kueue and NFD CustomResourceDefinitions."""
