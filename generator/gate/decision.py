@@ -134,11 +134,13 @@ class _View:
 def _settled(v: _View) -> Action:
     """The live plan is the desired one: finish the hold/restore bookkeeping."""
     if not v.desired_flavors:
-        if not v.held:
+        # Hold or HoldAndDrain both keep an emptied queue from admitting anything (the
+        # renderer writes Hold for it); only None must not stay.
+        if v.policy == "None":
             return _hold(v, "the plan has no flavor left; holding the queue")
         return Action(Kind.HELD_EMPTY, Condition(
             "False", "HeldEmpty",
-            "the plan has no flavor; the queue stays held (HoldAndDrain) until one returns"))
+            f"the plan has no flavor; the queue stays held ({v.policy}) until one returns"))
     if v.recorded is not None:
         policy = v.restore_to()
         return Action(Kind.RESTORE, Condition(
@@ -194,7 +196,12 @@ def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
             "Unknown", "Draining",
             f"waiting for Kueue to evict {status.reserving} reserving workloads"
             f" (dropped flavors: {', '.join(v.dropped) or 'none'})"), dropped=v.dropped)
-    return Action(Kind.SWITCH, _switched(), write_plan=True, dropped=v.dropped)
+    # An emptied plan is switched straight to the policy it is rendered with when that one
+    # holds too (drained, Hold is as safe), so that the GitOps apply after the gate is a no-op.
+    rendered = str(_spec(v.desired).get("stopPolicy") or "None")
+    policy = rendered if not v.desired_flavors and rendered != "None" else None
+    return Action(Kind.SWITCH, _switched(), stop_policy=policy, write_plan=True,
+                  dropped=v.dropped)
 
 
 def _hold(v: _View, why: str) -> Action:

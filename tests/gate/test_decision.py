@@ -6,7 +6,7 @@ a real API server and Kueue is in tests/e2e/test_gate_*.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -66,9 +66,20 @@ def desired(flavors: list[str] | dict[str, int], policy: str = "None") -> dict[s
 AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
 BUSY_B = {"a": "0", "b": "4"}
 
-# (id, live, desired, kind, stop policy written, record written, plan written, reason)
-CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], Kind, str | None, str | None,
-                  bool, str | None]] = [
+
+
+class Row(NamedTuple):
+    id: str
+    live: dict[str, Any] | None
+    desired: dict[str, Any]
+    kind: Kind
+    stop_policy: str | None  # written
+    record: str | None  # previous-policy annotation written ("" removes it)
+    write_plan: bool
+    reason: str | None  # of the TopologyReady condition
+
+
+CASES = [Row(*row) for row in [
     ("no live queue: GitOps creates it", None, desired(AB),
      Kind.ABSENT, None, None, False, None),
     ("same plan", queue(AB), desired(AB),
@@ -131,8 +142,18 @@ CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], Kind, str | None, 
      desired([]), Kind.SWITCH, None, None, True, "Switched"),
     ("emptied plan switched: stays held", queue([], policy=HOLD_AND_DRAIN, record="None"),
      desired([]), Kind.HELD_EMPTY, None, None, False, "HeldEmpty"),
+    ("emptied plan rendered with Hold: switched to Hold",
+     queue(AB, policy=HOLD_AND_DRAIN, record="None"), desired([], policy="Hold"),
+     Kind.SWITCH, "Hold", None, True, "Switched"),
+    ("emptied queue under Hold stays held", queue([], policy="Hold", record="None"),
+     desired([], policy="Hold"), Kind.HELD_EMPTY, None, None, False, "HeldEmpty"),
     ("empty queue not held: hold", queue([], policy="None"), desired([]),
      Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("flavor returns to a queue emptied under Hold: switch, then restore",
+     queue([], policy="Hold", record="None"), desired(A),
+     Kind.SWITCH, None, None, True, "Switched"),
+    ("... and restore the recorded policy", queue(A, policy="Hold", record="None"), desired(A),
+     Kind.RESTORE, "None", "", False, "Switched"),
     ("flavor returns to an emptied queue: switch under the hold",
      queue([], policy=HOLD_AND_DRAIN, record="Hold"), desired(C),
      Kind.SWITCH, None, None, True, "Switched"),
@@ -140,30 +161,28 @@ CASES: list[tuple[str, dict[str, Any] | None, dict[str, Any], Kind, str | None, 
      Kind.APPLY, None, None, True, "AppliedInPlace"),
     ("replace every flavor, busy: hold", queue(AB, reserving=1, reservation={"a": "1", "b": "0"}),
      desired(C), Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
-]
+]]
 
 
-@pytest.mark.parametrize(("live", "want", "kind", "policy", "record", "plan", "reason"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_decision_table(live: dict[str, Any] | None, want: dict[str, Any], kind: Kind,
-                        policy: str | None, record: str | None, plan: bool,
-                        reason: str | None) -> None:
-    action = decide(live, want)
-    assert action.kind is kind
-    assert (action.stop_policy, action.record, action.write_plan) == (policy, record, plan)
-    assert (action.condition.reason if action.condition else None) == reason
+@pytest.mark.parametrize("row", CASES, ids=[c.id for c in CASES])
+def test_decision_table(row: Row) -> None:
+    action = decide(row.live, row.desired)
+    assert action.kind is row.kind
+    assert (action.stop_policy, action.record, action.write_plan) == (
+        row.stop_policy, row.record, row.write_plan)
+    assert (action.condition.reason if action.condition else None) == row.reason
 
 
 def test_decision_never_records_hold_and_drain() -> None:
-    for _, live, want, *_ in CASES:
-        record = decide(live, want).record
+    for row in CASES:
+        record = decide(row.live, row.desired).record
         assert record != HOLD_AND_DRAIN
 
 
 def test_switch_requires_current_status_and_no_reservation() -> None:
     """The safety property: no row switches a plan while a dropped flavor is busy or unknown."""
-    for _, live, want, *_ in CASES:
-        action = decide(live, want)
+    for row in CASES:
+        live, action = row.live, decide(row.live, row.desired)
         if live is None or not (action.write_plan and action.dropped):
             continue
         status = live["status"]

@@ -1,0 +1,195 @@
+"""The GitOps wiring of the drain gate: the objects of ``rendered/gate/`` and ``rendered/flux/``.
+
+Order of a sync, in both engines: NodeFeatures (labels/) -> new Topologies and ResourceFlavors
+(kueue/) -> the gate Job, which drains and switches the live ClusterQueues and restores their
+stop policy (gate/) -> the rendered ClusterQueues, by then a no-op (queues/) -> prune of the old
+flavors and Topologies, which Kueue's resource-in-use finalizer holds until no queue refers to
+them.
+
+- Argo CD syncs the root kustomization: the gate's ConfigMap and RBAC are in wave 2, the Job is a
+  ``Sync`` hook in wave 3 (recreated each sync: ``BeforeHookCreation``), the queues are in wave
+  4. A failed or timed-out Job fails the sync, so wave 4 never applies the new queues.
+- Flux applies ``rendered/flux/``: one Kustomization per folder, chained with ``dependsOn`` and
+  ``wait: true``, so the queues' Kustomization waits for the gate's to be Ready, i.e. for the Job
+  to complete. The Job's pod template carries the plan's hash, so a new plan changes the
+  immutable template and ``force: true`` recreates the Job. A finished Job is removed after
+  ``ttlSecondsAfterFinished``; Flux then recreates it, so a drain that outlasted the timeout is
+  resumed without a person deleting the Job (and a finished gate re-runs as a no-op).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from generator.model import Manifest
+
+NAME = "tasgen-gate"
+PLAN_CONFIGMAP = "tasgen-gate-plan"
+PLAN_KEY = "clusterqueues.yaml"
+PLAN_MOUNT = "/etc/tasgen/plan"
+PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
+WAVE = "argocd.argoproj.io/sync-wave"
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "tasgen"}
+FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
+FOLDERS = ("labels", "kueue", "gate", "queues")
+#: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
+JOB_TTL_SECONDS = 900
+#: Grace beyond the gate's own timeout for the pod to start and report.
+START_GRACE_SECONDS = 120
+
+
+def gate_manifests(cluster_queues: Sequence[Mapping[str, Any]], *, namespace: str, image: str,
+                   timeout_seconds: int, repo_path: str = "./rendered",
+                   flux_namespace: str = "flux-system", flux_source: str = "flux-system",
+                   event_namespace: str = "default", create_namespace: bool = True,
+                   ) -> list[Manifest]:
+    """Everything the gate needs in rendered/gate/ and the Flux chain in rendered/flux/.
+
+    ``create_namespace``: render the Namespace (a namespace dedicated to the gate, which the
+    GitOps engine then owns); turn it off to use a namespace that exists already.
+    """
+    names = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
+    plan = plan_text(cluster_queues)
+    found = [
+        *([Manifest("gate/namespace.yaml", _namespace(namespace))] if create_namespace else []),
+        Manifest("gate/serviceaccount.yaml", _object("v1", "ServiceAccount", NAME, namespace)),
+        Manifest("gate/clusterrole.yaml", cluster_role(names)),
+        Manifest("gate/clusterrolebinding.yaml", _binding("ClusterRoleBinding", None, namespace)),
+        Manifest("gate/role-events.yaml", events_role(event_namespace)),
+        Manifest("gate/rolebinding-events.yaml",
+                 _binding("RoleBinding", event_namespace, namespace)),
+        Manifest("gate/configmap-plan.yaml", _configmap(namespace, plan)),
+        Manifest("gate/job.yaml", job(namespace, image, timeout_seconds, event_namespace, plan)),
+    ]
+    chain = flux_chain(repo_path, flux_namespace, flux_source, timeout_seconds)
+    return found + chain
+
+
+def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
+    """The desired queues as YAML, reduced to what the gate compares (apiVersion, kind, name,
+    spec): annotation-only changes then leave the plan, and so the Job, unchanged."""
+    docs = [{"apiVersion": q["apiVersion"], "kind": q["kind"],
+             "metadata": {"name": q["metadata"]["name"]}, "spec": q.get("spec") or {}}
+            for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))]
+    return yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False) if docs else ""
+
+
+def _object(api: str, kind: str, name: str, namespace: str | None, wave: str = "2",
+            ) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(LABELS)
+    meta["annotations"] = {WAVE: wave}
+    return {"apiVersion": api, "kind": kind, "metadata": meta}
+
+
+def _namespace(namespace: str) -> dict[str, Any]:
+    return _object("v1", "Namespace", namespace, None)
+
+
+def cluster_role(queue_names: Sequence[str]) -> dict[str, Any]:
+    """get/update of the managed queues, patch of their status (server-side apply of one
+    condition), by name. No queue, no rule: an empty resourceNames list would mean all."""
+    rules: list[dict[str, Any]] = []
+    if queue_names:
+        rules = [
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
+             "resourceNames": list(queue_names), "verbs": ["get", "update"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"],
+             "resourceNames": list(queue_names), "verbs": ["get", "patch"]},
+        ]
+    return {**_object("rbac.authorization.k8s.io/v1", "ClusterRole", NAME, None), "rules": rules}
+
+
+def events_role(event_namespace: str) -> dict[str, Any]:
+    """Events about cluster-scoped queues live in one namespace; creating them is all."""
+    role = _object("rbac.authorization.k8s.io/v1", "Role", NAME, event_namespace)
+    role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                      "verbs": ["create"]}]
+    return role
+
+
+def _binding(kind: str, where: str | None, sa_namespace: str) -> dict[str, Any]:
+    role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
+    body = _object("rbac.authorization.k8s.io/v1", kind, NAME, where)
+    body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME}
+    body["subjects"] = [{"kind": "ServiceAccount", "name": NAME, "namespace": sa_namespace}]
+    return body
+
+
+def _configmap(namespace: str, plan: str) -> dict[str, Any]:
+    return {**_object("v1", "ConfigMap", PLAN_CONFIGMAP, namespace), "data": {PLAN_KEY: plan}}
+
+
+def job(namespace: str, image: str, timeout_seconds: int, event_namespace: str,
+        plan: str) -> dict[str, Any]:
+    """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the plan
+    hash so that a new plan recreates it."""
+    body = _object("batch/v1", "Job", NAME, namespace, wave="3")
+    body["metadata"]["annotations"].update({
+        "argocd.argoproj.io/hook": "Sync",
+        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+    })
+    digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
+    body["spec"] = {
+        # One retry covers a lost node; the run resumes from the queue's state.
+        "backoffLimit": 1,
+        "activeDeadlineSeconds": timeout_seconds + START_GRACE_SECONDS,
+        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+        "template": {
+            "metadata": {"labels": dict(LABELS), "annotations": {PLAN_HASH_ANNOTATION: digest}},
+            "spec": _pod_spec(image, timeout_seconds, event_namespace),
+        },
+    }
+    return body
+
+
+def _pod_spec(image: str, timeout_seconds: int, event_namespace: str) -> dict[str, Any]:
+    args = ["--plan", PLAN_MOUNT, "--timeout", str(timeout_seconds),
+            "--event-namespace", event_namespace]
+    return {
+        "serviceAccountName": NAME,
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            # The gate alone, so that an image without the compiler's dependencies (the one of
+            # deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
+            "name": "gate", "image": image, "command": ["python", "-m", "generator.gate"],
+            "args": args,
+            "securityContext": {"allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]}},
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                          "limits": {"memory": "256Mi"}},
+            "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
+        }],
+        "volumes": [{"name": "plan", "configMap": {"name": PLAN_CONFIGMAP}}],
+    }
+
+
+def flux_chain(repo_path: str, flux_namespace: str, flux_source: str,
+               timeout_seconds: int) -> list[Manifest]:
+    """labels -> kueue -> gate -> queues, each waiting for the one before to be Ready."""
+    result: list[Manifest] = []
+    for i, folder in enumerate(FOLDERS):
+        spec: dict[str, Any] = {
+            "interval": "10m", "retryInterval": "1m", "timeout": "5m",
+            "path": f"{repo_path.rstrip('/')}/{folder}", "prune": True, "wait": True,
+            "sourceRef": {"kind": "GitRepository", "name": flux_source},
+        }
+        if i:
+            spec["dependsOn"] = [{"name": f"tasgen-{FOLDERS[i - 1]}"}]
+        if folder == "gate":
+            # The Job is immutable: a new plan hash in its template makes Flux recreate it.
+            spec["force"] = True
+            spec["timeout"] = f"{timeout_seconds + START_GRACE_SECONDS + 60}s"
+        meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace,
+                "labels": {"app.kubernetes.io/managed-by": "tasgen"}}
+        result.append(Manifest(f"flux/{folder}.yaml", {
+            "apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}))
+    return result
