@@ -122,7 +122,7 @@ class Planner:
                        f"matching node has allocatable {resource}; there is nowhere to put it")
             self.findings.append(Finding(hw.where.at("nominalQuota", resource), "quota-unplaceable", message))
             units = [0] * len(weights)
-        return [format_units(u, scale) for u in units]
+        return [format_units(u, scale, resource) for u in units]
 
 
 def largest_remainder(total: int, weights: list[int]) -> list[int] | None:

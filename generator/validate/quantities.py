@@ -44,7 +44,21 @@ def to_units(amount: Decimal, scale: int) -> int:
     return whole + 1 if scaled > whole else whole
 
 
-def format_units(units: int, scale: int) -> str:
-    if scale == 1 or units % scale == 0:
-        return str(units // scale)
-    return f"{units}m"
+_BINARY = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_units(units: int, scale: int, resource: str = "") -> str:
+    """The quantity text: millis only when needed; byte counts with the largest binary
+    suffix that is exact (2000Gi rather than 2147483648000)."""
+    if scale != 1 and units % scale:
+        return f"{units}m"
+    whole = units // scale
+    if _is_bytes(resource) and whole:
+        for suffix, size in _BINARY:
+            if whole % size == 0:
+                return f"{whole // size}{suffix}"
+    return str(whole)
+
+
+def _is_bytes(resource: str) -> bool:
+    return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from generator.load.files import LoadedFile, ParseError, parse_text
@@ -18,7 +18,6 @@ from generator.validate import schema
 class SnapshotFiles:
     """The inventory's files by their path relative to the inventory folder."""
 
-    root: Path
     files: Mapping[str, LoadedFile]
     configmaps: Mapping[str, Document]  # "namespace/name" -> ConfigMap
     used: set[str] = field(default_factory=set)  # files read as webhook snapshots

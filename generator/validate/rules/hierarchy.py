@@ -60,7 +60,8 @@ def _two_parents(src: Source, node: Node, key: str, value: str, parents: tuple[s
     return Finding(_where(src, node, key), "hierarchy-ambiguous-parent", message)
 
 
-def _ownership(ctx: Context) -> Iterable[Finding]:
+def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
+    """(node, key, first writer, second writer) for every key two writing sources state."""
     owner: dict[tuple[str, str], str] = {}
     for src in ctx.writing_sources():
         if ctx.expired(src):
@@ -72,10 +73,16 @@ def _ownership(ctx: Context) -> Iterable[Finding]:
                     continue  # repeated read-only values are not written
                 other = owner.setdefault((node_name, key), src.name)
                 if other != src.name:
-                    message = (f"sources {other!r} and {src.name!r} both write {key} on node "
-                               f"{node_name!r} (OwnershipConflict): one key of a node has one writer")
-                    where = src.snapshot.where.key_of("nodes", node_name, key)
-                    yield Finding(where, "ownership-conflict", message)
+                    yield node_name, key, other, src.name
+
+
+def _ownership(ctx: Context) -> Iterable[Finding]:
+    for node_name, key, first, second in conflicts(ctx):
+        snapshot = ctx.inventory.sources[second].snapshot
+        assert snapshot is not None
+        message = (f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
+                   "(OwnershipConflict): one key of a node has one writer")
+        yield Finding(snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message)
 
 
 RULES = (

@@ -1,0 +1,195 @@
+"""The tasgen command line: a thin click layer over the pipeline. Only this module exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from generator import importnodes
+from generator.pipeline import Mode, Result, run
+from generator.report import REPORTERS
+from generator.validate.schema import KINDS, SNAPSHOT, schema_of
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def _parse_now(value: str | None) -> datetime:
+    """--now, else SOURCE_DATE_EPOCH (reproducible builds), else the clock."""
+    if value is not None:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise click.BadParameter(f"{value!r} is not an RFC 3339 time, e.g. 2026-11-30T00:00:00Z") from e
+        if moment.tzinfo is None:
+            raise click.BadParameter(f"{value!r} needs an offset, e.g. 2026-11-30T00:00:00Z")
+        return moment
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), UTC)
+        except (ValueError, OverflowError) as e:
+            raise click.UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds") from e
+    return datetime.now(UTC)
+
+
+def _common(function: Any) -> Any:
+    options = [
+        click.option("-i", "--inventory", "inventory", default="inventories", show_default=True,
+                     type=click.Path(file_okay=False, path_type=Path), help="The inventory folder."),
+        click.option("--format", "format_", type=click.Choice(sorted(REPORTERS)), default="text",
+                     show_default=True, help="How problems are printed (github: PR annotations)."),
+        click.option("--now", default=None, metavar="RFC3339",
+                     help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock]."),
+        click.option("--strict", is_flag=True, help="Warnings fail too (exit 1)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _output_option(function: Any) -> Any:
+    return click.option("-o", "--output", "output", default="rendered", show_default=True,
+                        type=click.Path(file_okay=False, path_type=Path),
+                        help="The rendered folder that Argo CD or Flux syncs.")(function)
+
+
+def _execute(mode: Mode, inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
+    if not inventory.is_dir():
+        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    result = run(inventory, output, _parse_now(now), mode)
+    REPORTERS[format_](result, mode.value, sys.stdout)
+    sys.exit(_exit_code(result, strict))
+
+
+def _exit_code(result: Result, strict: bool) -> int:
+    if result.errors or (strict and result.warnings):
+        return EXIT_PROBLEMS
+    return EXIT_CLEAN
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tasgen")
+def cli() -> None:
+    """tasgen compiles GPU-fleet topology inventories into NFD NodeFeatures and the Kueue
+    chain (Topology, ResourceFlavor, ClusterQueue) that Argo CD or Flux syncs.
+
+    \b
+    Example:
+      tasgen validate -i inventories
+      tasgen render -i inventories -o rendered
+      tasgen check --format github    # in a pull request
+    """
+
+
+@cli.command()
+@_common
+def validate(inventory: Path, format_: str, now: str | None, strict: bool) -> None:
+    """Validate the inventory: JSON Schema, then every semantic rule. Writes nothing.
+
+    \b
+    Example:
+      tasgen validate -i inventories --now 2026-11-30T00:00:00Z
+    Exit: 0 clean, 1 problems (warnings too with --strict), 2 usage error.
+    """
+    _execute(Mode.VALIDATE, inventory, Path("rendered"), format_, now, strict)
+
+
+@cli.command()
+@_common
+@_output_option
+def render(inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
+    """Validate and write rendered/: all or nothing, only changed files, stale ones removed.
+
+    \b
+    Example:
+      tasgen render -i inventories -o rendered && git add rendered
+    Any error (including an immutable-field drift) means nothing is written.
+    """
+    _execute(Mode.RENDER, inventory, output, format_, now, strict)
+
+
+@cli.command()
+@_common
+@_output_option
+def check(inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
+    """Validate and fail when rendered/ is not what render would write (for CI).
+
+    \b
+    Example:
+      tasgen check --format github
+    Exit 1 names each stale file and its first differing line.
+    """
+    _execute(Mode.CHECK, inventory, output, format_, now, strict)
+
+
+@cli.command("import-nodes")
+@click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write here (atomically) instead of to standard output.")
+def import_nodes(source: Any, name: str, output: Path | None) -> None:
+    """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
+
+    Only names, labels and allocatable are kept, sorted, so that a refresh gives a small,
+    reviewable diff.
+
+    \b
+    Example:
+      kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
+    """
+    shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
+    try:
+        text = importnodes.convert(source.read(), name)
+    except importnodes.ImportProblem as e:
+        click.echo(f"{shown}:{e.line}:{e.col}: error: {e.message} [import-nodes]", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    except UnicodeDecodeError:
+        click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        importnodes.write_atomically(output, text)
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice([*sorted(KINDS), SNAPSHOT]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of an inventory kind (for editors and yaml-language-server).
+
+    \b
+    Example:
+      tasgen schema TopologySource > .schemas/TopologySource.json
+    """
+    click.echo(json.dumps(schema_of(kind), indent=2))
+
+
+def _add_gate() -> None:
+    try:
+        from generator.gate.command import gate
+    except ImportError:  # TODO(lead): plain import once the gate lands
+        return
+    cli.add_command(gate)
+
+
+_add_gate()
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("tasgen: interrupted; nothing was written", err=True)
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if os.environ.get("TASGEN_DEBUG"):
+            raise
+        click.echo(f"tasgen: internal error: {type(e).__name__}: {e}. This is a bug; please report "
+                   "it (set TASGEN_DEBUG=1 for the traceback).", err=True)
+        sys.exit(EXIT_PROBLEMS)

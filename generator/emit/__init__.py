@@ -1,0 +1,55 @@
+"""The emit stage: planned manifests -> the files of rendered/, compared, checked, written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.emit.drift import drift
+from generator.emit.output import Changes, changes, first_difference, mutated_nodes, owned_files, write
+from generator.emit.tree import render_tree
+from generator.model import Finding, Manifest, Where
+
+__all__ = ["Emission", "compare", "write"]
+
+
+@dataclass
+class Emission:
+    """What a render would do to rendered/, before anything is written."""
+
+    files: dict[str, str]  # the new tree
+    changes: Changes
+    mutated_nodes: int
+    findings: list[Finding] = field(default_factory=list)  # immutable drift
+    texts: dict[str, str] = field(default_factory=dict)  # old files, by shown path (positions)
+
+    def stale(self, out_label: str) -> list[Finding]:
+        """A stale-render problem per file that differs from what render would write."""
+        old = {p[len(out_label) + 1:]: t for p, t in self.texts.items()}
+        found = [
+            Finding(Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
+                    "stale-render", _stale_message(p, p in old))
+            for p, t in sorted(self.changes.changed.items())
+        ]
+        found += [Finding(Where(f"{out_label}/{p}", line_col=(1, 1)), "stale-render",
+                          "tasgen no longer writes this file; run 'tasgen render' to remove it")
+                  for p in self.changes.removed]
+        return found
+
+
+def _stale_message(path: str, exists: bool) -> str:
+    if not exists:
+        return f"{path} is missing; run 'tasgen render' and commit rendered/"
+    return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
+
+
+def compare(manifests: list[Manifest], out_dir: Path, out_label: str) -> Emission:
+    files = render_tree(manifests)
+    old = owned_files(out_dir)
+    return Emission(
+        files=files,
+        changes=changes(files, old),
+        mutated_nodes=mutated_nodes(files, old),
+        findings=drift(manifests, old, out_label),
+        texts={f"{out_label}/{p}": t for p, t in old.items()},
+    )

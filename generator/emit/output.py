@@ -1,0 +1,112 @@
+"""rendered/ on disk: what tasgen owns there, what changed, and writing it atomically."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.emit.tree import HEADER
+
+_NAME = re.compile(r"^  name: (.+)$", re.MULTILINE)
+_NODE = re.compile(r"^    nfd\.node\.kubernetes\.io/node-name: (.+)$", re.MULTILINE)
+
+
+def owned_files(out_dir: Path) -> dict[str, str]:
+    """rendered/-relative path -> text of every file tasgen wrote (its header says so);
+    other files (a README, say) are left alone."""
+    found: dict[str, str] = {}
+    if not out_dir.is_dir():
+        return found
+    for path in sorted(out_dir.rglob("*.yaml")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.startswith(HEADER):
+            found[path.relative_to(out_dir).as_posix()] = text
+    return found
+
+
+@dataclass
+class Changes:
+    changed: dict[str, str] = field(default_factory=dict)  # path -> new text
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changed and not self.removed
+
+
+def changes(new: Mapping[str, str], old: Mapping[str, str]) -> Changes:
+    result = Changes()
+    result.changed = {p: t for p, t in new.items() if old.get(p) != t}
+    result.removed = sorted(p for p in old if p not in new)
+    return result
+
+
+def first_difference(old: str, new: str) -> int:
+    """The 1-based line where two texts first differ (for stale-render problems)."""
+    for number, (a, b) in enumerate(zip(old.splitlines(), new.splitlines(), strict=False), start=1):
+        if a != b:
+            return number
+    return min(len(old.splitlines()), len(new.splitlines())) + 1
+
+
+def mutated_nodes(new: Mapping[str, str], old: Mapping[str, str]) -> int:
+    """How many nodes have a NodeFeature that is new, changed or gone (seed: status.mutatedNodes)."""
+    nodes: set[str] = set()
+    for path in set(new) | set(old):
+        if not path.startswith("labels/nodefeatures-") or new.get(path) == old.get(path):
+            continue
+        before, after = _features(old.get(path, "")), _features(new.get(path, ""))
+        nodes.update(node for name, (node, text) in (before | after).items()
+                     if before.get(name, ("", ""))[1] != after.get(name, ("", ""))[1])
+    return len(nodes)
+
+
+def _features(text: str) -> dict[str, tuple[str, str]]:
+    """NodeFeature name -> (node, document text), read from the text tasgen itself wrote."""
+    result: dict[str, tuple[str, str]] = {}
+    for document in text.split("\n---\n")[1:]:
+        name, node = _NAME.search(document), _NODE.search(document)
+        if name and node:
+            result[name[1]] = (node[1].strip('"'), document)
+    return result
+
+
+def write(out_dir: Path, update: Changes) -> None:
+    """Apply the changes so that a failure leaves rendered/ as it was: every new text is
+    written to a temporary file beside its target first, and only when all are written
+    are they renamed into place (a rename within a folder is atomic)."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for relative, text in sorted(update.changed.items()):
+            staged.append((_stage(out_dir / relative, text), out_dir / relative))
+    except OSError:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for temporary, target in staged:
+        os.replace(temporary, target)
+    for relative in update.removed:
+        (out_dir / relative).unlink(missing_ok=True)
+    _prune_empty_folders(out_dir, [(out_dir / r).parent for r in update.removed])
+
+
+def _stage(target: Path, text: str) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+        stream.write(text)
+    os.chmod(name, 0o644)  # mkstemp makes it private; rendered/ is shared, like git's checkout
+    return Path(name)
+
+
+def _prune_empty_folders(out_dir: Path, folders: Iterable[Path]) -> None:
+    for folder in sorted(set(folders), key=lambda p: len(p.parts), reverse=True):
+        if folder != out_dir and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()

@@ -1,0 +1,73 @@
+"""load -> validate -> plan -> emit, as one visible pipeline used by the CLI, tests and
+benchmarks. Nothing here exits or prints; the result says what happened."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+
+from generator import emit
+from generator.load.files import display_path, load_all
+from generator.load.locate import locate
+from generator.model import Finding, Level, Problem
+from generator.plan import Summary, plan, source_statuses
+from generator.validate import validate
+
+
+class Mode(StrEnum):
+    VALIDATE = "validate"
+    RENDER = "render"
+    CHECK = "check"
+
+
+@dataclass
+class Result:
+    problems: list[Problem]
+    summary: Summary | None = None
+    written: list[str] = field(default_factory=list)  # rendered/ files written or removed
+
+    @property
+    def errors(self) -> int:
+        return sum(p.level is Level.ERROR for p in self.problems)
+
+    @property
+    def warnings(self) -> int:
+        return sum(p.level is Level.WARNING for p in self.problems)
+
+
+def run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode) -> Result:
+    files = load_all(inventory_dir)
+    validation = validate(files, now)
+    texts = dict(validation.texts)
+    ctx = validation.context
+    if validation.has_errors or ctx is None:
+        summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
+        return Result(locate(validation.findings, texts), summary)
+    planned = plan(ctx)
+    findings: list[Finding] = validation.findings + planned.findings
+    if mode is Mode.VALIDATE or any(f.level is Level.ERROR for f in findings):
+        return Result(locate(findings, texts), planned.summary)
+    out_label = display_path(out_dir)
+    emission = emit.compare(planned.manifests, out_dir, out_label)
+    texts.update(emission.texts)
+    findings += emission.findings
+    planned.summary.mutated_nodes = emission.mutated_nodes
+    if mode is Mode.CHECK:
+        findings += emission.stale(out_label)
+    return _finish(findings, texts, planned.summary, emission, out_dir, mode)
+
+
+def _finish(findings: list[Finding], texts: dict[str, str], summary: Summary,
+            emission: emit.Emission, out_dir: Path, mode: Mode) -> Result:
+    result = Result(locate(findings, texts), summary)
+    if mode is Mode.RENDER and result.errors == 0:
+        try:
+            emit.write(out_dir, emission.changes)
+        except OSError as e:
+            message = f"cannot write rendered/: {e.strerror or e} ({e.filename}); nothing was changed"
+            problem = Problem(display_path(out_dir), 0, 0, "output-unwritable", message)
+            return Result([*result.problems, problem], summary)
+        result.written = sorted([*emission.changes.changed, *emission.changes.removed])
+    return result

@@ -1,0 +1,98 @@
+"""Reporters, chosen by name: how problems and the status summary are printed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from generator.model import Problem
+from generator.pipeline import Result
+
+Reporter = Callable[[Result, str, TextIO], None]
+
+
+def text(result: Result, command: str, out: TextIO) -> None:
+    for p in result.problems:
+        out.write(f"{p.path}:{p.line}:{p.col}: {p.level}: {p.message} [{p.rule}]\n")
+    if result.summary is not None:
+        out.write(_summary_text(result))
+    out.write(_verdict(result, command) + "\n")
+
+
+def _summary_text(result: Result) -> str:
+    assert result.summary is not None
+    data = result.summary.as_data()
+    lines = ["", "sources:"]
+    for s in data["sources"]:
+        state = "Ready" if s["ready"] else "NotReady"
+        flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownership_conflict']}"]
+        flags += ["expired"] if s["expired"] else []
+        lines.append(f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
+                     f"revision={s['revision'] or '-'} nodes={s['nodes']}")
+    if data["profiles"]:
+        lines.append("profiles:")
+        lines += [f"  {p['id']}: {' > '.join(p['levels'])} ({p['nodes']} nodes)" for p in data["profiles"]]
+    if data["queues"]:
+        lines.append("queues:")
+        lines += [_queue_line(q) for q in data["queues"]]
+    if data["mutatedNodes"] is not None:
+        lines.append(f"mutatedNodes: {data['mutatedNodes']}")
+    return "\n".join(lines) + "\n"
+
+
+def _queue_line(queue: dict[str, Any]) -> str:
+    flavors = "; ".join(
+        f"{f['name']} {', '.join(f'{r}={q}' for r, q in f['nominalQuota'].items())}" for f in queue["flavors"]
+    ) or "no flavors"
+    return f"  {queue['name']} (stopPolicy {queue['stopPolicy']}): {flavors}"
+
+
+def _verdict(result: Result, command: str) -> str:
+    counts = f"{result.errors} error(s), {result.warnings} warning(s)"
+    if command == "render" and result.errors == 0:
+        return f"{counts}; rendered/: {len(result.written)} file(s) written or removed"
+    return counts
+
+
+def json_report(result: Result, command: str, out: TextIO) -> None:
+    document = {
+        "command": command,
+        "problems": [_problem_data(p) for p in result.problems],
+        "errors": result.errors,
+        "warnings": result.warnings,
+        "summary": result.summary.as_data() if result.summary else None,
+        "written": result.written,
+    }
+    out.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def _problem_data(p: Problem) -> dict[str, Any]:
+    return {"path": p.path, "line": p.line, "col": p.col, "rule": p.rule, "message": p.message,
+            "level": str(p.level)}
+
+
+def github(result: Result, command: str, out: TextIO) -> None:
+    """GitHub workflow commands: annotations on the pull request's files."""
+    for p in result.problems:
+        where = f"file={_escape_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
+        out.write(f"::{p.level} {where},title={_escape_property(p.rule)}::{_escape_data(p.message)}\n")
+    if result.summary is not None:
+        out.write(_summary_text(result))
+    out.write(_verdict(result, command) + "\n")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and result.summary is not None:
+        with open(step_summary, "a", encoding="utf-8") as stream:
+            stream.write(f"### tasgen {command}\n\n```\n{_summary_text(result).strip()}\n```\n")
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
