@@ -1,0 +1,263 @@
+"""The drain gate on the real API server and Kueue (contract section 6).
+
+Each test builds its own flavors, queue and namespace with fresh names, runs ``python -m
+generator.gate`` as a subprocess (as the Job does), and reads the result back from the API.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e import harness
+from tests.gate.support import (
+    GROUP,
+    VERSION,
+    Kueue,
+    admitted_on,
+    cluster_queue,
+    condition,
+    flavors_of,
+    gate_process,
+    recorded,
+    run_gate,
+    unique,
+    wait_for,
+    write_plan,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
+    k = Kueue(api_client)
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def kubeconfig(cluster: harness.Cluster) -> Path:
+    """The admin kubeconfig, for the gate subprocess."""
+    return cluster.kubeconfig
+
+
+def _setup(kueue: Kueue, quotas: dict[str, int]) -> tuple[str, dict[str, str]]:
+    """A queue over fresh flavors named by the keys of quotas; returns its name and the
+    mapping key -> flavor name."""
+    names = {key: kueue.flavor(unique(f"gate-{key}")) for key in quotas}
+    cq = unique("gate-cq")
+    kueue.queue(cq, {names[k]: q for k, q in quotas.items()})
+    wait_for("Kueue's status for the new queue", lambda: kueue.current(cq))
+    return cq, names
+
+
+def _plan(tmp_path: Path, cq: str, flavors: dict[str, int], policy: str = "None") -> Path:
+    return write_plan(tmp_path / f"plan-{time.monotonic_ns()}.yaml",
+                      [cluster_queue(cq, flavors, policy)])
+
+
+def _ready(cq: dict[str, Any]) -> tuple[str, str]:
+    cond = condition(cq, "TopologyReady")
+    assert cond is not None, cq
+    return cond["status"], cond["reason"]
+
+
+def test_gate_quota_only_change_is_applied_in_place(kueue: Kueue, kubeconfig: Path,
+                                                    tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 4})
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 8}))
+    assert run.code == 0, run
+    assert run.updates() == ["Apply"], run
+    live = kueue.get(cq)
+    assert flavors_of(live) == {f["a"]: "8"}
+    assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
+    assert _ready(live) == ("True", "AppliedInPlace")
+
+
+def test_gate_idle_flavor_dropped_in_place(kueue: Kueue, kubeconfig: Path,
+                                           tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 4, "b": 4})
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}))
+    assert run.code == 0, run
+    assert run.updates() == ["Apply"], run  # no hold
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
+
+
+def test_gate_dry_run_changes_nothing(kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 4, "b": 4})
+    before = kueue.get(cq)
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--dry-run")
+    assert run.code == 0, run
+    assert run.actions() == ["Apply"], run
+    assert kueue.get(cq)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize("admin_policy", ["None", "Hold"])
+def test_gate_busy_flavor_dropped_drains_switches_and_restores(
+        kueue: Kueue, kubeconfig: Path, tmp_path: Path, admin_policy: str) -> None:
+    # Flavor a has no quota, so Kueue must put the Job on b, the flavor the plan drops.
+    cq, f = _setup(kueue, {"a": 0, "b": 4})
+    ns = kueue.namespace(cq)
+    kueue.job(ns, "train")
+    wl = wait_for("the Job's Workload admitted on b", lambda: next(
+        (w for w in kueue.workloads(ns) if admitted_on(w) == f["b"]), None))
+    wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
+    if admin_policy != "None":  # an administrator's Hold: running work stays, nothing new
+        kueue.patch_spec(cq, {"stopPolicy": admin_policy})
+        wait_for("Kueue to observe the Hold", lambda: kueue.reserving(cq, 1))
+
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}))
+
+    assert run.code == 0, run
+    assert run.updates() == ["Hold", "Switch", "Restore"], run
+    held = [ln for ln in run.lines if ln["event"] == "updated" and ln["action"] == "Hold"]
+    assert held[0]["stopPolicy"] == "HoldAndDrain"
+    live = kueue.get(cq)
+    assert flavors_of(live) == {f["a"]: "4"}
+    assert live["spec"]["stopPolicy"] == admin_policy and recorded(live) is None
+    assert _ready(live) == ("True", "Switched")
+    if admin_policy == "None":
+        # Restored: Kueue admits the evicted Job again, now on the new plan's flavor.
+        wait_for("readmission on a", lambda: admitted_on(kueue.workloads(ns)[0]) == f["a"])
+    else:  # Hold restored: evicted by the drain, and not admitted again
+        now = kueue.workloads(ns)[0]
+        evicted = condition(now, "Evicted")
+        assert evicted is not None and evicted["reason"] == "ClusterQueueStopped", (wl, now)
+        assert admitted_on(now) is None
+
+
+def test_gate_emptied_plan_stays_held_until_a_flavor_returns(
+        kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 4})
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {}, policy="Hold"))
+    assert run.code == 0, run
+    live = kueue.get(cq)
+    assert "resourceGroups" not in live["spec"] or not live["spec"]["resourceGroups"]
+    assert live["spec"]["stopPolicy"] == "Hold" and recorded(live) == "None"
+    assert _ready(live) == ("False", "HeldEmpty")
+
+    again = run_gate(kubeconfig, _plan(tmp_path, cq, {}, policy="Hold"))
+    assert again.code == 0 and again.updates() == [], again  # idempotent
+
+    back = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}))
+    assert back.code == 0, back
+    assert back.updates() == ["Switch", "Restore"], back
+    live = kueue.get(cq)
+    assert flavors_of(live) == {f["a"]: "4"}
+    assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
+
+
+def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path,
+                                         tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 0, "b": 4})
+    ns = kueue.namespace(cq)
+    kueue.workload(ns, "serve")  # no owner: stays reserved until released below
+    wait_for("the Workload reserving on b", lambda: kueue.reserving(cq, 1))
+    kueue.patch_spec(cq, {"stopPolicy": "Hold"})
+    wait_for("Kueue to observe the Hold", lambda: kueue.reserving(cq, 1))
+    plan = _plan(tmp_path, cq, {f["a"]: 4})
+
+    with gate_process(kubeconfig, plan, "--timeout", "120") as proc:
+        wait_for("the gate to hold the queue", lambda: kueue.get(cq)["spec"].get(
+            "stopPolicy") == "HoldAndDrain")
+        wait_for("Kueue to evict the Workload", lambda: condition(
+            kueue.workloads(ns)[0], "Evicted"))
+        proc.kill()  # SIGKILL mid-drain: nothing gets to clean up
+        proc.wait(timeout=30)
+    live = kueue.get(cq)
+    assert flavors_of(live) == {f["a"]: "0", f["b"]: "4"}, "switched with a reservation"
+    assert recorded(live) == "Hold"
+
+    timeout = run_gate(kubeconfig, plan, "--timeout", "2")  # still draining: bounded wait
+    assert timeout.code == 1, timeout
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "0", f["b"]: "4"}
+    assert _ready(kueue.get(cq))[1] == "Draining"
+
+    kueue.release(ns, "serve")
+    run = run_gate(kubeconfig, plan, "--timeout", "60")
+    assert run.code == 0, run
+    assert run.updates() == ["Switch", "Restore"], run
+    live = kueue.get(cq)
+    assert flavors_of(live) == {f["a"]: "4"}
+    assert live["spec"]["stopPolicy"] == "Hold" and recorded(live) is None
+    assert run_gate(kubeconfig, plan).updates() == []
+
+
+# --- stale status: Kueue cannot write the current generation's status ----------------------
+
+
+def _block_current_status(api: client.ApiClient, cq: str) -> str:
+    """A ValidatingAdmissionPolicy that refuses any status write making this queue's Active
+    condition current: Kueue's status then stays one generation behind, deterministically,
+    while the gate's own condition (which leaves Active alone) is still accepted."""
+    name = unique("gate-stale")
+    adm = client.AdmissionregistrationV1Api(api)
+    adm.create_validating_admission_policy({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["UPDATE"],
+                "resources": ["clusterqueues/status"]}]},
+            "matchConditions": [{"name": "this-queue",
+                                 "expression": f"object.metadata.name == '{cq}'"}],
+            "validations": [{"expression": (
+                "!has(object.status) || !has(object.status.conditions) || "
+                "!object.status.conditions.exists(c, c.type == 'Active' && "
+                "has(c.observedGeneration) && "
+                "c.observedGeneration == object.metadata.generation)"),
+                "message": "test: Kueue status held back"}],
+        }})
+    adm.create_validating_admission_policy_binding({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    return name
+
+
+def _unblock(api: client.ApiClient, name: str) -> None:
+    adm = client.AdmissionregistrationV1Api(api)
+    adm.delete_validating_admission_policy_binding(name)
+    adm.delete_validating_admission_policy(name)
+
+
+def test_gate_stale_status_awaits_queue_status(kueue: Kueue, api_client: client.ApiClient,
+                                               kubeconfig: Path, tmp_path: Path) -> None:
+    cq, f = _setup(kueue, {"a": 4, "b": 4})
+    policy = _block_current_status(api_client, cq)
+    try:
+        # Bump the generation until Kueue demonstrably cannot catch up (the policy needs a
+        # moment to reach the API server's admission chain).
+        quota = iter(range(5, 100))
+
+        def stale() -> bool:
+            kueue.patch_spec(cq, {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": f["a"], "resources": [{"name": "cpu", "nominalQuota": str(next(quota))}]},
+                {"name": f["b"], "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]})
+            time.sleep(2)
+            return kueue.current(cq) is None
+        wait_for("a queue status one generation behind", stale, timeout=60)
+
+        run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--timeout", "3")
+        assert run.code == 1, run
+        assert "AwaitStatus" in run.actions(), run
+        live = kueue.get(cq)
+        assert f["b"] in flavors_of(live), "dropped a flavor on a stale status"
+        cond = condition(live, "TopologyReady")
+        assert cond and (cond["status"], cond["reason"]) == ("Unknown", "AwaitingQueueStatus")
+    finally:
+        _unblock(api_client, policy)
+    # Any event on the queue makes Kueue reconcile (and write its status) at once.
+    client.CustomObjectsApi(api_client).patch_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", cq, {"metadata": {"annotations": {"poke": "1"}}})
+    wait_for("Kueue to catch up", lambda: kueue.current(cq), timeout=60)
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--timeout", "30")
+    assert run.code == 0, run
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
