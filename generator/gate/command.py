@@ -4,9 +4,13 @@ a dropped flavor still holds reservations (contract section 6)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException
 
 from generator.gate.decision import decide
 from generator.gate.kube import Deadline, Queues, load_client
@@ -32,19 +36,29 @@ def gate(*, plan_path: Path, timeout: int, poll_interval: float, kubeconfig: str
     log = JsonLog()
     try:
         desired = read_plan(plan_path)
-    except PlanError as err:
+        api = load_client(kubeconfig)
+    except (PlanError, ConfigException, OSError) as err:
         log("error", message=str(err))
         sys.exit(2)
-    queues = Queues(load_client(kubeconfig), event_namespace)
+    queues = Queues(api, event_namespace)
     log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
     if dry_run:
-        for name in sorted(desired):
-            action = decide(queues.get(name), desired[name])
-            cond = action.condition
-            log("decision", queue=name, action=action.kind.value, dryRun=True,
-                reason=cond.reason if cond else None, message=cond.message if cond else "",
-                dropped=list(action.dropped))
-        return
+        sys.exit(_dry_run(queues, desired, log))
     code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
     log("finish", exitCode=code)
     sys.exit(code)
+
+
+def _dry_run(queues: Queues, desired: Mapping[str, Mapping[str, Any]], log: JsonLog) -> int:
+    """Each queue's next step, as the gate would take it now; nothing is written."""
+    for name in sorted(desired):
+        try:
+            action = decide(queues.get(name), desired[name])
+        except ApiException as err:
+            log("error", queue=name, status=err.status, reason=err.reason, dryRun=True)
+            return 1
+        cond = action.condition
+        log("decision", queue=name, action=action.kind.value, dryRun=True,
+            reason=cond.reason if cond else None, message=cond.message if cond else "",
+            dropped=list(action.dropped))
+    return 0

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from generator.gate.decision import (
     TERMINAL,
@@ -106,8 +107,11 @@ class Gate:
             # Forbidden, invalid: retrying cannot help; the other queues go on.
             self.log("error", queue=name, status=err.status, reason=err.reason,
                      message=_api_message(err))
-            state.failed = True
-            return True
+        except (HTTPError, OSError) as err:
+            # The API server stayed unreachable until the deadline.
+            self.log("error", queue=name, message=str(err)[:500])
+        state.failed = True
+        return True
 
     def _write(self, name: str, live: Mapping[str, Any], action: Action) -> None:
         """Write the action's spec change, then give Kueue a moment to observe it."""
@@ -176,7 +180,10 @@ class Gate:
 
     def _timed_out(self, pending: list[str]) -> int:
         for name in pending:
-            self._report_timeout(name)
+            try:
+                self._report_timeout(name)
+            except (ApiException, HTTPError, OSError) as err:
+                self.log("timeout", queue=name, message=f"and reading it failed: {err}"[:500])
         return 1
 
     def _report_timeout(self, name: str) -> None:
