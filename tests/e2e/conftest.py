@@ -1,0 +1,94 @@
+"""Session fixtures of the end-to-end tests: a real control plane, the example fleet on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+from tests.e2e import harness, kube
+from tests.e2e.fleet import Fleet, Obj, load_fleet
+
+
+@pytest.fixture(scope="session")
+def fleet() -> Fleet:
+    """The repository's example inventory and rendered output."""
+    return load_fleet()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory, fleet: Fleet) -> Iterator[harness.Cluster]:
+    """etcd, kube-apiserver, Kueue and nfd-master on loopback, for the whole session.
+
+    A missing Go toolchain or a failed build fails the tests that need the cluster: they
+    are never skipped, since a skipped e2e suite looks like a green one.
+    """
+    work_dir: Path = tmp_path_factory.mktemp("cluster")
+    try:
+        build = harness.build()
+        running = harness.start(build, work_dir, fleet.nfd_label_namespaces)
+    except harness.ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def api_client(cluster: harness.Cluster) -> Iterator[client.ApiClient]:
+    """A `kubernetes` client for the cluster's admin user, built from its kubeconfig."""
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture(scope="session")
+def dyn(api_client: client.ApiClient) -> DynamicClient:
+    return DynamicClient(api_client)
+
+
+@pytest.fixture(scope="session")
+def fleet_nodes(api_client: client.ApiClient, fleet: Fleet) -> list[str]:
+    """The NodeInventory's Nodes, created with their labels and reported Ready."""
+    core = client.CoreV1Api(api_client)
+    for node in fleet.nodes:
+        kube.create_ready_node(core, node)
+    return [node.name for node in fleet.nodes]
+
+
+@pytest.fixture(scope="session")
+def applied(dyn: DynamicClient, fleet: Fleet, fleet_nodes: list[str]) -> list[tuple[Obj, Obj | ApiException]]:
+    """Every rendered object server-side applied in sync-wave order onto a cluster whose
+    Nodes already exist (as in a real one): each object with the server's answer or error.
+
+    NFD's installation owns the NodeFeature namespace, so it is created first, as NFD's
+    deployment manifests would."""
+    kube.ensure_namespace(client.CoreV1Api(dyn.client), fleet.node_feature_namespace)
+    results: list[tuple[Obj, Obj | ApiException]] = []
+    for obj in fleet.rendered:
+        try:
+            results.append((obj, kube.apply(dyn, obj)))
+        except ApiException as exc:
+            results.append((obj, exc))
+    return results
+
+
+@pytest.fixture(scope="session")
+def synced(applied: list[tuple[Obj, Obj | ApiException]]) -> None:
+    """For tests that build on a complete sync: fail early if any object was rejected."""
+    rejected = [describe(obj) for obj, answer in applied if isinstance(answer, ApiException)]
+    if rejected:
+        pytest.fail(f"rendered objects were rejected: {rejected}", pytrace=False)
+
+
+def describe(obj: Obj) -> str:
+    meta = obj["metadata"]
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj['kind']} {where}{meta['name']}"

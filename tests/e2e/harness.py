@@ -1,0 +1,191 @@
+"""Build and run the tests/cluster control plane (etcd, kube-apiserver, Kueue, nfd-master).
+
+The binaries are built from the Go modules pinned in tests/cluster/go.mod and cached in
+``~/.cache/tasgen-cluster/<key>/``, where the key hashes go.mod, go.sum, the harness sources
+and the Go version: an unchanged checkout starts in seconds, a changed pin rebuilds (Go's own
+build cache still makes that incremental).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CLUSTER_MODULE = Path(__file__).resolve().parents[1] / "cluster"
+
+# Output name -> Go package. One `go build` builds them all so that Go can share and
+# parallelise the work; etcd's main package is the module root, hence the explicit names.
+BINARIES = {
+    "etcd": "go.etcd.io/etcd/server/v3",
+    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+    "kueue": "sigs.k8s.io/kueue/cmd/kueue",
+    "nfd-master": "sigs.k8s.io/node-feature-discovery/cmd/nfd-master",
+    "tasgen-cluster": "./cmd/tasgen-cluster",
+}
+MODULES = {"kueue": "sigs.k8s.io/kueue", "nfd": "sigs.k8s.io/node-feature-discovery"}
+BUILD_TIMEOUT_S = 45 * 60
+START_TIMEOUT_S = 5 * 60
+STOP_TIMEOUT_S = 60
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be built or started; the message says why."""
+
+
+@dataclass(frozen=True)
+class Build:
+    bin_dir: Path
+    module_dirs: dict[str, Path]
+
+
+@dataclass
+class Cluster:
+    process: subprocess.Popen[bytes]
+    work_dir: Path
+    kubeconfig: Path
+    log: Path
+
+    def stop(self) -> None:
+        """SIGTERM the harness (it stops its components in order), SIGKILL its group if stuck."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        # The harness ran in its own process group: anything left in it is an orphan.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise ClusterError(
+            "Go is not on PATH: the cluster tests build etcd, kube-apiserver, Kueue and nfd-master "
+            "from tests/cluster/go.mod and need a Go toolchain (see tests/cluster/README.md)"
+        )
+    return go
+
+
+def _run_go(args: list[str], what: str, timeout: float) -> str:
+    try:
+        done = subprocess.run(
+            [_go(), *args],
+            cwd=CLUSTER_MODULE,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ClusterError(f"{what} took longer than {timeout:.0f}s") from exc
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+        raise ClusterError(f"{what} failed (go {' '.join(args)}):\n{tail}")
+    return done.stdout
+
+
+def cache_key() -> str:
+    digest = hashlib.sha256(_run_go(["version"], "go version", 60).encode())
+    sources = [CLUSTER_MODULE / "go.mod", CLUSTER_MODULE / "go.sum"]
+    sources += sorted((CLUSTER_MODULE / "cmd").rglob("*.go"))
+    for path in sources:
+        digest.update(str(path.relative_to(CLUSTER_MODULE)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("TASGEN_CLUSTER_CACHE", Path(base) / "tasgen-cluster"))
+
+
+def module_dirs() -> dict[str, Path]:
+    """Where Go keeps the Kueue and NFD modules: their CRDs and webhook manifests come from there."""
+    _run_go(["mod", "download", *MODULES.values()], "go mod download", BUILD_TIMEOUT_S)
+    out = _run_go(["list", "-m", "-f", "{{.Dir}}", *MODULES.values()], "go list -m", 120)
+    dirs = [Path(line) for line in out.splitlines() if line]
+    return dict(zip(MODULES, dirs, strict=True))
+
+
+def build() -> Build:
+    """Build the binaries once per cache key; later calls reuse them."""
+    bin_dir = cache_root() / cache_key()
+    if not all((bin_dir / name).is_file() for name in BINARIES):
+        bin_dir.parent.mkdir(parents=True, exist_ok=True)
+        # Build into a fresh directory and rename: a killed build never leaves a half cache.
+        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bin_dir.parent))
+        try:
+            _build_into(staging)
+            staging.rename(bin_dir)
+        except OSError:
+            if not bin_dir.is_dir():  # a concurrent build that won the rename is fine
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return Build(bin_dir=bin_dir, module_dirs=module_dirs())
+
+
+def _build_into(out: Path) -> None:
+    _run_go(
+        ["build", "-trimpath", "-ldflags=-s -w", "-o", f"{out}/", *BINARIES.values()],
+        "building the control plane",
+        BUILD_TIMEOUT_S,
+    )
+    # `go build -o dir/` names a binary after its package's last path element
+    # (etcd's is "server", the "v3" suffix being a major version).
+    for name, package in BINARIES.items():
+        built = out / _default_binary_name(package)
+        if built != out / name:
+            built.rename(out / name)
+
+
+def _default_binary_name(package: str) -> str:
+    parts = package.rstrip("/").split("/")
+    last = parts[-1]
+    if len(parts) > 1 and last.startswith("v") and last[1:].isdigit():
+        last = parts[-2]
+    return last
+
+
+def start(b: Build, work_dir: Path, extra_label_ns: list[str]) -> Cluster:
+    """Start the harness and wait until it writes its kubeconfig (it does so once ready)."""
+    kubeconfig = work_dir / "kubeconfig"
+    log = work_dir / "harness.log"
+    args = [
+        str(b.bin_dir / "tasgen-cluster"),
+        f"-bin-dir={b.bin_dir}",
+        f"-kueue-dir={b.module_dirs['kueue']}",
+        f"-nfd-dir={b.module_dirs['nfd']}",
+        f"-work-dir={work_dir}",
+        f"-kubeconfig={kubeconfig}",
+        f"-nfd-extra-label-ns={','.join(extra_label_ns)}",
+    ]
+    with log.open("wb") as out:
+        # Own session: teardown can signal the whole group, never the test runner.
+        process = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    cluster = Cluster(process=process, work_dir=work_dir, kubeconfig=kubeconfig, log=log)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not kubeconfig.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            cluster.stop()
+            reason = f"exited with {process.returncode}" if process.returncode else "timed out"
+            raise ClusterError(f"the control plane did not start ({reason}); {log}:\n{_tail(log)}")
+        time.sleep(0.5)
+    return cluster
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

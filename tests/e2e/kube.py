@@ -1,0 +1,85 @@
+"""Small helpers over the `kubernetes` client for the end-to-end tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+from tests.e2e.fleet import Node, Obj
+
+FIELD_MANAGER = "tasgen"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+T = TypeVar("T")
+
+
+def apply(dyn: DynamicClient, obj: Obj) -> Obj:
+    """Server-side apply as a GitOps engine does it, with tasgen's field manager."""
+    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    applied = resource.server_side_apply(body=obj, field_manager=FIELD_MANAGER)
+    result: Obj = applied.to_dict()
+    return result
+
+
+def get(dyn: DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+    resource = dyn.resources.get(api_version=api_version, kind=kind)
+    found: Obj = resource.get(name=name, namespace=namespace).to_dict()
+    return found
+
+
+def create(dyn: DynamicClient, obj: Obj) -> Obj:
+    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    namespace = obj["metadata"].get("namespace")
+    created: Obj = resource.create(body=obj, namespace=namespace).to_dict()
+    return created
+
+
+def ensure_namespace(core: client.CoreV1Api, name: str, labels: dict[str, str] | None = None) -> None:
+    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels))
+    try:
+        core.create_namespace(body)
+    except ApiException as exc:
+        if exc.status != 409:  # already there is fine
+            raise
+
+
+def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
+    """Create a Node with its inventory labels, then report it Ready with its allocatable,
+    as a kubelet would: the status is a subresource, so it takes a second call."""
+    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name, labels=node.labels)))
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "reported by the tasgen e2e tests",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    status = {"capacity": node.allocatable, "allocatable": node.allocatable, "conditions": [ready]}
+    core.patch_node_status(node.name, {"status": status})
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 90.0) -> T:
+    """Poll probe until it returns something other than None or False; fail with `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result is not None and result is not False:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def condition(obj: Obj, kind: str) -> dict[str, Any] | None:
+    for cond in obj.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == kind:
+            found: dict[str, Any] = cond
+            return found
+    return None
