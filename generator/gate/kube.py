@@ -108,20 +108,22 @@ class Queues:
             GROUP, VERSION, PLURAL, name, dict(body), field_manager=FIELD_MANAGER)
         return cast(dict[str, Any], new)
 
-    def set_condition(self, live: Mapping[str, Any], cond: Condition, now: datetime) -> None:
+    def set_condition(self, live: Mapping[str, Any], cond: Condition, now: datetime,
+                      ) -> dict[str, Any]:
         """Server-side apply of the TopologyReady condition alone, as field manager tasgen-gate.
 
         Kueue replaces the status with a conditional update of the object it read, so it keeps
         this condition; applying only our own list entry (conditions is listType=map on type)
-        never touches Kueue's Active condition or its usage figures.
+        never touches Kueue's Active condition or its usage figures. Returns the new object.
         """
         meta = live["metadata"]
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
                 "metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]},
                 "status": {"conditions": [condition_body(live, cond, now)]}}
-        self._custom.patch_cluster_custom_object_status(
+        new = self._custom.patch_cluster_custom_object_status(
             GROUP, VERSION, PLURAL, meta["name"], body, field_manager=FIELD_MANAGER, force=True,
             _content_type="application/apply-patch+yaml")
+        return cast(dict[str, Any], new)
 
     def event(self, live: Mapping[str, Any], reason: str, message: str, warning: bool,
               now: datetime) -> None:

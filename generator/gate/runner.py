@@ -96,7 +96,9 @@ class Gate:
             for _ in range(MAX_STEPS):
                 live = self._get(name)
                 action = decide(live, self.desired[name])
-                self._report(name, live, action, state)
+                # Reporting writes the status: continue with the object it returned, so that
+                # the spec write does not conflict with our own condition.
+                live = self._report(name, live, action, state)
                 if action.kind in TERMINAL:
                     return True
                 if action.kind in WAITING or live is None:
@@ -140,13 +142,14 @@ class Gate:
             self.sleep(0.2)
             waited += 0.2
 
-    def _report(self, name: str, live: Mapping[str, Any] | None, action: Action,
-                state: _QueueState) -> None:
-        """Log the decision, emit an Event and set the condition, each only on a change."""
+    def _report(self, name: str, live: dict[str, Any] | None, action: Action,
+                state: _QueueState) -> dict[str, Any] | None:
+        """Log the decision, emit an Event and set the condition, each only on a change;
+        returns the queue as it is after the condition write."""
         cond = action.condition
         key = (action.kind.value, cond.message if cond else "")
         if key == state.last:
-            return
+            return live
         state.last = key
         self.log("decision", queue=name, action=action.kind.value,
                  reason=cond.reason if cond else None,
@@ -154,29 +157,32 @@ class Gate:
                  dropped=list(action.dropped),
                  generation=(live or {}).get("metadata", {}).get("generation"))
         if live is None or cond is None:
-            return
+            return live
         if action.kind in EVENTS:
             reason, warning = EVENTS[action.kind]
             self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()),
                       name, "event")
-        self._set_condition(name, live, cond)
+        return self._set_condition(name, live, cond)
 
-    def _set_condition(self, name: str, live: Mapping[str, Any], cond: Condition) -> None:
-        current: Mapping[str, Any] | None = live
+    def _set_condition(self, name: str, live: dict[str, Any], cond: Condition,
+                       ) -> dict[str, Any] | None:
+        current: dict[str, Any] | None = live
         for _ in range(MAX_STEPS):
             if current is None or condition_is(current, cond):
-                return
+                return current
             try:
-                self._apply_condition(current, cond)
+                new = self._apply_condition(current, cond)
             except Conflict:
                 # Kueue wrote its status in between: apply again on the fresh object.
                 current = self._get(name)
                 continue
             self.log("condition", queue=name, status=cond.status, reason=cond.reason)
-            return
+            return new
+        return current
 
-    def _apply_condition(self, live: Mapping[str, Any], cond: Condition) -> None:
-        self._call(lambda: self.queues.set_condition(live, cond, utcnow()))
+    def _apply_condition(self, live: Mapping[str, Any], cond: Condition) -> dict[str, Any]:
+        new: dict[str, Any] = self._call(lambda: self.queues.set_condition(live, cond, utcnow()))
+        return new
 
     def _timed_out(self, pending: list[str]) -> int:
         for name in pending:

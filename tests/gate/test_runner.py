@@ -1,0 +1,177 @@
+"""The gate's loop against an in-memory API server with a tiny Kueue: crash safety at every
+write, conflicts, timeouts. (The real API server and Kueue are in tests/e2e/test_gate_*.py.)"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from generator.gate.decision import HOLD_AND_DRAIN, PREVIOUS_POLICY_ANNOTATION, Condition
+from generator.gate.kube import Conflict, Deadline, condition_body
+from generator.gate.runner import Gate, JsonLog
+from tests.gate.test_decision import desired, queue
+
+
+class Killed(BaseException):
+    """The process dies: nothing in the gate may catch this."""
+
+
+class FakeKueue:
+    """One ClusterQueue on a fake API server. Kueue here observes every spec change at once,
+    and evicts the reserving workloads `drain_reads` reads after a HoldAndDrain."""
+
+    def __init__(self, live: dict[str, Any], reserving: int, drain_reads: int = 2) -> None:
+        self.obj = copy.deepcopy(live)
+        self.reserving = reserving
+        self.drain_reads = drain_reads
+        self.writes = 0
+        self.kill_at: int | None = None
+        self.conflicts = 0  # the next N writes fail as if Kueue wrote in between
+        self.events: list[str] = []
+        self._observe()
+
+    # -- the Queues interface used by the gate ---------------------------------------------
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        if self.obj["spec"].get("stopPolicy") == HOLD_AND_DRAIN and self.reserving:
+            self.drain_reads -= 1
+            if self.drain_reads <= 0:
+                self.reserving = 0
+                self._observe()
+        return copy.deepcopy(self.obj)
+
+    def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._write(body["metadata"]["resourceVersion"])
+        if self.reserving and _flavors(body) != _flavors(self.obj):
+            dropped = set(_flavors(self.obj)) - set(_flavors(body))
+            assert not dropped, f"switched away from {dropped} with reservations"
+        self.obj["metadata"] = copy.deepcopy(body["metadata"])
+        if body["spec"] != self.obj["spec"]:
+            self.obj["metadata"]["generation"] += 1
+        self.obj["spec"] = copy.deepcopy(body["spec"])
+        self._bump()
+        self._observe()
+        return copy.deepcopy(self.obj)
+
+    def set_condition(self, live: dict[str, Any], cond: Condition, now: datetime,
+                      ) -> dict[str, Any]:
+        self._write(live["metadata"]["resourceVersion"])
+        conds = [c for c in self.obj["status"]["conditions"] if c["type"] != "TopologyReady"]
+        self.obj["status"]["conditions"] = [*conds, condition_body(self.obj, cond, now)]
+        self._bump()
+        return copy.deepcopy(self.obj)
+
+    def event(self, live: dict[str, Any], reason: str, message: str, warning: bool,
+              now: datetime) -> None:
+        self.events.append(reason)
+
+    # -- the fake server -------------------------------------------------------------------
+
+    def _write(self, resource_version: str) -> None:
+        self.writes += 1
+        if self.kill_at is not None and self.writes >= self.kill_at:
+            raise Killed
+        if self.conflicts:
+            self.conflicts -= 1
+            self._bump()
+            raise Conflict("Kueue wrote the status")
+        if resource_version != self.obj["metadata"]["resourceVersion"]:
+            raise Conflict("stale resourceVersion")
+
+    def _bump(self) -> None:
+        meta = self.obj["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+
+    def _observe(self) -> None:
+        """Kueue's status: current generation, the reservation on the queue's last flavor."""
+        status = self.obj.setdefault("status", {})
+        mine = [c for c in status.get("conditions", []) if c["type"] == "TopologyReady"]
+        status["conditions"] = [{"type": "Active", "status": "True",
+                                 "observedGeneration": self.obj["metadata"]["generation"]},
+                                *mine]
+        names = _flavors(self.obj)
+        listing = [{"name": f, "resources": [{"name": "nvidia.com/gpu", "borrowed": "0",
+                                              "total": str(self.reserving if f == names[-1]
+                                                           else 0)}]} for f in names]
+        status.update(reservingWorkloads=self.reserving, flavorsReservation=listing,
+                      flavorsUsage=copy.deepcopy(listing))
+
+
+def _flavors(obj: dict[str, Any]) -> list[str]:
+    return [f["name"] for g in obj["spec"].get("resourceGroups") or [] for f in g["flavors"]]
+
+
+def _gate(fake: FakeKueue, want: dict[str, Any], timeout: float = 30.0) -> tuple[Gate, io.StringIO]:
+    out = io.StringIO()
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    gate = Gate(fake, {"cq": want}, Deadline(timeout, clock=lambda: clock[0]),  # type: ignore[arg-type]
+                JsonLog(out), poll_seconds=1.0, sleep=sleep)
+    return gate, out
+
+
+def _converged(fake: FakeKueue, want: dict[str, Any], policy: str) -> None:
+    assert _flavors(fake.obj) == _flavors(want)
+    assert fake.obj["spec"]["stopPolicy"] == policy
+    assert PREVIOUS_POLICY_ANNOTATION not in (fake.obj["metadata"].get("annotations") or {})
+
+
+@pytest.mark.parametrize("policy", ["None", "Hold"])
+def test_busy_drop_runs_hold_switch_restore(policy: str) -> None:
+    fake = FakeKueue(queue(["a", "b"], policy=policy), reserving=1)
+    gate, out = _gate(fake, desired(["a"]))
+    assert gate.run() == 0
+    _converged(fake, desired(["a"]), policy)
+    updates = [json.loads(ln)["action"] for ln in out.getvalue().splitlines()
+               if json.loads(ln)["event"] == "updated"]
+    assert updates == ["Hold", "Switch", "Restore"]
+    assert fake.events == ["Draining", "Switched", "StopPolicyRestored"]
+
+
+@pytest.mark.parametrize("policy", ["None", "Hold"])
+def test_killed_at_every_write_then_rerun_converges(policy: str) -> None:
+    """Crash safety: kill the gate at its k-th write, for every k, then run it again."""
+    clean = FakeKueue(queue(["a", "b"], policy=policy), reserving=1)
+    assert _gate(clean, desired(["a"]))[0].run() == 0
+    for k in range(1, clean.writes + 1):
+        fake = FakeKueue(queue(["a", "b"], policy=policy), reserving=1)
+        fake.kill_at = k
+        with pytest.raises(Killed):
+            _gate(fake, desired(["a"]))[0].run()
+        fake.kill_at = None
+        assert _gate(fake, desired(["a"]))[0].run() == 0, f"killed at write {k}"
+        _converged(fake, desired(["a"]), policy)
+
+
+def test_conflicts_are_retried_on_a_fresh_read() -> None:
+    fake = FakeKueue(queue(["a", "b"]), reserving=1)
+    fake.conflicts = 3
+    assert _gate(fake, desired(["a"]))[0].run() == 0
+    _converged(fake, desired(["a"]), "None")
+
+
+def test_timeout_leaves_the_old_plan_held() -> None:
+    fake = FakeKueue(queue(["a", "b"]), reserving=1, drain_reads=10**9)
+    gate, out = _gate(fake, desired(["a"]), timeout=5)
+    assert gate.run() == 1
+    assert _flavors(fake.obj) == ["a", "b"]
+    assert fake.obj["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+    assert fake.obj["metadata"]["annotations"][PREVIOUS_POLICY_ANNOTATION] == "None"
+    assert fake.events[-1] == "GateTimeout"
+    assert '"event": "timeout"' in out.getvalue()
+
+
+def test_settled_queue_is_not_written_again() -> None:
+    fake = FakeKueue(queue(["a"]), reserving=0)
+    assert _gate(fake, desired(["a"]))[0].run() == 0
+    writes = fake.writes
+    assert _gate(fake, desired(["a"]))[0].run() == 0
+    assert fake.writes == writes
