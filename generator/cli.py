@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -40,12 +41,29 @@ def _parse_now(value: str | None) -> datetime:
 
 def _common(function: Any) -> Any:
     options = [
-        click.option("-i", "--inventory", "inventory", default="inventories", show_default=True,
-                     type=click.Path(file_okay=False, path_type=Path), help="The inventory folder."),
-        click.option("--format", "format_", type=click.Choice(sorted(REPORTERS)), default="text",
-                     show_default=True, help="How problems are printed (github: PR annotations)."),
-        click.option("--now", default=None, metavar="RFC3339",
-                     help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock]."),
+        click.option(
+            "-i",
+            "--inventory",
+            "inventory",
+            default="inventories",
+            show_default=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="The inventory folder.",
+        ),
+        click.option(
+            "--format",
+            "format_",
+            type=click.Choice(sorted(REPORTERS)),
+            default="text",
+            show_default=True,
+            help="How problems are printed (github: PR annotations).",
+        ),
+        click.option(
+            "--now",
+            default=None,
+            metavar="RFC3339",
+            help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
+        ),
         click.option("--strict", is_flag=True, help="Warnings fail too (exit 1)."),
     ]
     for option in reversed(options):
@@ -54,9 +72,15 @@ def _common(function: Any) -> Any:
 
 
 def _output_option(function: Any) -> Any:
-    return click.option("-o", "--output", "output", default="rendered", show_default=True,
-                        type=click.Path(file_okay=False, path_type=Path),
-                        help="The rendered folder that Argo CD or Flux syncs.")(function)
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        default="rendered",
+        show_default=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The rendered folder that Argo CD or Flux syncs.",
+    )(function)
 
 
 def _execute(mode: Mode, inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
@@ -73,7 +97,24 @@ def _exit_code(result: Result, strict: bool) -> int:
     return EXIT_CLEAN
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Loads the drain gate's command only when it is asked for: it imports the Kubernetes
+    API client, a second of start-up that validate/render/check do not need."""
+
+    LAZY: ClassVar[dict[str, str]] = {"gate": "generator.gate.command"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY:
+            module = importlib.import_module(self.LAZY[cmd_name])
+            command: click.Command = getattr(module, cmd_name)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tasgen")
 def cli() -> None:
     """tasgen compiles GPU-fleet topology inventories into NFD NodeFeatures and the Kueue
@@ -131,8 +172,13 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 @cli.command("import-nodes")
 @click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
 @click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write here (atomically) instead of to standard output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write here (atomically) instead of to standard output.",
+)
 def import_nodes(source: Any, name: str, output: Path | None) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
@@ -170,26 +216,18 @@ def schema(kind: str) -> None:
     click.echo(json.dumps(schema_of(kind), indent=2))
 
 
-def _add_gate() -> None:
-    try:
-        from generator.gate.command import gate
-    except ImportError:  # TODO(lead): plain import once the gate lands
-        return
-    cli.add_command(gate)
-
-
-_add_gate()
-
-
 def main() -> None:
     try:
         cli.main(standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("tasgen: interrupted; nothing was written", err=True)
         sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - the last line of defence: no traceback for users
+    except Exception as e:
         if os.environ.get("TASGEN_DEBUG"):
             raise
-        click.echo(f"tasgen: internal error: {type(e).__name__}: {e}. This is a bug; please report "
-                   "it (set TASGEN_DEBUG=1 for the traceback).", err=True)
+        click.echo(
+            f"tasgen: internal error: {type(e).__name__}: {e}. This is a bug; please report "
+            "it (set TASGEN_DEBUG=1 for the traceback).",
+            err=True,
+        )
         sys.exit(EXIT_PROBLEMS)

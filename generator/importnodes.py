@@ -10,8 +10,10 @@ from generator.emit.output import Changes, write
 from generator.load.files import ParseError, parse_text
 from generator.model import API_VERSION
 
-HEADER = ("# Node facts for tasgen, imported from `kubectl get nodes`: names, labels and allocatable\n"
-          "# only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n")
+HEADER = (
+    "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels and allocatable\n"
+    "# only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
+)
 
 
 class ImportProblem(Exception):
@@ -28,8 +30,12 @@ def convert(text: str, name: str) -> str:
         raise ImportProblem(e.message, line, col) from e
     nodes = [_node(item) for document in documents for item in _items(document)]
     nodes.sort(key=lambda n: n["name"])
-    inventory = {"apiVersion": API_VERSION, "kind": "NodeInventory", "metadata": {"name": name},
-                 "nodes": nodes}
+    inventory = {
+        "apiVersion": API_VERSION,
+        "kind": "NodeInventory",
+        "metadata": {"name": name},
+        "nodes": nodes,
+    }
     return HEADER + yaml.dump(inventory)
 
 

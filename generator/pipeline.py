@@ -59,8 +59,14 @@ def run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode) -> Result
     return _finish(findings, texts, planned.summary, emission, out_dir, mode)
 
 
-def _finish(findings: list[Finding], texts: dict[str, str], summary: Summary,
-            emission: emit.Emission, out_dir: Path, mode: Mode) -> Result:
+def _finish(
+    findings: list[Finding],
+    texts: dict[str, str],
+    summary: Summary,
+    emission: emit.Emission,
+    out_dir: Path,
+    mode: Mode,
+) -> Result:
     result = Result(locate(findings, texts), summary)
     if mode is Mode.RENDER and result.errors == 0:
         try:

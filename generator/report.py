@@ -29,8 +29,10 @@ def _summary_text(result: Result) -> str:
         state = "Ready" if s["ready"] else "NotReady"
         flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownership_conflict']}"]
         flags += ["expired"] if s["expired"] else []
-        lines.append(f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
-                     f"revision={s['revision'] or '-'} nodes={s['nodes']}")
+        lines.append(
+            f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
+            f"revision={s['revision'] or '-'} nodes={s['nodes']}"
+        )
     if data["profiles"]:
         lines.append("profiles:")
         lines += [f"  {p['id']}: {' > '.join(p['levels'])} ({p['nodes']} nodes)" for p in data["profiles"]]
@@ -43,9 +45,13 @@ def _summary_text(result: Result) -> str:
 
 
 def _queue_line(queue: dict[str, Any]) -> str:
-    flavors = "; ".join(
-        f"{f['name']} {', '.join(f'{r}={q}' for r, q in f['nominalQuota'].items())}" for f in queue["flavors"]
-    ) or "no flavors"
+    flavors = (
+        "; ".join(
+            f"{f['name']} {', '.join(f'{r}={q}' for r, q in f['nominalQuota'].items())}"
+            for f in queue["flavors"]
+        )
+        or "no flavors"
+    )
     return f"  {queue['name']} (stopPolicy {queue['stopPolicy']}): {flavors}"
 
 
@@ -69,8 +75,14 @@ def json_report(result: Result, command: str, out: TextIO) -> None:
 
 
 def _problem_data(p: Problem) -> dict[str, Any]:
-    return {"path": p.path, "line": p.line, "col": p.col, "rule": p.rule, "message": p.message,
-            "level": str(p.level)}
+    return {
+        "path": p.path,
+        "line": p.line,
+        "col": p.col,
+        "rule": p.rule,
+        "message": p.message,
+        "level": str(p.level),
+    }
 
 
 def github(result: Result, command: str, out: TextIO) -> None:

@@ -25,15 +25,23 @@ class Emission:
 
     def stale(self, out_label: str) -> list[Finding]:
         """A stale-render problem per file that differs from what render would write."""
-        old = {p[len(out_label) + 1:]: t for p, t in self.texts.items()}
+        old = {p[len(out_label) + 1 :]: t for p, t in self.texts.items()}
         found = [
-            Finding(Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
-                    "stale-render", _stale_message(p, p in old))
+            Finding(
+                Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
+                "stale-render",
+                _stale_message(p, p in old),
+            )
             for p, t in sorted(self.changes.changed.items())
         ]
-        found += [Finding(Where(f"{out_label}/{p}", line_col=(1, 1)), "stale-render",
-                          "tasgen no longer writes this file; run 'tasgen render' to remove it")
-                  for p in self.changes.removed]
+        found += [
+            Finding(
+                Where(f"{out_label}/{p}", line_col=(1, 1)),
+                "stale-render",
+                "tasgen no longer writes this file; run 'tasgen render' to remove it",
+            )
+            for p in self.changes.removed
+        ]
         return found
 
 
@@ -44,12 +52,12 @@ def _stale_message(path: str, exists: bool) -> str:
 
 
 def compare(manifests: list[Manifest], out_dir: Path, out_label: str) -> Emission:
-    files = render_tree(manifests)
+    tree = render_tree(manifests)
     old = owned_files(out_dir)
     return Emission(
-        files=files,
-        changes=changes(files, old),
-        mutated_nodes=mutated_nodes(files, old),
+        files=tree.files,
+        changes=changes(tree.files, old),
+        mutated_nodes=mutated_nodes(tree, old),
         findings=drift(manifests, old, out_label),
         texts={f"{out_label}/{p}": t for p, t in old.items()},
     )

@@ -28,7 +28,11 @@ def drift(new: Iterable[Manifest], old_files: Mapping[str, str], out_label: str)
         for field in IMMUTABLE[manifest.kind]:
             before, after = body.get("spec", {}).get(field), manifest.body["spec"].get(field)
             if before != after:
-                findings.append(_finding(manifest, field, before, after, Where(f"{out_label}/{path}", index, ("spec", field))))
+                findings.append(
+                    _finding(
+                        manifest, field, before, after, Where(f"{out_label}/{path}", index, ("spec", field))
+                    )
+                )
     return findings
 
 
@@ -49,7 +53,9 @@ def _old_objects(files: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, i
 
 
 def _finding(manifest: Manifest, field: str, before: Any, after: Any, where: Where) -> Finding:
-    message = (f"{manifest.kind} {manifest.name!r} would change its immutable spec.{field} from "
-               f"{before!r} to {after!r}; Kueue rejects that. Restore rendered/ from git (or delete "
-               "the object there to replace it deliberately) — tasgen reports drift, never patches it")
+    message = (
+        f"{manifest.kind} {manifest.name!r} would change its immutable spec.{field} from "
+        f"{before!r} to {after!r}; Kueue rejects that. Restore rendered/ from git (or delete "
+        "the object there to replace it deliberately) — tasgen reports drift, never patches it"
+    )
     return Finding(where, "immutable-field", message)

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.emit.tree import HEADER
+from generator.emit.tree import HEADER, Tree
+
+FEATURE_FILES = "labels/nodefeatures-"
 
 _NAME = re.compile(r"^  name: (.+)$", re.MULTILINE)
 _NODE = re.compile(r"^    nfd\.node\.kubernetes\.io/node-name: (.+)$", re.MULTILINE)
@@ -56,22 +58,28 @@ def first_difference(old: str, new: str) -> int:
     return min(len(old.splitlines()), len(new.splitlines())) + 1
 
 
-def mutated_nodes(new: Mapping[str, str], old: Mapping[str, str]) -> int:
-    """How many nodes have a NodeFeature that is new, changed or gone (seed: status.mutatedNodes)."""
+def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
+    """How many nodes have a NodeFeature that is new, changed or gone (seed's
+    status.mutatedNodes). Only files that changed are read document by document."""
     nodes: set[str] = set()
-    for path in set(new) | set(old):
-        if not path.startswith("labels/nodefeatures-") or new.get(path) == old.get(path):
+    paths = set(tree.features) | {p for p in old if p.startswith(FEATURE_FILES)}
+    for path in paths:
+        if tree.files.get(path) == old.get(path):
             continue
-        before, after = _features(old.get(path, "")), _features(new.get(path, ""))
-        nodes.update(node for name, (node, text) in (before | after).items()
-                     if before.get(name, ("", ""))[1] != after.get(name, ("", ""))[1])
+        after = {name: (node, text) for name, node, text in tree.features.get(path, [])}
+        before = _features(old.get(path, ""))
+        nodes.update(
+            node
+            for name, (node, text) in (before | after).items()
+            if before.get(name, ("", ""))[1] != after.get(name, ("", ""))[1]
+        )
     return len(nodes)
 
 
 def _features(text: str) -> dict[str, tuple[str, str]]:
     """NodeFeature name -> (node, document text), read from the text tasgen itself wrote."""
     result: dict[str, tuple[str, str]] = {}
-    for document in text.split("\n---\n")[1:]:
+    for document in text.rstrip("\n").split("\n---\n")[1:]:
         name, node = _NAME.search(document), _NODE.search(document)
         if name and node:
             result[name[1]] = (node[1].strip('"'), document)

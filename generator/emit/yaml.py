@@ -20,6 +20,10 @@ _quoted: dict[str, str] = {}
 
 
 def scalar(value: object) -> str:
+    if value.__class__ is str:  # the hot path: label keys and values, names
+        cached = _quoted.get(value)  # type: ignore[arg-type,unused-ignore]
+        if cached is not None:
+            return cached
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -66,7 +70,7 @@ def _sequence(items: list[Any], indent: str, lines: list[str]) -> None:
         if isinstance(item, dict) and item:
             first = len(lines)
             _mapping(item, indent + "  ", lines)
-            lines[first] = f"{indent}- {lines[first][len(indent) + 2:]}"
+            lines[first] = f"{indent}- {lines[first][len(indent) + 2 :]}"
         elif isinstance(item, list) and item:
             lines.append(f"{indent}-")
             _sequence(item, indent + "  ", lines)

@@ -31,11 +31,15 @@ class _FileLocator:
     def __init__(self, findings: list[Finding], text: str) -> None:
         self.findings, self.text = findings, text
         open_ = [f.where for f in findings if f.where.line_col is None]
-        self.index = PositionIndex(
-            text,
-            [(w.doc, w.pointer) for w in open_],
-            [(w.doc, w.pointer) for w in open_ if w.key and w.inner is None],
-        ) if open_ and text else None
+        self.index = (
+            PositionIndex(
+                text,
+                [(w.doc, w.pointer) for w in open_],
+                [(w.doc, w.pointer) for w in open_ if w.key and w.inner is None],
+            )
+            if open_ and text
+            else None
+        )
         self.inner_pointers: dict[_Scalar, list[Pointer]] = defaultdict(list)
         for where in open_:
             if where.inner is not None:

@@ -77,7 +77,7 @@ class _Walk:
             self._on_key(top, event)
             return
         path = self._child_path(top)
-        position = (event.start_mark.line + 1, event.start_mark.column + 1)
+        position = _start(event)
         if path in self.wanted:
             self.found[path] = position
         if isinstance(event, yaml.ScalarEvent):
@@ -95,7 +95,7 @@ class _Walk:
         top.expecting_key = False
         path = self._child_path(top)
         if path in self.wanted_keys:
-            self.found_keys[path] = (event.start_mark.line + 1, event.start_mark.column + 1)
+            self.found_keys[path] = _start(event)
         if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
             is_map = isinstance(event, yaml.MappingStartEvent)
             self.stack.append(_Frame((self.doc, ("?",)), is_map, complex_key=True))
@@ -116,6 +116,11 @@ class _Walk:
             top.index += 1
 
 
+def _start(event: yaml.Event) -> Position:
+    mark = event.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
 def _normalize(doc: int, pointer: Pointer) -> _Path:
     return (doc, tuple(p if isinstance(p, int) else str(p) for p in pointer))
 
@@ -129,8 +134,9 @@ def _prefixes(path: _Path) -> Iterable[_Path]:
 class PositionIndex:
     """Positions of many pointers of one text, found in one pass."""
 
-    def __init__(self, text: str, pointers: Iterable[tuple[int, Pointer]],
-                 keys: Iterable[tuple[int, Pointer]] = ()) -> None:
+    def __init__(
+        self, text: str, pointers: Iterable[tuple[int, Pointer]], keys: Iterable[tuple[int, Pointer]] = ()
+    ) -> None:
         wanted = {p for d, ptr in pointers for p in _prefixes(_normalize(d, ptr))}
         wanted_keys = {_normalize(d, ptr) for d, ptr in keys}
         wanted |= {p for k in wanted_keys for p in _prefixes(k)}
@@ -157,8 +163,7 @@ class PositionIndex:
         return scalar.position, scalar.style, scalar.value
 
 
-def shift_into_block(scalar: Position, style: str | None, file_text: str,
-                     inner: Position) -> Position:
+def shift_into_block(scalar: Position, style: str | None, file_text: str, inner: Position) -> Position:
     """Map a position inside a scalar's text to the file: exact for block scalars (``|``,
     ``>``), whose content starts on the line after the indicator at a fixed indentation."""
     line, col = scalar
@@ -194,8 +199,9 @@ def find_duplicate_key(text: str) -> tuple[Position, str] | None:
     return None
 
 
-def _duplicate_step(event: yaml.Event, stack: list[set[str] | None],
-                    expecting_key: list[bool]) -> tuple[Position, str] | None:
+def _duplicate_step(
+    event: yaml.Event, stack: list[set[str] | None], expecting_key: list[bool]
+) -> tuple[Position, str] | None:
     if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
         stack.pop()
         expecting_key.pop()
@@ -208,7 +214,7 @@ def _duplicate_step(event: yaml.Event, stack: list[set[str] | None],
         keys = stack[-1]
         assert keys is not None
         if event.value in keys:
-            return (event.start_mark.line + 1, event.start_mark.column + 1), event.value
+            return _start(event), event.value
         keys.add(event.value)
     if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
         stack.append(set() if isinstance(event, yaml.MappingStartEvent) else None)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.model import Finding, Level, Manifest, Source, Where
-from generator.plan import manifests
+from generator.plan import gate_wiring, manifests
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, plan_queues
 from generator.validate.rules import Context
@@ -70,10 +70,6 @@ def plan(ctx: Context) -> Plan:
 
 
 def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
-    try:
-        from generator.plan import gate_wiring  # TODO(lead): plain import once it lands
-    except ImportError:
-        return []
     gate = ctx.inventory.settings.gate
     return gate_wiring.gate_manifests(
         queues,
@@ -94,36 +90,52 @@ def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summa
         for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
     ]
     summary.queues = [
-        {"name": q.plan.name, "stopPolicy": manifests.cluster_queue(q)["spec"]["stopPolicy"],
-         "flavors": [{"name": f.flavor.name, "nominalQuota": f.quota} for f in q.flavors]}
+        {
+            "name": q.plan.name,
+            "stopPolicy": manifests.cluster_queue(q)["spec"]["stopPolicy"],
+            "flavors": [{"name": f.flavor.name, "nominalQuota": f.quota} for f in q.flavors],
+        }
         for q in queues
     ]
     return summary
 
 
-def source_statuses(ctx: Context, findings: list[Finding],
-                    counts: dict[str, int] | None = None) -> list[SourceStatus]:
+def source_statuses(
+    ctx: Context, findings: list[Finding], counts: dict[str, int] | None = None
+) -> list[SourceStatus]:
     """The seed's conditions per source; also on an invalid inventory (nothing is rendered
     then, but the statuses say which sources are at fault)."""
     contended = {name for _, _, first, second in conflicts(ctx) for name in (first, second)}
-    return [_status(ctx, ctx.inventory.sources[name], findings, name in contended, (counts or {}).get(name, 0))
-            for name in sorted(ctx.inventory.sources)]
+    return [
+        _status(ctx, ctx.inventory.sources[name], findings, name in contended, (counts or {}).get(name, 0))
+        for name in sorted(ctx.inventory.sources)
+    ]
 
 
-def _status(ctx: Context, source: Source, findings: list[Finding], contended: bool,
-            nodes: int) -> SourceStatus:
+def _status(
+    ctx: Context, source: Source, findings: list[Finding], contended: bool, nodes: int
+) -> SourceStatus:
     valid = source.name not in ctx.unloaded and not any(
         f.level is Level.ERROR and f.rule != "ownership-conflict" and _belongs(f.where, source)
-        for f in findings)
+        for f in findings
+    )
     expired = ctx.expired(source)
     return SourceStatus(
-        name=source.name, type=source.type, ready=valid and not expired and not contended,
-        valid=valid, ownership_conflict=contended, expired=expired,
-        revision=source.snapshot.revision if source.snapshot else None, nodes=nodes,
+        name=source.name,
+        type=source.type,
+        ready=valid and not expired and not contended,
+        valid=valid,
+        ownership_conflict=contended,
+        expired=expired,
+        revision=source.snapshot.revision if source.snapshot else None,
+        nodes=nodes,
     )
 
 
 def _belongs(where: Where, source: Source) -> bool:
     def within(base: Where) -> bool:
-        return (where.file, where.doc) == (base.file, base.doc) and where.pointer[: len(base.pointer)] == base.pointer
+        return (where.file, where.doc) == (base.file, base.doc) and where.pointer[
+            : len(base.pointer)
+        ] == base.pointer
+
     return within(source.where) or (source.snapshot is not None and within(source.snapshot.where))

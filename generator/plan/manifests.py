@@ -56,14 +56,24 @@ def node_features(inventory: Inventory, ready: Iterable[Source]) -> list[Manifes
 def profile_features(inventory: Inventory, assignment: Assignment) -> list[Manifest]:
     namespace = inventory.settings.node_feature_namespace
     return [
-        Manifest(PROFILE_FEATURE_FILE, _node_feature(
-            f"tasgen-profile.{node}", namespace, node, {PROFILE_KEY: assignment.profile_of[node].id}, None, None))
+        Manifest(
+            PROFILE_FEATURE_FILE,
+            _node_feature(
+                f"tasgen-profile.{node}",
+                namespace,
+                node,
+                {PROFILE_KEY: assignment.profile_of[node].id},
+                None,
+                None,
+            ),
+        )
         for node in sorted(assignment.profile_of)
     ]
 
 
-def _node_feature(name: str, namespace: str, node: str, labels: dict[str, str],
-                  source: str | None, revision: str | None) -> dict[str, Any]:
+def _node_feature(
+    name: str, namespace: str, node: str, labels: dict[str, str], source: str | None, revision: str | None
+) -> dict[str, Any]:
     meta_labels = {**MANAGED_BY, NODE_NAME_LABEL: node}
     if source is not None:
         meta_labels[SOURCE_LABEL] = source
@@ -71,7 +81,8 @@ def _node_feature(name: str, namespace: str, node: str, labels: dict[str, str],
     if revision is not None:
         annotations[REVISION_ANNOTATION] = revision
     return {
-        "apiVersion": NFD_API, "kind": "NodeFeature",
+        "apiVersion": NFD_API,
+        "kind": "NodeFeature",
         "metadata": {"name": name, "namespace": namespace, "labels": meta_labels, "annotations": annotations},
         "spec": {"labels": labels},
     }
@@ -88,25 +99,33 @@ def _kueue_meta(name: str, wave: str, *, prune_last: bool) -> dict[str, Any]:
 
 def topologies(assignment: Assignment) -> list[Manifest]:
     return [
-        Manifest("kueue/topologies.yaml", {
-            "apiVersion": KUEUE_API, "kind": "Topology",
-            "metadata": _kueue_meta(f"gpustack-{p.id}", "2", prune_last=True),
-            "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
-        })
+        Manifest(
+            "kueue/topologies.yaml",
+            {
+                "apiVersion": KUEUE_API,
+                "kind": "Topology",
+                "metadata": _kueue_meta(f"gpustack-{p.id}", "2", prune_last=True),
+                "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
+            },
+        )
         for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
     ]
 
 
 def resource_flavors(flavors: dict[str, Flavor]) -> list[Manifest]:
     return [
-        Manifest("kueue/resourceflavors.yaml", {
-            "apiVersion": KUEUE_API, "kind": "ResourceFlavor",
-            "metadata": _kueue_meta(f.name, "2", prune_last=True),
-            "spec": {
-                "nodeLabels": dict(sorted({**dict(f.identity), PROFILE_KEY: f.profile.id}.items())),
-                "topologyName": f"gpustack-{f.profile.id}",
+        Manifest(
+            "kueue/resourceflavors.yaml",
+            {
+                "apiVersion": KUEUE_API,
+                "kind": "ResourceFlavor",
+                "metadata": _kueue_meta(f.name, "2", prune_last=True),
+                "spec": {
+                    "nodeLabels": dict(sorted({**dict(f.identity), PROFILE_KEY: f.profile.id}.items())),
+                    "topologyName": f"gpustack-{f.profile.id}",
+                },
             },
-        })
+        )
         for f in (flavors[name] for name in sorted(flavors))
     ]
 
@@ -119,18 +138,25 @@ def cluster_queue(queue: Queue) -> dict[str, Any]:
     plan = queue.plan
     spec: dict[str, Any] = dict(sorted(plan.cluster_queue.items()))
     if queue.flavors:
-        spec["resourceGroups"] = [{
-            "coveredResources": list(plan.covered_resources),
-            "flavors": [
-                {"name": qf.flavor.name,
-                 "resources": [{"name": r, "nominalQuota": qf.quota[r]} for r in plan.covered_resources]}
-                for qf in queue.flavors
-            ],
-        }]
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": list(plan.covered_resources),
+                "flavors": [
+                    {
+                        "name": qf.flavor.name,
+                        "resources": [
+                            {"name": r, "nominalQuota": qf.quota[r]} for r in plan.covered_resources
+                        ],
+                    }
+                    for qf in queue.flavors
+                ],
+            }
+        ]
     # A queue without resource groups admits every workload: an emptied plan stays held.
     spec["stopPolicy"] = plan.stop_policy if queue.flavors else "Hold"
     return {
-        "apiVersion": KUEUE_API, "kind": "ClusterQueue",
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
         "metadata": _kueue_meta(plan.name, "4", prune_last=False),
         "spec": spec,
     }

@@ -66,7 +66,9 @@ def assign(ctx: Context) -> Assignment:
             result.source_of[name] = mine[0].name
         elif mine:
             ambiguous[tuple(s.name for s in mine)].append(name)
-        result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
+        result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(
+            keys, Profile(profile_id(keys), keys)
+        )
     result.findings += _ambiguity_warnings(ctx, ambiguous)
     result.findings += _collisions(ctx, by_keys.values())
     return result
@@ -86,10 +88,14 @@ def _keys(source: Source, node: Node) -> tuple[str, ...]:
 
 def _ambiguity_warnings(ctx: Context, ambiguous: dict[tuple[str, ...], list[str]]) -> Iterable[Finding]:
     for names, nodes in sorted(ambiguous.items()):
-        shown = ", ".join(nodes[:_SHOWN]) + (f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else "")
-        message = (f"{len(nodes)} node(s) are selected by several Ready sources ({', '.join(names)}): "
-                   f"{shown}; they fall back to the hostname-only profile (no tree is invented). "
-                   "Narrow the nodeSelectors so that one source selects each node")
+        shown = ", ".join(nodes[:_SHOWN]) + (
+            f" and {len(nodes) - _SHOWN} more" if len(nodes) > _SHOWN else ""
+        )
+        message = (
+            f"{len(nodes)} node(s) are selected by several Ready sources ({', '.join(names)}): "
+            f"{shown}; they fall back to the hostname-only profile (no tree is invented). "
+            "Narrow the nodeSelectors so that one source selects each node"
+        )
         where = ctx.inventory.sources[names[-1]].where.at("spec", "nodeSelector")
         yield Finding(where, "node-ambiguous", message, Level.WARNING)
 
@@ -100,7 +106,9 @@ def _collisions(ctx: Context, profiles: Iterable[Profile]) -> Iterable[Finding]:
         other = seen.setdefault(profile.id, profile)
         if other.keys != profile.keys:
             where = next(iter(ctx.inventory.sources.values())).where if ctx.inventory.sources else None
-            message = (f"profiles {list(other.keys)} and {list(profile.keys)} hash to the same ID "
-                       f"{profile.id}; rename a level key")
+            message = (
+                f"profiles {list(other.keys)} and {list(profile.keys)} hash to the same ID "
+                f"{profile.id}; rename a level key"
+            )
             if where is not None:
                 yield Finding(where, "profile-collision", message)

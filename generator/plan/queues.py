@@ -65,13 +65,19 @@ class Planner:
         for hw in plan.hardware:
             queue.flavors += self._hardware(plan, hw)
         if len(queue.flavors) > MAX_FLAVORS:
-            message = (f"queue {plan.name!r} needs {len(queue.flavors)} flavors (hardware identities x "
-                       f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written")
+            message = (
+                f"queue {plan.name!r} needs {len(queue.flavors)} flavors (hardware identities x "
+                f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written"
+            )
             self.findings.append(Finding(plan.where.at("spec", "hardware"), "flavor-limit", message))
         if not queue.flavors:
-            message = (f"queue {plan.name!r} has no flavor: it is rendered with stopPolicy Hold "
-                       "(a queue without resource groups would admit every workload)")
-            self.findings.append(Finding(plan.where.at("spec", "hardware"), "queue-empty", message, Level.WARNING))
+            message = (
+                f"queue {plan.name!r} has no flavor: it is rendered with stopPolicy Hold "
+                "(a queue without resource groups would admit every workload)"
+            )
+            self.findings.append(
+                Finding(plan.where.at("spec", "hardware"), "queue-empty", message, Level.WARNING)
+            )
         return queue
 
     def _matching(self, identity: dict[str, str]) -> list[str]:
@@ -86,11 +92,16 @@ class Planner:
             by_profile[self.assignment.profile_of[name].id].append(name)
         if not by_profile:
             message = f"identity {hw.identity} of queue {plan.name!r} matches no node: it gives no flavor"
-            self.findings.append(Finding(hw.where.at("identity"), "identity-unmatched", message, Level.WARNING))
+            self.findings.append(
+                Finding(hw.where.at("identity"), "identity-unmatched", message, Level.WARNING)
+            )
             return []
         groups = [(pid, by_profile[pid]) for pid in sorted(by_profile)]
         quotas = self._split(plan, hw, [nodes for _, nodes in groups])
-        return [QueueFlavor(self._flavor(identity, pid), quota) for (pid, _), quota in zip(groups, quotas, strict=True)]
+        return [
+            QueueFlavor(self._flavor(identity, pid), quota)
+            for (pid, _), quota in zip(groups, quotas, strict=True)
+        ]
 
     def _flavor(self, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
         name = flavor_name(identity, profile_id)
@@ -109,17 +120,26 @@ class Planner:
         return parts
 
     def _allocatable(self, nodes: list[str], resource: str) -> Decimal:
-        return sum((parse(self.nodes[n].allocatable[resource]) for n in nodes
-                    if resource in self.nodes[n].allocatable), Decimal(0))
+        return sum(
+            (
+                parse(self.nodes[n].allocatable[resource])
+                for n in nodes
+                if resource in self.nodes[n].allocatable
+            ),
+            Decimal(0),
+        )
 
-    def _resource_split(self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None,
-                        weights: list[Decimal]) -> list[str]:
+    def _resource_split(
+        self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
+    ) -> list[str]:
         total = parse(declared) if declared is not None else sum(weights, Decimal(0))
         scale = scale_for(resource, [total, *weights])
         units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights])
         if units is None:
-            message = (f"queue {plan.name!r} declares {resource}: {declared} for {hw.identity}, but no "
-                       f"matching node has allocatable {resource}; there is nowhere to put it")
+            message = (
+                f"queue {plan.name!r} declares {resource}: {declared} for {hw.identity}, but no "
+                f"matching node has allocatable {resource}; there is nowhere to put it"
+            )
             self.findings.append(Finding(hw.where.at("nominalQuota", resource), "quota-unplaceable", message))
             units = [0] * len(weights)
         return [format_units(u, scale, resource) for u in units]
@@ -139,8 +159,9 @@ def largest_remainder(total: int, weights: list[int]) -> list[int] | None:
     return floors
 
 
-def plan_queues(plans: Iterable[QueuePlan], nodes: dict[str, Node],
-                assignment: Assignment) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
+def plan_queues(
+    plans: Iterable[QueuePlan], nodes: dict[str, Node], assignment: Assignment
+) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
     planner = Planner(nodes, assignment)
     queues = [planner.queue(plan) for plan in sorted(plans, key=lambda p: p.name)]
     return queues, planner.flavors, planner.findings

@@ -56,8 +56,10 @@ def _webhook_snapshot_paths(files: Iterable[LoadedFile]) -> set[str]:
     return paths
 
 
-def _inventory(found: documents.Catalog, files: list[LoadedFile],
-               ) -> tuple[Inventory, SnapshotFiles, list[Finding]]:
+def _inventory(
+    found: documents.Catalog,
+    files: list[LoadedFile],
+) -> tuple[Inventory, SnapshotFiles, list[Finding]]:
     settings, findings = documents.settings(found.of("GeneratorConfig"))
     nodes, more = documents.nodes(found.of("NodeInventory"))
     sources = {d.name: documents.source(d) for d in found.of("TopologySource")}

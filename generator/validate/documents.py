@@ -88,8 +88,11 @@ def _duplicate(doc: Document, first: Document) -> Finding:
 
 def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
     findings = [
-        Finding(d.where("kind"), "single-generator-config",
-                f"at most one GeneratorConfig; another is {docs[0].file} ({docs[0].name})")
+        Finding(
+            d.where("kind"),
+            "single-generator-config",
+            f"at most one GeneratorConfig; another is {docs[0].file} ({docs[0].name})",
+        )
         for d in docs[1:]
     ]
     if not docs:
@@ -139,7 +142,7 @@ def source_type(spec: dict[str, Any]) -> SourceType:
     """The first source type present (``rules.source_type`` reports more or fewer than one)."""
     for name in ("nodeLabels", "configMap", "webhook"):
         if name in spec:
-            return name  # type: ignore[return-value]
+            return name  # type: ignore[return-value,unused-ignore]
     return "nodeLabels"
 
 

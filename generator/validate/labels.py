@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from generator.model import API_GROUP, PROFILE_KEY, Requirement, Selector
 
@@ -15,10 +16,10 @@ REGION_KEY = "topology.kubernetes.io/region"
 ZONE_KEY = "topology.kubernetes.io/zone"
 #: the only read-only keys a writing source's levels may name (the snapshot may repeat them)
 READ_ONLY_PARENTS = (REGION_KEY, ZONE_KEY)
-TOPOGRAPH_PREFIXES = ("fabric.topograph.run/", "accelerator.topograph.run/",
-                      "network.topology.nvidia.com/")
+TOPOGRAPH_PREFIXES = ("fabric.topograph.run/", "accelerator.topograph.run/", "network.topology.nvidia.com/")
 
 
+@lru_cache(maxsize=1 << 16)  # keys repeat on every node
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid label key, or None."""
     prefix, _, name = key.rpartition("/")
@@ -27,16 +28,21 @@ def label_key_error(key: str) -> str | None:
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
         return f"the prefix {prefix!r} must be a DNS subdomain (lowercase, at most 253 characters)"
     if not name or len(name) > 63 or not _NAME.match(name):
-        return ("the name part must be 1-63 characters of letters, digits, '-', '_' or '.', "
-                "starting and ending with a letter or digit")
+        return (
+            "the name part must be 1-63 characters of letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
     return None
 
 
+@lru_cache(maxsize=1 << 17)
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None."""
     if value and (len(value) > 63 or not _NAME.match(value)):
-        return ("a label value must be empty or 1-63 characters of letters, digits, '-', '_' "
-                "or '.', starting and ending with a letter or digit")
+        return (
+            "a label value must be empty or 1-63 characters of letters, digits, '-', '_' "
+            "or '.', starting and ending with a letter or digit"
+        )
     return None
 
 
@@ -71,6 +77,7 @@ def _in_namespace(key: str, domain: str) -> bool:
     return prefix == domain or prefix.endswith("." + domain)
 
 
+@lru_cache(maxsize=4096)
 def write_refusal(key: str, admin_prefix: str | None) -> str | None:
     """Why a writing source may not publish ``key``, or None when it may."""
     if key == PROFILE_KEY:
@@ -80,13 +87,18 @@ def write_refusal(key: str, admin_prefix: str | None) -> str | None:
     if admin_prefix and key.startswith(admin_prefix):
         return None
     if key.startswith(TOPOGRAPH_PREFIXES):
-        return "Topograph labels are owned by Topograph's Kubernetes engine; read them with a nodeLabels source"
+        return (
+            "Topograph labels are owned by Topograph's Kubernetes engine; read them with a nodeLabels source"
+        )
     if _in_namespace(key, "kubernetes.io") or _in_namespace(key, "k8s.io"):
         return "Kubernetes well-known labels are read-only inputs"
     if _in_namespace(key, "gpustack.ai"):
         return "GPUStack feature labels are not topology; no source may publish them"
     allowed = f"{API_GROUP}/*" + (f" or {admin_prefix}*" if admin_prefix else "")
-    return f"a writing source may publish only {allowed} (set GeneratorConfig adminLabelPrefix for your own prefix)"
+    return (
+        f"a writing source may publish only {allowed} "
+        "(set GeneratorConfig adminLabelPrefix for your own prefix)"
+    )
 
 
 def level_refusal(key: str, admin_prefix: str | None) -> str | None:

@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
-
-from kubernetes.utils import parse_quantity
+from pathlib import Path
+from types import ModuleType
 
 #: resources whose quota is split in thousandths (the API's millicores)
 MILLI_RESOURCES = frozenset({"cpu"})
 
 
+def _client_quantity_module() -> ModuleType:
+    """The official client's quantity parser, loaded on its own: importing it as
+    ``kubernetes.utils`` runs the package's __init__, which imports the whole API client
+    (a second of start-up for every command). The module itself needs only ``decimal``."""
+    name = "kubernetes.utils.quantity"
+    if name in sys.modules:
+        return sys.modules[name]
+    package = importlib.util.find_spec("kubernetes")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the kubernetes package is not installed")
+    path = Path(next(iter(package.submodule_search_locations))) / "utils" / "quantity.py"
+    spec = importlib.util.spec_from_file_location("_tasgen_k8s_quantity", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_parse_quantity: Callable[[str], Decimal] = _client_quantity_module().parse_quantity
+
+
 @lru_cache(maxsize=65536)  # fleets repeat a few values on thousands of nodes
 def parse(value: str) -> Decimal:
     """The quantity as a Decimal; raises ValueError."""
-    parsed: Decimal = parse_quantity(value)
-    return parsed
+    return _parse_quantity(value)
 
 
 @lru_cache(maxsize=65536)

@@ -12,10 +12,12 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
+
+if TYPE_CHECKING:
+    import jsonschema
 
 from generator.model import Finding, Where
 
@@ -44,6 +46,8 @@ def _fast(kind: str) -> Any:
 
 @cache
 def _wordy(kind: str) -> jsonschema.Draft202012Validator:
+    import jsonschema  # noqa: PLC0415 - only invalid documents need it (0.3 s to import)
+
     return jsonschema.Draft202012Validator(schema_of(kind))
 
 
@@ -59,7 +63,9 @@ def _leaves(errors: list[jsonschema.ValidationError]) -> Iterator[jsonschema.Val
     # An anyOf/oneOf failure is reported through its most relevant branch.
     for error in errors:
         if error.context:
-            yield jsonschema.exceptions.best_match(error.context)
+            from jsonschema.exceptions import best_match  # noqa: PLC0415
+
+            yield best_match(error.context)
         else:
             yield error
 

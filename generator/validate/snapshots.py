@@ -36,8 +36,9 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
     where = source.where.at("spec", "configMap")
     cm = store.configmaps.get(f"{ref['namespace']}/{ref['name']}")
     if cm is None:
-        message = (f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; "
-                   "add it or fix spec.configMap")
+        message = (
+            f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; add it or fix spec.configMap"
+        )
         return None, [Finding(where.at("name"), "snapshot-missing", message)]
     data = cm.body.get("data", {})
     if ref["key"] not in data:
@@ -49,9 +50,16 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
     try:
         raw = _single(parse_text(text, json_syntax=ref["key"].endswith(".json")))
     except ParseError as e:
-        position = embedded_position(cm.text, cm.index, root.pointer, e.position) if e.position and cm.text else None
-        return None, [Finding(Where(cm.file, cm.index, root.pointer, line_col=position), e.rule,
-                              f"snapshot of source {source.name!r}: {e.message}")]
+        position = (
+            embedded_position(cm.text, cm.index, root.pointer, e.position) if e.position and cm.text else None
+        )
+        return None, [
+            Finding(
+                Where(cm.file, cm.index, root.pointer, line_col=position),
+                e.rule,
+                f"snapshot of source {source.name!r}: {e.message}",
+            )
+        ]
     return _build(raw, root)
 
 

@@ -6,10 +6,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import Any, TypeVar
 
 from generator.model import Finding, Inventory, Level, Node, Source
 from generator.validate.hierarchy import stated_values
 from generator.validate.labels import selects
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -18,6 +21,14 @@ class Context:
     now: datetime
     #: sources whose snapshot could not be loaded (already reported); rules skip them
     unloaded: set[str] = field(default_factory=set)
+    _memo: dict[str, Any] = field(default_factory=dict)
+
+    def memo(self, key: str, compute: Callable[[Context], T]) -> T:
+        """A value several rules share, computed once per run."""
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        value: T = self._memo[key]
+        return value
 
     @cached_property
     def selected(self) -> dict[str, list[Node]]:

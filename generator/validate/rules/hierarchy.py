@@ -28,8 +28,10 @@ def _parent_chain(ctx: Context) -> Iterable[Finding]:
             gap = first_gap(src.levels, values)
             if gap is not None:
                 missing, finer = gap
-                message = (f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
-                           f"a level of source {src.name!r} needs every coarser level")
+                message = (
+                    f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
+                    f"a level of source {src.name!r} needs every coarser level"
+                )
                 yield Finding(_where(src, node, finer), "hierarchy-parent-chain", message)
 
 
@@ -52,11 +54,14 @@ def _single_parent(ctx: Context) -> Iterable[Finding]:
                     yield _two_parents(src, node, key, values[key], parents, seen)
 
 
-def _two_parents(src: Source, node: Node, key: str, value: str, parents: tuple[str, ...],
-                 seen: tuple[tuple[str, ...], str]) -> Finding:
-    message = (f"{key}={value!r} sits under {'/'.join(parents)} on node {node.name!r} but under "
-               f"{'/'.join(seen[0])} on node {seen[1]!r}: one child value has one parent "
-               f"(source {src.name!r}); give the domains distinct values")
+def _two_parents(
+    src: Source, node: Node, key: str, value: str, parents: tuple[str, ...], seen: tuple[tuple[str, ...], str]
+) -> Finding:
+    message = (
+        f"{key}={value!r} sits under {'/'.join(parents)} on node {node.name!r} but under "
+        f"{'/'.join(seen[0])} on node {seen[1]!r}: one child value has one parent "
+        f"(source {src.name!r}); give the domains distinct values"
+    )
     return Finding(_where(src, node, key), "hierarchy-ambiguous-parent", message)
 
 
@@ -80,15 +85,23 @@ def _ownership(ctx: Context) -> Iterable[Finding]:
     for node_name, key, first, second in conflicts(ctx):
         snapshot = ctx.inventory.sources[second].snapshot
         assert snapshot is not None
-        message = (f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
-                   "(OwnershipConflict): one key of a node has one writer")
+        message = (
+            f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
+            "(OwnershipConflict): one key of a node has one writer"
+        )
         yield Finding(snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message)
 
 
 RULES = (
-    Rule("hierarchy-parent-chain", "A node has a value for a level only with values for every coarser "
-         "level.", _parent_chain),
-    Rule("hierarchy-ambiguous-parent", "One child value sits under one parent tuple across a source's "
-         "nodes.", _single_parent),
+    Rule(
+        "hierarchy-parent-chain",
+        "A node has a value for a level only with values for every coarser level.",
+        _parent_chain,
+    ),
+    Rule(
+        "hierarchy-ambiguous-parent",
+        "One child value sits under one parent tuple across a source's nodes.",
+        _single_parent,
+    ),
     Rule("ownership-conflict", "Two writing sources never state the same key for the same node.", _ownership),
 )

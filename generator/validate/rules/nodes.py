@@ -13,12 +13,16 @@ from generator.validate.rules.base import Context, Rule
 def _node_name(ctx: Context) -> Iterable[Finding]:
     for node in ctx.inventory.nodes.values():
         if not is_dns_subdomain(node.name):
-            message = (f"node name {node.name!r} is not a DNS-1123 subdomain "
-                       "(lowercase letters, digits, '-' and '.')")
+            message = (
+                f"node name {node.name!r} is not a DNS-1123 subdomain "
+                "(lowercase letters, digits, '-' and '.')"
+            )
             yield Finding(node.where.at("name"), "node-name", message)
         elif len(node.name) > 63:
-            message = (f"node name {node.name!r} is {len(node.name)} characters; NFD targets a "
-                       "NodeFeature by a label value of at most 63")
+            message = (
+                f"node name {node.name!r} is {len(node.name)} characters; NFD targets a "
+                "NodeFeature by a label value of at most 63"
+            )
             yield Finding(node.where.at("name"), "node-name", message)
 
 
@@ -34,10 +38,14 @@ def _node_labels(ctx: Context) -> Iterable[Finding]:
         for key, value in node.labels.items():
             problem = label_key_error(key)
             if problem:
-                yield Finding(node.where.key_of("labels", key), "label-syntax", f"label key {key!r}: {problem}")
+                yield Finding(
+                    node.where.key_of("labels", key), "label-syntax", f"label key {key!r}: {problem}"
+                )
             problem = label_value_error(value)
             if problem:
-                yield Finding(node.where.at("labels", key), "label-syntax", f"label {key}={value!r}: {problem}")
+                yield Finding(
+                    node.where.at("labels", key), "label-syntax", f"label {key}={value!r}: {problem}"
+                )
 
 
 def _node_quantities(ctx: Context) -> Iterable[Finding]:
@@ -52,5 +60,7 @@ RULES = (
     Rule("node-name", "Node names are DNS-1123 subdomains of at most 63 characters.", _node_name),
     Rule("node-hostname", "Every node has a kubernetes.io/hostname label.", _node_hostname),
     Rule("label-syntax", "Label keys and values follow Kubernetes syntax.", _node_labels),
-    Rule("quantity", "Allocatable and quota values are non-negative Kubernetes quantities.", _node_quantities),
+    Rule(
+        "quantity", "Allocatable and quota values are non-negative Kubernetes quantities.", _node_quantities
+    ),
 )

@@ -22,8 +22,10 @@ def _identity(ctx: Context) -> Iterable[Finding]:
 
 def _identity_problem(key: str, value: str, keys: tuple[str, ...]) -> str | None:
     if key not in keys:
-        return (f"{key!r} is not a hardware identity key ({', '.join(keys)}); set "
-                "GeneratorConfig hardwareIdentityKeys")
+        return (
+            f"{key!r} is not a hardware identity key ({', '.join(keys)}); set "
+            "GeneratorConfig hardwareIdentityKeys"
+        )
     return label_value_error(value)
 
 
@@ -42,8 +44,10 @@ def _compatible(a: Hardware, b: Hardware) -> bool:
 
 
 def _overlap_finding(plan: QueuePlan, hw: Hardware, earlier: Hardware) -> Finding:
-    message = (f"identity {hw.identity} of queue {plan.name!r} can select the same nodes as "
-               f"{earlier.identity}: flavor selectors must not overlap (add a distinguishing key)")
+    message = (
+        f"identity {hw.identity} of queue {plan.name!r} can select the same nodes as "
+        f"{earlier.identity}: flavor selectors must not overlap (add a distinguishing key)"
+    )
     return Finding(hw.where.at("identity"), "flavor-overlap", message)
 
 
@@ -97,10 +101,21 @@ def _prefix_problem(prefix: str) -> str | None:
 
 
 RULES = (
-    Rule("plan-identity", "Identity keys are GeneratorConfig hardwareIdentityKeys; values are label values.", _identity),
+    Rule(
+        "plan-identity",
+        "Identity keys are GeneratorConfig hardwareIdentityKeys; values are label values.",
+        _identity,
+    ),
     Rule("flavor-overlap", "No two identities of a queue can select the same node.", _overlap),
     Rule("plan-quota", "nominalQuota names only covered resources.", _quota),
-    Rule("plan-cluster-queue", "clusterQueue gives a field in one spelling (v1beta2 or v1beta1).", _cluster_queue),
-    Rule("generator-config", "hardwareIdentityKeys are label keys; adminLabelPrefix is outside reserved "
-         "namespaces.", _config),
+    Rule(
+        "plan-cluster-queue",
+        "clusterQueue gives a field in one spelling (v1beta2 or v1beta1).",
+        _cluster_queue,
+    ),
+    Rule(
+        "generator-config",
+        "hardwareIdentityKeys are label keys; adminLabelPrefix is outside reserved namespaces.",
+        _config,
+    ),
 )

@@ -16,8 +16,7 @@ def _source_type(ctx: Context) -> Iterable[Finding]:
         present = [t for t in _TYPES if t in src.spec]
         if len(present) != 1:
             found = ", ".join(present) or "none"
-            message = (f"a TopologySource has exactly one of nodeLabels, configMap or webhook "
-                       f"(found: {found})")
+            message = f"a TopologySource has exactly one of nodeLabels, configMap or webhook (found: {found})"
             yield Finding(src.where.at("spec"), "source-type", message)
 
 
@@ -45,8 +44,10 @@ def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) ->
     if writes:
         refusal = level_refusal(key, admin)
         if refusal:
-            return (f"a writing source cannot use level {key!r}: {refusal}; "
-                    "its only read-only levels may be topology.kubernetes.io/region and zone")
+            return (
+                f"a writing source cannot use level {key!r}: {refusal}; "
+                "its only read-only levels may be topology.kubernetes.io/region and zone"
+            )
     return None
 
 
@@ -80,16 +81,27 @@ def _webhook_credentials(ctx: Context) -> Iterable[Finding]:
             continue
         refs = [k for k in ("bearerTokenSecretRef", "clientCertificateSecretRef") if k in hook]
         if len(refs) != 1:
-            message = ("a webhook source names exactly one credential: bearerTokenSecretRef or "
-                       "clientCertificateSecretRef (the endpoint is trusted to receive it)")
+            message = (
+                "a webhook source names exactly one credential: bearerTokenSecretRef or "
+                "clientCertificateSecretRef (the endpoint is trusted to receive it)"
+            )
             yield Finding(src.where.at("spec", "webhook"), "webhook-credentials", message)
 
 
 RULES = (
     Rule("source-type", "A TopologySource has exactly one of nodeLabels, configMap, webhook.", _source_type),
-    Rule("source-levels", "Levels are unique label keys, never the hostname or profile key; a writing "
-         "source's levels are writable keys or the cloud's region/zone.", _source_levels),
-    Rule("source-selector", "nodeSelector uses valid label keys and values; In/NotIn have values, "
-         "Exists/DoesNotExist none.", _source_selector),
-    Rule("webhook-credentials", "A webhook source names exactly one credential secret.", _webhook_credentials),
+    Rule(
+        "source-levels",
+        "Levels are unique label keys, never the hostname or profile key; a writing "
+        "source's levels are writable keys or the cloud's region/zone.",
+        _source_levels,
+    ),
+    Rule(
+        "source-selector",
+        "nodeSelector uses valid label keys and values; In/NotIn have values, Exists/DoesNotExist none.",
+        _source_selector,
+    ),
+    Rule(
+        "webhook-credentials", "A webhook source names exactly one credential secret.", _webhook_credentials
+    ),
 )

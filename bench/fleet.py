@@ -1,0 +1,132 @@
+"""Synthetic fleets for the benchmark: N nodes, two writing sources (a configMap and a
+webhook source), one Topograph nodeLabels source, three ClusterQueuePlans.
+
+Files are written the way a real fleet's would be: the NodeInventory as `tasgen
+import-nodes` writes it (YAML), the configMap snapshot as YAML inside a ConfigMap block
+scalar, the webhook snapshot as the JSON its endpoint answers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generator.emit import yaml
+
+RACK_SIZE = 16
+API = "topology.gpustack.ai/v1alpha1"
+
+
+def _pool(i: int, n: int) -> str:
+    share = i * 10 // n  # 50% H100 (configMap), 20% L40S (webhook), 30% GB200 (Topograph)
+    return "h100" if share < 5 else "l40s" if share < 7 else "gb200"
+
+
+def _node(i: int, n: int) -> dict[str, object]:
+    name = f"node-{i:06d}"
+    pool, rack = _pool(i, n), i // RACK_SIZE
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/zone": f"zone-{(rack // 8) % 4}",
+        "fleet.example.com/pool": pool,
+        "nvidia.com/gpu.product": {"h100": "NVIDIA-H100", "l40s": "NVIDIA-L40S", "gb200": "NVIDIA-GB200"}[
+            pool
+        ],
+    }
+    if pool == "gb200":
+        labels |= {
+            "fabric.topograph.run/tier-2": f"spine-{rack // 32}",
+            "fabric.topograph.run/tier-1": f"leaf-{rack // 4}",
+            "accelerator.topograph.run/nvlink-domain": f"nvl-{rack}",
+        }
+    allocatable = {"cpu": "191500m", "memory": "2003Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    return {"name": name, "labels": dict(sorted(labels.items())), "allocatable": allocatable}
+
+
+def write_fleet(root: Path, n: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    nodes = [_node(i, n) for i in range(n)]
+    inventory = {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "fleet"}, "nodes": nodes}
+    (root / "nodes.yaml").write_text(yaml.dump(inventory))
+    h100 = {
+        n["name"]: {
+            "topology.kubernetes.io/zone": n["labels"]["topology.kubernetes.io/zone"],
+            "topology.gpustack.ai/block": f"blk-{int(n['name'][5:]) // (RACK_SIZE * 8)}",
+            "topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}",
+        }
+        for n in nodes
+        if n["labels"]["fleet.example.com/pool"] == "h100"
+    }
+    snapshot = yaml.dump({"revision": "bench-1", "nodes": h100})
+    docs = [
+        _source(
+            "h100",
+            ["topology.kubernetes.io/zone", "topology.gpustack.ai/block", "topology.gpustack.ai/rack"],
+            {"configMap": {"namespace": "topo", "name": "h100", "key": "snapshot.yaml"}},
+        ),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "topo", "name": "h100"},
+            "data": {"snapshot.yaml": snapshot},
+        },
+        _source(
+            "l40s",
+            ["topology.gpustack.ai/rack"],
+            {
+                "webhook": {
+                    "url": "https://inventory.example.com/l40s",
+                    "snapshotPath": "l40s.json",
+                    "bearerTokenSecretRef": {"namespace": "topo", "name": "token"},
+                }
+            },
+        ),
+        _source(
+            "gb200",
+            [
+                "fabric.topograph.run/tier-1",
+                "fabric.topograph.run/tier-2",
+                "accelerator.topograph.run/nvlink-domain",
+            ],
+            {"nodeLabels": {}},
+        ),
+    ]
+    (root / "sources.yaml").write_text("---\n".join(yaml.dump(d) for d in docs))
+    l40s = {
+        n["name"]: {"topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}"}
+        for n in nodes
+        if n["labels"]["fleet.example.com/pool"] == "l40s"
+    }
+    (root / "l40s.json").write_text(json.dumps({"revision": "inv-1", "nodes": l40s}))
+    (root / "queues.yaml").write_text("---\n".join(yaml.dump(q) for q in _queues()))
+
+
+def _source(pool: str, levels: list[str], kind: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": API,
+        "kind": "TopologySource",
+        "metadata": {"name": pool},
+        "spec": {"nodeSelector": {"matchLabels": {"fleet.example.com/pool": pool}}, "levels": levels, **kind},
+    }
+
+
+def _queues() -> list[dict[str, object]]:
+    covered = ["cpu", "memory", "nvidia.com/gpu"]
+    products = {
+        "training": ["NVIDIA-H100", "NVIDIA-GB200"],
+        "inference": ["NVIDIA-L40S"],
+        "batch": ["NVIDIA-H100"],
+    }
+    return [
+        {
+            "apiVersion": API,
+            "kind": "ClusterQueuePlan",
+            "metadata": {"name": name},
+            "spec": {
+                "coveredResources": covered,
+                "hardware": [{"identity": {"nvidia.com/gpu.product": p}} for p in products[name]],
+            },
+        }
+        for name in products
+    ]

@@ -1,0 +1,1 @@
+"""The load stage: inventory files -> documents, and positions of values for problems."""
