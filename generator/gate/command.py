@@ -27,8 +27,10 @@ from generator.gate.runner import Gate, JsonLog
               show_default=True, help="Seconds between status reads while waiting.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.")
-@click.option("--event-namespace", default="default", show_default=True,
-              help="Namespace for the Events about the (cluster-scoped) queues.")
+@click.option("--event-namespace", type=click.Choice(["default", "kube-system"]),
+              default="default", show_default=True,
+              help="Namespace of the Events about the queues (the API server accepts events of "
+                   "cluster-scoped objects only in these two).")
 @click.option("--dry-run", is_flag=True, help="Print each queue's decision; change nothing.")
 def gate(*, plan_path: Path, timeout: int, poll_interval: float, kubeconfig: str | None,
          event_namespace: str, dry_run: bool) -> None:

@@ -51,6 +51,8 @@ def gate_manifests(cluster_queues: Sequence[Mapping[str, Any]], *, namespace: st
 
     ``create_namespace``: render the Namespace (a namespace dedicated to the gate, which the
     GitOps engine then owns); turn it off to use a namespace that exists already.
+    ``event_namespace``: ``default`` or ``kube-system``, the only namespaces where the API
+    server accepts Events about cluster-scoped objects.
     """
     names = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
     plan = plan_text(cluster_queues)

@@ -48,8 +48,7 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
     mine, other = unique("gate-mine"), unique("gate-other")
     kueue.queue(mine, {flavor: 4})
     kueue.queue(other, {flavor: 4})
-    namespace, events = unique("gate-sys"), unique("gate-ev")
-    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": events}})
+    namespace, events = unique("gate-sys"), "default"
     manifests = gate_manifests([cluster_queue(mine, {flavor: 8})], namespace=namespace,
                                image="example.invalid/tasgen:test", timeout_seconds=60,
                                event_namespace=events)
@@ -65,7 +64,6 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
     for resource, body in reversed(created):
         meta = body["metadata"]
         _quietly(lambda r=resource, m=meta: r.delete(name=m["name"], namespace=m.get("namespace")))
-    _quietly(lambda: client.CoreV1Api(api_client).delete_namespace(events))
 
 
 def _quietly(fn: Callable[[], Any]) -> None:
@@ -125,7 +123,7 @@ def test_gate_rbac_token_reaches_only_the_managed_queue(
             GROUP, VERSION, "resourceflavors", g["flavor"]),
         "read workloads": lambda: cq.list_cluster_custom_object(GROUP, VERSION, "workloads"),
         "create events elsewhere": lambda: cq.create_namespaced_custom_object(
-            "events.k8s.io", "v1", "default", "events", {"metadata": {"generateName": "x"}},
+            "events.k8s.io", "v1", "kube-system", "events", {"metadata": {"generateName": "x"}},
             dry_run="All"),
         "read secrets": lambda: client.CoreV1Api(tok).list_namespaced_secret(g["namespace"]),
     }
