@@ -46,6 +46,11 @@ import lark
 import yaml
 from jsonschema.exceptions import ValidationError
 
+try:
+    from yaml import CSafeLoader as _FastSafeLoader
+except ImportError:  # PyYAML built without libyaml
+    from yaml import SafeLoader as _FastSafeLoader  # type: ignore[assignment]
+
 KUEUE_MODULE: Final = "sigs.k8s.io/kueue"
 NFD_MODULE: Final = "sigs.k8s.io/node-feature-discovery"
 KUEUE_VERSIONS: Final = ("v0.17.0", "v0.19.2")
@@ -115,9 +120,7 @@ def go_module_dir(module: str, version: str) -> Path:
         info = {}
     if done.returncode != 0 or info.get("Error") or not info.get("Dir"):
         detail = info.get("Error") or done.stderr.strip() or done.stdout.strip()
-        raise CRDSourceError(
-            f"go mod download {module}@{version} failed (exit {done.returncode}): {detail}"
-        )
+        raise CRDSourceError(f"go mod download {module}@{version} failed (exit {done.returncode}): {detail}")
     directory = Path(info["Dir"])
     if not directory.is_dir():
         raise CRDSourceError(f"go mod download {module}@{version}: {directory} does not exist")
@@ -576,9 +579,7 @@ def _is_closed_object(raw: Mapping[str, Any]) -> bool:
 def _add_type_meta(out: Obj, raw: Mapping[str, Any]) -> None:
     """apiVersion, kind and metadata are implicit at the root and in embedded resources."""
     props = out.setdefault("properties", {})
-    props["apiVersion"] = to_json_schema(raw.get("properties", {}).get("apiVersion", {})) | {
-        "type": "string"
-    }
+    props["apiVersion"] = to_json_schema(raw.get("properties", {}).get("apiVersion", {})) | {"type": "string"}
     props["kind"] = to_json_schema(raw.get("properties", {}).get("kind", {})) | {"type": "string"}
     meta = raw.get("properties", {}).get("metadata", {})
     # A CRD may only narrow metadata.name and metadata.generateName.
@@ -652,9 +653,7 @@ def _kw_required(
                 yield ValidationError("Required value", path=[name])
 
 
-def _kw_additional(
-    validator: Any, additional: Any, instance: Any, schema: Obj
-) -> Iterator[ValidationError]:
+def _kw_additional(validator: Any, additional: Any, instance: Any, schema: Obj) -> Iterator[ValidationError]:
     if not isinstance(instance, dict):
         return
     extras = [k for k in instance if k not in schema.get("properties", {})]
@@ -666,9 +665,7 @@ def _kw_additional(
             yield from validator.descend(instance[key], additional, path=key)
 
 
-def _kw_list_type(
-    validator: Any, list_type: str, instance: Any, schema: Obj
-) -> Iterator[ValidationError]:
+def _kw_list_type(validator: Any, list_type: str, instance: Any, schema: Obj) -> Iterator[ValidationError]:
     if not isinstance(instance, list) or list_type not in ("set", "map"):
         return
     keys = schema.get("x-kubernetes-list-map-keys", ())
@@ -714,7 +711,7 @@ def qualified_name_problem(name: str) -> str | None:
     return None
 
 
-_K8sValidator = jsonschema.validators.extend(
+_K8sValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator,
     {
         "format": _kw_format,
@@ -828,6 +825,7 @@ def _cel_items(value: Obj, node: Node | None) -> Iterator[tuple[ct.StringType, A
 @dataclass
 class _CelRun:
     root: Node
+    cache: dict[tuple[int, str], _Outcomes]
     problems: list[Problem] = field(default_factory=list)
 
     def walk(self, value: Any, old: Any, node: Node, path: list[str | int], has_old: bool) -> None:
@@ -835,9 +833,7 @@ class _CelRun:
             return  # rules only see non-null values
         if node.rules:
             self.evaluate(value, old, node, path, has_old)
-        for key, sub_value, sub_old, sub_has_old, sub_node in self._children(
-            value, old, node, has_old
-        ):
+        for key, sub_value, sub_old, sub_has_old, sub_node in self._children(value, old, node, has_old):
             self.walk(sub_value, sub_old, sub_node, [*path, key], sub_has_old)
 
     @staticmethod
@@ -857,30 +853,47 @@ class _CelRun:
                 found = identity is not None and identity in old_items
                 yield i, item, old_items.get(identity) if found else None, found, node.items
 
-    def evaluate(
-        self, value: Any, old: Any, node: Node, path: list[str | int], has_old: bool
-    ) -> None:
-        activation: dict[str, Any] = {"self": to_cel(value, node)}
-        if has_old:
-            activation["oldSelf"] = to_cel(old, node)
-        for rule in node.rules:
-            if rule.cel.uses_old_self and not has_old:
-                continue  # a transition rule: only on update, where an old value correlates
-            where = format_path(self.root, path) + rule.field_path
-            try:
-                result = rule.cel.program.evaluate(activation)
-            except Exception as exc:
-                self.problems.append(
-                    Problem(where, f"Invalid value: rule evaluation error: {exc}", rule.text, "cel")
-                )
-                continue
-            if not isinstance(result, ct.BoolType):
-                message = f"Invalid value: rule did not evaluate to a bool: {result!r}"
-                self.problems.append(Problem(where, message, rule.text, "cel"))
-            elif not result:
-                self.problems.append(
-                    Problem(where, _rule_message(rule, activation), rule.text, "cel")
-                )
+    def evaluate(self, value: Any, old: Any, node: Node, path: list[str | int], has_old: bool) -> None:
+        key = (id(node), json.dumps([value, old, has_old], sort_keys=True, default=repr))
+        outcomes = self.cache.get(key)
+        if outcomes is None:
+            outcomes = _outcomes(value, old, node, has_old)
+            if len(self.cache) >= _CEL_CACHE_SIZE:
+                self.cache.clear()
+            self.cache[key] = outcomes
+        where = format_path(self.root, path)
+        for rule, message in outcomes:
+            self.problems.append(Problem(where + rule.field_path, message, rule.text, "cel"))
+
+
+_CEL_CACHE_SIZE: Final = 50_000
+_Outcomes = tuple[tuple[Rule, str], ...]
+
+
+def _outcomes(value: Any, old: Any, node: Node, has_old: bool) -> _Outcomes:
+    """The failing rules of ``node`` and their messages, for one value (and old value)."""
+    activation: dict[str, Any] = {"self": to_cel(value, node)}
+    if has_old:
+        activation["oldSelf"] = to_cel(old, node)
+    failed: list[tuple[Rule, str]] = []
+    for rule in node.rules:
+        if rule.cel.uses_old_self and not has_old:
+            continue  # a transition rule: only on update, where an old value correlates
+        message = _run_rule(rule, activation)
+        if message is not None:
+            failed.append((rule, message))
+    return tuple(failed)
+
+
+def _run_rule(rule: Rule, activation: Mapping[str, Any]) -> str | None:
+    """None if the rule holds, else the API server's message."""
+    try:
+        result = rule.cel.program.evaluate(dict(activation))
+    except Exception as exc:
+        return f"Invalid value: rule evaluation error: {exc}"
+    if not isinstance(result, ct.BoolType):
+        return f"Invalid value: rule did not evaluate to a bool: {result!r}"
+    return None if result else _rule_message(rule, activation)
 
 
 def _map_key(item: Any, node: Node) -> str | None:
@@ -934,6 +947,8 @@ class CrdVersion:
         _add_type_meta(self.json_schema, raw)
         _K8sValidator.check_schema(self.json_schema)
         self._validator = _K8sValidator(self.json_schema)
+        # CEL outcomes by schema node and value: rules are pure, and the interpreter is slow.
+        self._cel_cache: dict[tuple[int, str], _Outcomes] = {}
 
     @property
     def api_version(self) -> str:
@@ -945,9 +960,7 @@ class CrdVersion:
         apply_defaults(work, self.node)
         return work
 
-    def validate(
-        self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
-    ) -> list[Problem]:
+    def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[Problem]:
         """The problems the API server would report for ``obj`` (empty: accepted)."""
         work = self._prepare(obj)
         errors = list(self._validator.iter_errors(work))
@@ -978,11 +991,42 @@ class CrdVersion:
         return sorted(set(problems))
 
     def _cel(self, work: Obj, old: Mapping[str, Any] | None) -> list[Problem]:
-        run = _CelRun(self.node)
+        run = _CelRun(self.node, self._cel_cache)
         new = prune_unknown(work, self.node, root=True)
         previous = prune_unknown(self._prepare(old), self.node, root=True) if old else None
         run.walk(new, previous, self.node, [], previous is not None)
         return run.problems
+
+
+class KubeYamlLoader(_FastSafeLoader):
+    """YAML read as kubectl reads manifests (sigs.k8s.io/yaml).
+
+    Timestamps stay strings (PyYAML would make them datetimes), and a key given twice in one
+    mapping is an error, as the API server's strict field validation reports it.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r}", key_node.start_mark,
+                )  # fmt: skip
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+KubeYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_documents(text: str) -> list[Any]:
+    """The documents of a (multi-document) YAML manifest, as kubectl would read them."""
+    return list(yaml.load_all(text, Loader=KubeYamlLoader))
 
 
 _DOC_HEADER: Final = re.compile(
@@ -999,7 +1043,7 @@ class _CrdFile:
     @functools.cached_property
     def documents(self) -> list[Obj]:
         with self.path.open(encoding="utf-8") as stream:
-            docs = yaml.load_all(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            docs = yaml.load_all(stream, Loader=_FastSafeLoader)
             return [d for d in docs if isinstance(d, dict)]
 
 
@@ -1046,9 +1090,7 @@ class Catalog:
                         return CrdVersion(doc, served)
         return None
 
-    def validate(
-        self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
-    ) -> list[Problem]:
+    def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[Problem]:
         """Problems of ``obj`` against the CRD version it names (empty: accepted)."""
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):

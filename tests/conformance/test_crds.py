@@ -32,8 +32,7 @@ HOSTNAME_RULE = (
 UNIQUE_RULE = "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0"
 RF_TOPOLOGY_RULE = "!has(self.topologyName) || self.nodeLabels.size() >= 1"
 RF_TOPOLOGY_IMMUTABLE = (
-    "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == "
-    "oldSelf.topologyName)"
+    "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)"
 )
 RF_LABELS_IMMUTABLE = (
     "!has(oldSelf.topologyName) || (has(self.nodeLabels) == has(oldSelf.nodeLabels) && "
@@ -72,9 +71,7 @@ def topology(*labels: str) -> Obj:
 
 
 def resource_flavor(**spec: Any) -> Obj:
-    body = {"nodeLabels": {"node.kubernetes.io/instance-type": "h100-80gb"}} | {
-        "topologyName": "gpu-fabric"
-    }
+    body = {"nodeLabels": {"node.kubernetes.io/instance-type": "h100-80gb"}} | {"topologyName": "gpu-fabric"}
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
@@ -328,9 +325,7 @@ BAD: dict[str, tuple[Callable[[], Obj], str, str, str]] = {
         "list-type",
     ),
     "queue-quota-not-a-quantity": (
-        lambda: _with(
-            cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", "8 GPUs"
-        ),
+        lambda: _with(cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", "8 GPUs"),
         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
         pattern(
             r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -339,17 +334,13 @@ BAD: dict[str, tuple[Callable[[], Obj], str, str, str]] = {
         "schema",
     ),
     "queue-quota-wrong-type": (
-        lambda: _with(
-            cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", True
-        ),
+        lambda: _with(cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", True),
         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
         'type: ["integer", "string"]',
         "schema",
     ),
     "queue-missing-quota": (
-        lambda: _without(
-            cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota"
-        ),
+        lambda: _without(cluster_queue(), "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota"),
         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
         "required",
         "schema",
@@ -462,8 +453,7 @@ def test_known_bad_objects_are_rejected_for_the_right_reason(
 def test_cel_messages_come_from_the_crd(cat: Catalog) -> None:
     problems = cat.validate(topology(HOSTNAME, BLOCK, RACK))
     assert [p.message for p in problems] == [
-        "Invalid value: the kubernetes.io/hostname label can only be used at the lowest level "
-        "of topology"
+        "Invalid value: the kubernetes.io/hostname label can only be used at the lowest level of topology"
     ]
     [empty] = cat.validate(resource_flavor(nodeLabels={}))
     assert empty.message == "Invalid value: at least one nodeLabel is required when topology is set"
@@ -728,9 +718,7 @@ def test_transition_rules_correlate_list_map_items_by_key(widget: CrdVersion) ->
     assert widget.validate(moved, old=old) == []
     changed = widget_obj(ports=[{"name": "b", "port": 3}, {"name": "c", "port": 9}])
     problems = widget.validate(changed, old=old)
-    assert [(p.path, p.message) for p in problems] == [
-        ("spec.ports[0]", "Invalid value: port is immutable")
-    ]
+    assert [(p.path, p.message) for p in problems] == [("spec.ports[0]", "Invalid value: port is immutable")]
 
 
 def test_a_rule_that_cannot_be_evaluated_fails_loudly() -> None:
@@ -771,9 +759,7 @@ def test_every_rule_of_the_checked_crds_compiles(cat: Catalog) -> None:
 
 def test_assert_conforms_accepts_good_output_and_ignores_other_kinds() -> None:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "bogus": 1}}
-    crds.assert_conforms(
-        [topology(), resource_flavor(), cluster_queue(), node_feature(), namespace]
-    )
+    crds.assert_conforms([topology(), resource_flavor(), cluster_queue(), node_feature(), namespace])
 
 
 def test_assert_conforms_names_the_object_and_release() -> None:
