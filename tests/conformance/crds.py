@@ -307,7 +307,6 @@ class Rule:
     message_expression: CompiledCel | None
     field_path: str
     reason: str
-    optional_old_self: bool
 
     @property
     def text(self) -> str:
@@ -324,7 +323,6 @@ def _compile_rule(raw: Mapping[str, Any]) -> Rule:
         message_expression=compile_cel(str(expression)) if expression else None,
         field_path=str(raw.get("fieldPath", "")),
         reason=str(raw.get("reason", "FieldValueInvalid")),
-        optional_old_self=False,
     )
 
 
@@ -916,9 +914,19 @@ def _rule_message(rule: Rule, activation: Mapping[str, Any]) -> str:
             text = rule.message_expression.program.evaluate(dict(activation))
         except Exception:
             text = None  # the API server then falls back to message
+    prefix = _REASONS.get(rule.reason, "Invalid value")
     if isinstance(text, str) and text.strip():
-        return f"Invalid value: {text}"
-    return f"Invalid value: {rule.message or 'failed rule: ' + rule.text}"
+        return f"{prefix}: {text}"
+    return f"{prefix}: {rule.message or 'failed rule: ' + rule.text}"
+
+
+# How the API server words a failed rule, by the rule's reason.
+_REASONS: Final = {
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -992,10 +1000,18 @@ class CrdVersion:
 
     def _cel(self, work: Obj, old: Mapping[str, Any] | None) -> list[Problem]:
         run = _CelRun(self.node, self._cel_cache)
-        new = prune_unknown(work, self.node, root=True)
-        previous = prune_unknown(self._prepare(old), self.node, root=True) if old else None
+        new = _cel_view(work, self.node)
+        previous = _cel_view(self._prepare(old), self.node) if old else None
         run.walk(new, previous, self.node, [], previous is not None)
         return run.problems
+
+
+def _cel_view(obj: Obj, root: Node) -> Obj:
+    """What CEL rules see: the stored (pruned) object; of metadata, only name and generateName."""
+    view: Obj = prune_unknown(obj, root, root=True)
+    if isinstance(view.get("metadata"), dict):
+        view["metadata"] = {k: v for k, v in view["metadata"].items() if k in ("name", "generateName")}
+    return view
 
 
 class KubeYamlLoader(_FastSafeLoader):

@@ -721,6 +721,22 @@ def test_transition_rules_correlate_list_map_items_by_key(widget: CrdVersion) ->
     assert [(p.path, p.message) for p in problems] == [("spec.ports[0]", "Invalid value: port is immutable")]
 
 
+def test_root_rules_see_only_name_and_generate_name_of_metadata() -> None:
+    crd = widget_crd(WIDGET_SPEC)
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    root["x-kubernetes-validations"] = [
+        {
+            "rule": "self.metadata.name.startsWith('w') && !has(self.metadata.labels)",
+            "reason": "FieldValueForbidden",
+            "message": "w only",
+        }
+    ]
+    version = CrdVersion(crd, crd["spec"]["versions"][0])
+    assert version.validate(_with(widget_obj(), "metadata.labels", {"a": "b"})) == []
+    [problem] = version.validate(_with(widget_obj(), "metadata.name", "x"))
+    assert (problem.path, problem.message) == ("", "Forbidden: w only")
+
+
 def test_a_rule_that_cannot_be_evaluated_fails_loudly() -> None:
     for rule in ("quantity(self.size).isGreaterThan(quantity('1'))", "self.url().getHost() == ''"):
         spec = copy.deepcopy(WIDGET_SPEC)
