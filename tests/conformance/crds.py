@@ -401,16 +401,15 @@ def format_path(node: Node | None, parts: Iterable[str | int]) -> str:
 
 
 def prune_nulls(value: Any, node: Node | None) -> None:
-    """Drop ``null`` values of non-nullable properties without a default (in place)."""
+    """Drop ``null`` values of non-nullable fields and map entries without a default (in place)."""
     if node is None:
         return
     if isinstance(value, dict):
         for key in list(value):
-            sub = node.properties.get(key)
+            sub = _child(node, key)
             if sub is None:
-                if node.additional is not None:
-                    prune_nulls(value[key], node.additional)
-            elif value[key] is None and sub.default is _NO_DEFAULT and not sub.nullable:
+                continue
+            if value[key] is None and sub.default is _NO_DEFAULT and not sub.nullable:
                 del value[key]
             else:
                 prune_nulls(value[key], sub)
@@ -419,21 +418,28 @@ def prune_nulls(value: Any, node: Node | None) -> None:
             prune_nulls(item, node.items)
 
 
+def _null_default(item: Any, node: Node | None) -> Any:
+    """A non-nullable ``null`` takes the schema's default, if there is one."""
+    if item is None and node is not None and not node.nullable and node.default is not _NO_DEFAULT:
+        return copy.deepcopy(node.default)
+    return item
+
+
 def apply_defaults(value: Any, node: Node | None) -> None:
     """Fill in the schema's ``default`` values (in place), as structural defaulting does."""
     if node is None:
         return
     if isinstance(value, dict):
         for key, sub in node.properties.items():
-            missing = key not in value or (value[key] is None and not sub.nullable)
-            if sub.default is not _NO_DEFAULT and missing:
+            if sub.default is not _NO_DEFAULT and key not in value:
                 value[key] = copy.deepcopy(sub.default)
-        for key, item in value.items():
-            apply_defaults(item, _child(node, key))
-    elif isinstance(value, list) and node.items is not None:
+        for key in value:
+            child = _child(node, key)
+            value[key] = _null_default(value[key], child)
+            apply_defaults(value[key], child)
+    elif isinstance(value, list):
         for i, item in enumerate(value):
-            if item is None and node.items.default is not _NO_DEFAULT and not node.items.nullable:
-                value[i] = copy.deepcopy(node.items.default)
+            value[i] = _null_default(item, node.items)
             apply_defaults(value[i], node.items)
 
 

@@ -142,6 +142,7 @@ GOOD: dict[str, Callable[[], Obj]] = {
         preemption={"withinClusterQueue": "LowerPriority"}
     ),
     "node-feature": node_feature,
+    "node-feature-null-label-is-pruned": lambda: node_feature(labels={BLOCK: "b1", RACK: None}),
     "node-feature-with-features": lambda: node_feature(
         features={
             "flags": {"cpu.cpuid": {"elements": {"AVX512F": {}}}},
