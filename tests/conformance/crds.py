@@ -951,6 +951,11 @@ class CrdVersion:
         self.namespaced: bool = spec.get("scope") == "Namespaced"
         self.served: bool = bool(version.get("served"))
         self.deprecated: bool = bool(version.get("deprecated"))
+        # The warning the API server sends with every request using a deprecated version.
+        self.deprecation: str | None = None
+        if self.deprecated:
+            default = f"{self.group}/{self.version} {self.kind} is deprecated"
+            self.deprecation = str(version.get("deprecationWarning") or default)
         raw = (version.get("schema") or spec.get("validation") or {}).get("openAPIV3Schema")
         if not raw:
             raise UnsupportedRuleError(f"{self.api_version} {self.kind} has no openAPIV3Schema")

@@ -757,6 +757,14 @@ def test_an_unchecked_format_fails_loudly() -> None:
         CrdVersion(crd, crd["spec"]["versions"][0])
 
 
+def test_deprecated_versions_are_known(cat: Catalog) -> None:
+    old = cat.crd_version("kueue.x-k8s.io/v1beta1", "Topology")
+    new = cat.crd_version(KUEUE_API, "Topology")
+    assert old is not None and old.deprecation == "This version is deprecated. Use v1beta2 instead."
+    assert new is not None and new.deprecation is None
+    assert cat.validate(topology() | {"apiVersion": "kueue.x-k8s.io/v1beta1"}) == []
+
+
 def test_every_rule_of_the_checked_crds_compiles(cat: Catalog) -> None:
     """All CEL rules of the kinds tasgen writes compile, and use only supported functions."""
     for api_version, kind in [

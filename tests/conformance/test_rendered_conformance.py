@@ -80,6 +80,19 @@ def test_rendered_objects_conform_to_the_upstream_crds(kueue_version: str) -> No
     assert not problems, f"{len(problems)} problem(s) against {catalog.name}:\n  {shown}"
 
 
+@pytest.mark.parametrize("kueue_version", crds.KUEUE_VERSIONS)
+def test_rendered_objects_use_no_deprecated_api_version(kueue_version: str) -> None:
+    """The API server would answer each with a deprecation warning (Kueue v1beta1, say)."""
+    catalog = crds.catalog(kueue_version)
+    warned = []
+    for where, obj in rendered_objects():
+        if crds.is_checked(obj):
+            crd = catalog.crd_version(str(obj.get("apiVersion")), str(obj.get("kind")))
+            if crd is not None and crd.deprecation:
+                warned.append(f"{where} {crds.describe(obj)}: {crd.deprecation}")
+    assert not warned, "\n".join(warned)
+
+
 def test_loader_reads_every_manifest_but_kustomizations(tmp_path: Path) -> None:
     (tmp_path / "fleet").mkdir()
     (tmp_path / "a.yaml").write_text(
