@@ -83,10 +83,18 @@ def _output_option(function: Any) -> Any:
     )(function)
 
 
-def _execute(mode: Mode, inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
+def _execute(
+    mode: Mode,
+    inventory: Path,
+    output: Path,
+    format_: str,
+    now: str | None,
+    strict: bool,
+    use_memo: bool = True,
+) -> None:
     if not inventory.is_dir():
         raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
-    result = run(inventory, output, _parse_now(now), mode)
+    result = run(inventory, output, _parse_now(now), mode, use_memo=use_memo)
     REPORTERS[format_](result, mode.value, sys.stdout)
     sys.exit(_exit_code(result, strict))
 
@@ -144,15 +152,22 @@ def validate(inventory: Path, format_: str, now: str | None, strict: bool) -> No
 @cli.command()
 @_common
 @_output_option
-def render(inventory: Path, output: Path, format_: str, now: str | None, strict: bool) -> None:
+@click.option(
+    "--no-cache", is_flag=True, help="Run every stage even if nothing changed since the last render."
+)
+def render(
+    inventory: Path, output: Path, format_: str, now: str | None, strict: bool, no_cache: bool
+) -> None:
     """Validate and write rendered/: all or nothing, only changed files, stale ones removed.
 
     \b
     Example:
       tasgen render -i inventories -o rendered && git add rendered
-    Any error (including an immutable-field drift) means nothing is written.
+    Any error (including an immutable-field drift) means nothing is written. When neither
+    the inventory, nor rendered/, nor tasgen changed since the last render (and no expiry
+    passed), the recorded result is reused from the user's cache folder.
     """
-    _execute(Mode.RENDER, inventory, output, format_, now, strict)
+    _execute(Mode.RENDER, inventory, output, format_, now, strict, use_memo=not no_cache)
 
 
 @cli.command()

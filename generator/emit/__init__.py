@@ -10,7 +10,7 @@ from generator.emit.output import Changes, changes, first_difference, mutated_no
 from generator.emit.tree import render_tree
 from generator.model import Finding, Manifest, Where
 
-__all__ = ["Emission", "compare", "write"]
+__all__ = ["Emission", "compare", "owned_files", "write"]
 
 
 @dataclass

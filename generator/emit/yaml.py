@@ -16,28 +16,40 @@ from typing import Any
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"})
 _BLOCK_LINE = re.compile(r"^[^\s\x00-\x1f\x7f]?[^\x00-\x08\x0b-\x1f\x7f]*(?<![ \t])$")
-_quoted: dict[str, str] = {}
+
+
+def quote(text: str) -> str:
+    """A string as a YAML scalar: plain when unambiguous, else double-quoted."""
+    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+class _QuotedCache(dict[str, str]):
+    """quote() of strings that repeat (label keys and values): a hit is one dict lookup."""
+
+    LIMIT = 200_000
+
+    def __missing__(self, text: str) -> str:
+        quoted = quote(text)
+        if len(self) < self.LIMIT:
+            self[text] = quoted
+        return quoted
+
+
+QUOTED = _QuotedCache()
 
 
 def scalar(value: object) -> str:
-    if value.__class__ is str:  # the hot path: label keys and values, names
-        cached = _quoted.get(value)  # type: ignore[arg-type,unused-ignore]
-        if cached is not None:
-            return cached
+    if value.__class__ is str:
+        return QUOTED[value]  # type: ignore[index]
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, int | float):
         return json.dumps(value)
-    text = str(value)
-    cached = _quoted.get(text)
-    if cached is None:
-        plain = _PLAIN.match(text) and text.lower() not in _RESERVED
-        cached = text if plain else json.dumps(text, ensure_ascii=False)
-        if len(_quoted) < 100_000:
-            _quoted[text] = cached
-    return cached
+    return QUOTED[str(value)]
 
 
 def dump(data: dict[str, Any]) -> str:

@@ -36,6 +36,15 @@ class Summary:
     queues: list[dict[str, Any]] = field(default_factory=list)  # name, stopPolicy, flavors
     mutated_nodes: int | None = None  # filled by the emit stage
 
+    @staticmethod
+    def from_data(data: dict[str, Any]) -> Summary:
+        return Summary(
+            sources=[SourceStatus(**s) for s in data["sources"]],
+            profiles=data["profiles"],
+            queues=data["queues"],
+            mutated_nodes=data["mutatedNodes"],
+        )
+
     def as_data(self) -> dict[str, Any]:
         return {
             "sources": [vars(s) for s in self.sources],
@@ -52,14 +61,16 @@ class Plan:
     summary: Summary
 
 
-def plan(ctx: Context) -> Plan:
+def plan(ctx: Context, *, node_features: bool = True) -> Plan:
+    """Everything render writes; without the per-node NodeFeatures when only validating
+    (they cannot fail, and they are most of the work)."""
     inventory = ctx.inventory
     assignment = assign(ctx)
     queues, flavors, findings = plan_queues(inventory.plans.values(), inventory.nodes, assignment)
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
     objects = [
-        *manifests.node_features(inventory, ready),
-        *manifests.profile_features(inventory, assignment),
+        *(manifests.node_features(inventory, ready) if node_features else []),
+        *(manifests.profile_features(inventory, assignment) if node_features else []),
         *manifests.topologies(assignment),
         *manifests.resource_flavors(flavors),
     ]

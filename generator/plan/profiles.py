@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from generator.model import HOSTNAME_KEY, Finding, Level, Node, Source
-from generator.validate.hierarchy import populated_prefix, stated_values
+from generator.model import HOSTNAME_KEY, Finding, Level, Source
+from generator.validate.hierarchy import populated_prefix
 from generator.validate.rules import Context
 
 #: how many node names a warning lists before it says "and N more"
@@ -59,13 +59,12 @@ def assign(ctx: Context) -> Assignment:
     by_keys: dict[tuple[str, ...], Profile] = {}
     candidates = _candidates(ctx, ready)
     for name in sorted(ctx.inventory.nodes):
-        node = ctx.inventory.nodes[name]
         mine = candidates.get(name, [])
-        keys = _keys(mine[0], node) if len(mine) == 1 else (HOSTNAME_KEY,)
+        keys = _keys(*mine[0]) if len(mine) == 1 else (HOSTNAME_KEY,)
         if len(mine) == 1:
-            result.source_of[name] = mine[0].name
+            result.source_of[name] = mine[0][0].name
         elif mine:
-            ambiguous[tuple(s.name for s in mine)].append(name)
+            ambiguous[tuple(s.name for s, _ in mine)].append(name)
         result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(
             keys, Profile(profile_id(keys), keys)
         )
@@ -74,16 +73,17 @@ def assign(ctx: Context) -> Assignment:
     return result
 
 
-def _candidates(ctx: Context, ready: list[Source]) -> dict[str, list[Source]]:
-    found: dict[str, list[Source]] = defaultdict(list)
+def _candidates(ctx: Context, ready: list[Source]) -> dict[str, list[tuple[Source, dict[str, str]]]]:
+    """Node name -> the Ready sources selecting it, each with the values it gives the node."""
+    found: dict[str, list[tuple[Source, dict[str, str]]]] = defaultdict(list)
     for source in ready:
-        for node in ctx.selected[source.name]:
-            found[node.name].append(source)
+        for node, values in ctx.hierarchy_values(source):
+            found[node.name].append((source, values))
     return found
 
 
-def _keys(source: Source, node: Node) -> tuple[str, ...]:
-    return (*populated_prefix(source.levels, stated_values(source, node)), HOSTNAME_KEY)
+def _keys(source: Source, values: dict[str, str]) -> tuple[str, ...]:
+    return (*populated_prefix(source.levels, values), HOSTNAME_KEY)
 
 
 def _ambiguity_warnings(ctx: Context, ambiguous: dict[tuple[str, ...], list[str]]) -> Iterable[Finding]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -50,15 +50,19 @@ def flavor_name(identity: tuple[tuple[str, str], ...], profile: str) -> str:
 
 
 class Planner:
-    def __init__(self, nodes: dict[str, Node], assignment: Assignment) -> None:
+    def __init__(self, nodes: dict[str, Node], assignment: Assignment, plans: list[QueuePlan]) -> None:
         self.nodes, self.assignment = nodes, assignment
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
         self.profiles = assignment.profiles()
+        # Nodes by the value of each identity label: a plan's identity then looks up its
+        # candidates instead of scanning the fleet.
         self._by_label: dict[tuple[str, str], list[str]] = defaultdict(list)
+        keys = {k for plan in plans for hw in plan.hardware for k in hw.identity}
         for name in sorted(nodes):
-            for pair in nodes[name].labels.items():
-                self._by_label[pair].append(name)
+            labels = nodes[name].labels
+            for key in keys & labels.keys():
+                self._by_label[(key, labels[key])].append(name)
 
     def queue(self, plan: QueuePlan) -> Queue:
         queue = Queue(plan)
@@ -120,14 +124,10 @@ class Planner:
         return parts
 
     def _allocatable(self, nodes: list[str], resource: str) -> Decimal:
-        return sum(
-            (
-                parse(self.nodes[n].allocatable[resource])
-                for n in nodes
-                if resource in self.nodes[n].allocatable
-            ),
-            Decimal(0),
-        )
+        # Fleets repeat a few allocatable values: count them, then parse each once.
+        values = Counter(self.nodes[n].allocatable.get(resource) for n in nodes)
+        values.pop(None, None)
+        return sum((parse(v) * count for v, count in values.items() if v is not None), Decimal(0))
 
     def _resource_split(
         self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
@@ -162,6 +162,7 @@ def largest_remainder(total: int, weights: list[int]) -> list[int] | None:
 def plan_queues(
     plans: Iterable[QueuePlan], nodes: dict[str, Node], assignment: Assignment
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
-    planner = Planner(nodes, assignment)
-    queues = [planner.queue(plan) for plan in sorted(plans, key=lambda p: p.name)]
+    ordered = sorted(plans, key=lambda p: p.name)
+    planner = Planner(nodes, assignment, ordered)
+    queues = [planner.queue(plan) for plan in ordered]
     return queues, planner.flavors, planner.findings

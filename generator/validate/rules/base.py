@@ -51,10 +51,13 @@ class Context:
         snapshot = source.snapshot
         return bool(snapshot and snapshot.expires_at and snapshot.expires_at <= self.now)
 
-    def hierarchy_values(self, source: Source) -> Iterable[tuple[Node, dict[str, str]]]:
-        """Each selected node with the level values the source gives it."""
-        for node in self.selected[source.name]:
-            yield node, stated_values(source, node)
+    def hierarchy_values(self, source: Source) -> list[tuple[Node, dict[str, str]]]:
+        """Each selected node with the level values the source gives it (computed once:
+        the hierarchy rules and the profiles all read it)."""
+        return self.memo(
+            f"values/{source.name}",
+            lambda ctx: [(node, stated_values(source, node)) for node in ctx.selected[source.name]],
+        )
 
 
 Check = Callable[[Context], Iterable[Finding]]

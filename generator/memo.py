@@ -1,0 +1,132 @@
+"""The render memo: a re-render whose inputs did not change does no work.
+
+A render is a pure function of the inventory's bytes, tasgen's own code, the paths it is
+shown with, and the time, which matters only through expiry. After a successful render the
+memo records a digest of all that, the window of time in which no source's expiry state
+flips, the digest of every file written, and the report. The next render with the same
+digest, inside the window, and with rendered/ exactly as recorded, returns the recorded
+report and writes nothing. Anything else - an edited inventory, an edited or missing
+rendered/ file, another tasgen, an expiry reached - runs the full pipeline. `check` and
+`validate` never use the memo: CI always recomputes.
+
+The memo lives in the user's cache folder ($TASGEN_CACHE_DIR, else $XDG_CACHE_HOME/tasgen,
+else ~/.cache/tasgen), one file per output folder, never in the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from generator.load.files import discover
+from generator.model import Level, Problem
+
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Window:
+    """The expiry times around ``now``: the result holds for from <= t < until."""
+
+    start: str | None
+    until: str | None
+
+    @staticmethod
+    def around(now: datetime, expiries: list[datetime]) -> Window:
+        past = [e for e in expiries if e <= now]
+        future = [e for e in expiries if e > now]
+        return Window(max(past).isoformat() if past else None, min(future).isoformat() if future else None)
+
+    def holds(self, now: datetime) -> bool:
+        after_start = self.start is None or datetime.fromisoformat(self.start) <= now
+        return after_start and (self.until is None or now < datetime.fromisoformat(self.until))
+
+
+def cache_file(out_dir: Path) -> Path:
+    base = os.environ.get("TASGEN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tasgen"
+    )
+    name = hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:24]
+    return Path(base) / f"render-{name}.json"
+
+
+def input_digest(inventory_dir: Path, shown: tuple[str, str]) -> str:
+    """Digest of everything a render reads, but the time."""
+    digest = hashlib.sha256(f"tasgen-memo/{_VERSION}\0{shown[0]}\0{shown[1]}\0".encode())
+    digest.update(_code_digest().encode())
+    for path in discover(inventory_dir):
+        digest.update(path.relative_to(inventory_dir).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _code_digest() -> str:
+    """tasgen's own code and templates: another version renders differently."""
+    digest = hashlib.sha256()
+    for package in ("generator", "generator.templates"):
+        root = resources.files(package)
+        for entry in sorted(_files(root), key=str):
+            digest.update(str(entry).encode() + b"\0" + entry.read_bytes())
+    return digest.hexdigest()
+
+
+def _files(folder: Any) -> list[Any]:
+    found: list[Any] = []
+    for entry in folder.iterdir():
+        if entry.is_dir() and entry.name != "__pycache__":
+            found += _files(entry)
+        elif entry.is_file() and entry.name.endswith((".py", ".json", ".j2")):
+            found.append(entry)
+    return found
+
+
+def files_digest(files: dict[str, str]) -> dict[str, str]:
+    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
+
+
+def recall(out_dir: Path, digest: str, now: datetime, current: dict[str, str]) -> dict[str, Any] | None:
+    """The recorded report when nothing changed since the last render, else None."""
+    try:
+        record: dict[str, Any] = json.loads(cache_file(out_dir).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if record.get("digest") != digest or not Window(**record["window"]).holds(now):
+        return None
+    if record["files"] != files_digest(current):
+        return None  # rendered/ was edited, or files went missing: render it again
+    return record
+
+
+def remember(
+    out_dir: Path,
+    digest: str,
+    window: Window,
+    files: dict[str, str],
+    problems: list[Problem],
+    summary: dict[str, Any],
+) -> None:
+    record = {
+        "digest": digest,
+        "window": vars(window),
+        "files": files_digest(files),
+        "problems": [vars(p) | {"level": str(p.level)} for p in problems],
+        "summary": summary,
+    }
+    target = cache_file(out_dir)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(record), "utf-8")
+        os.replace(temporary, target)
+    except OSError:
+        pass  # the memo only saves time; a read-only cache folder costs a full render
+
+
+def problems_of(record: dict[str, Any]) -> list[Problem]:
+    return [Problem(**(p | {"level": Level(p["level"])})) for p in record["problems"]]
