@@ -94,7 +94,7 @@ def _execute(
 ) -> None:
     if not inventory.is_dir():
         raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
-    result = run(inventory, output, _parse_now(now), mode, use_memo=use_memo)
+    result = run(inventory, output, _parse_now(now), mode, use_memo=use_memo, strict=strict)
     REPORTERS[format_](result, mode.value, sys.stdout)
     sys.exit(_exit_code(result, strict))
 

@@ -72,6 +72,7 @@ class Finding:
     rule: str
     message: str
     level: Level = Level.ERROR
+    source: str | None = None  # the TopologySource it is about, for the status summary
 
 
 @dataclass

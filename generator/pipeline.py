@@ -40,7 +40,10 @@ class Result:
         return sum(p.level is Level.WARNING for p in self.problems)
 
 
-def run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, *, use_memo: bool = True) -> Result:
+def run(
+    inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, *, use_memo: bool = True, strict: bool = False
+) -> Result:
+    """The whole pipeline; with ``strict``, warnings block writing as errors do."""
     # The run allocates millions of small objects and frees them by reference counting;
     # the cycle collector would rescan the growing heap again and again (~20% of a
     # 100k-node render) for cycles that this code does not make.
@@ -48,21 +51,21 @@ def run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, *, use_me
     gc.disable()
     try:
         if mode is Mode.RENDER and use_memo:
-            return _render_with_memo(inventory_dir, out_dir, now)
-        return _run(inventory_dir, out_dir, now, mode)
+            return _render_with_memo(inventory_dir, out_dir, now, strict)
+        return _run(inventory_dir, out_dir, now, mode, strict)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime) -> Result:
+def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime, strict: bool) -> Result:
     digest = memo.input_digest(inventory_dir, (display_path(inventory_dir), display_path(out_dir)))
     record = memo.recall(out_dir, digest, now, emit.owned_files(out_dir))
     if record is not None:
         summary = Summary.from_data(record["summary"])
         summary.mutated_nodes = 0
         return Result(memo.problems_of(record), summary)
-    result = _run(inventory_dir, out_dir, now, Mode.RENDER)
+    result = _run(inventory_dir, out_dir, now, Mode.RENDER, strict)
     if result.errors == 0 and result.summary is not None and result.files is not None:
         memo.remember(
             out_dir,
@@ -75,7 +78,7 @@ def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime) -> Resu
     return result
 
 
-def _run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode) -> Result:
+def _run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, strict: bool) -> Result:
     files = load_all(inventory_dir)
     validation = validate(files, now)
     texts = dict(validation.texts)
@@ -94,7 +97,7 @@ def _run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode) -> Resul
     planned.summary.mutated_nodes = emission.mutated_nodes
     if mode is Mode.CHECK:
         findings += emission.stale(out_label)
-    result = _finish(findings, texts, planned.summary, emission, out_dir, mode)
+    result = _finish(findings, texts, planned.summary, emission, out_dir, mode, strict)
     result.expiries = [
         s.snapshot.expires_at
         for s in ctx.inventory.sources.values()
@@ -110,14 +113,15 @@ def _finish(
     emission: emit.Emission,
     out_dir: Path,
     mode: Mode,
+    strict: bool,
 ) -> Result:
     result = Result(locate(findings, texts), summary)
-    if mode is Mode.RENDER and result.errors == 0:
+    if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):
         try:
             emit.write(out_dir, emission.changes)
         except OSError as e:
             message = f"cannot write rendered/: {e.strerror or e} ({e.filename}); nothing was changed"
-            problem = Problem(display_path(out_dir), 0, 0, "output-unwritable", message)
+            problem = Problem(display_path(out_dir), 1, 1, "output-unwritable", message)
             return Result([*result.problems, problem], summary)
         result.written = sorted([*emission.changes.changed, *emission.changes.removed])
         result.files = emission.files

@@ -93,9 +93,18 @@ def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
         raise _yaml_error(str(e)) from e
     except (ValueError, RecursionError) as e:  # the parser's other refusals, e.g. deep nesting
         raise ParseError("yaml-syntax", f"cannot parse YAML: {e}", None) from e
-    if isinstance(data, list) and _DOC_MARKER.search(text):
+    if isinstance(data, list) and _document_count(text) > 1:
         return data
     return [data]
+
+
+def _document_count(text: str) -> int:
+    """How many documents a text holds, from its markers: each '---' starts one, and
+    content before the first marker is one more."""
+    markers = list(_DOC_MARKER.finditer(text))
+    before = text[: markers[0].start()] if markers else text
+    content_before = any(line.strip() and not line.lstrip().startswith("#") for line in before.splitlines())
+    return len(markers) + (1 if content_before else 0)
 
 
 def _parse_json(text: str) -> Any:
@@ -130,4 +139,4 @@ def _yaml_error(raw: str) -> ParseError:
 
 def _unreadable(shown: str, error: Exception) -> Finding:
     reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
-    return Finding(Where(shown), "file-unreadable", f"cannot read the file: {reason}")
+    return Finding(Where(shown, line_col=(1, 1)), "file-unreadable", f"cannot read the file: {reason}")

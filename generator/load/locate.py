@@ -60,7 +60,7 @@ class _FileLocator:
             if duplicate is not None:
                 return duplicate[0]
         if self.index is None:
-            return (1, 1) if self.text else (0, 0)
+            return (1, 1)  # a file-level problem
         if where.inner is None:
             return self.index.position(where.doc, where.pointer, key=where.key)
         return self._inner_position(where)

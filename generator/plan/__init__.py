@@ -127,7 +127,9 @@ def _status(
     ctx: Context, source: Source, findings: list[Finding], contended: bool, nodes: int
 ) -> SourceStatus:
     valid = source.name not in ctx.unloaded and not any(
-        f.level is Level.ERROR and f.rule != "ownership-conflict" and _belongs(f.where, source)
+        f.level is Level.ERROR
+        and f.rule != "ownership-conflict"
+        and (f.source == source.name or _belongs(f.where, source))
         for f in findings
     )
     expired = ctx.expired(source)

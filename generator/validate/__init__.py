@@ -11,6 +11,7 @@ from generator.load.files import LoadedFile
 from generator.model import Document, Finding, Inventory, Level
 from generator.validate import documents
 from generator.validate.rules import RULES, Context
+from generator.validate.rules.sources import selector_problems
 from generator.validate.snapshots import SnapshotFiles, load_snapshot
 
 
@@ -65,7 +66,7 @@ def _inventory(
     sources = {d.name: documents.source(d) for d in found.of("TopologySource")}
     plans = {d.name: documents.plan(d) for d in found.of("ClusterQueuePlan")}
     configmaps = {_cm_key(d): d for d in found.of("ConfigMap")}
-    store = SnapshotFiles({f.relative: f for f in files}, configmaps)
+    store = SnapshotFiles({f.relative: f for f in files}, configmaps, found.rejected)
     return Inventory(settings, nodes, sources, plans), store, findings + more
 
 
@@ -79,6 +80,7 @@ def _load_snapshots(inventory: Inventory, store: SnapshotFiles, context: Context
         snapshot, problems = load_snapshot(source, store)
         source.snapshot = snapshot
         findings += problems
-        if source.writes and snapshot is None:
+        if (source.writes and snapshot is None) or selector_problems(source):
+            # Rules about what it selects or states would only echo this problem.
             context.unloaded.add(name)
     return findings

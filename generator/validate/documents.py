@@ -37,6 +37,9 @@ class Catalog:
 
     by_kind: dict[str, list[Document]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: (kind, name) of documents that failed their checks: already reported, so objects that
+    #: refer to them say nothing more
+    rejected: set[tuple[str, str]] = field(default_factory=set)
 
     def of(self, kind: str) -> list[Document]:
         return self.by_kind.get(kind, [])
@@ -49,6 +52,7 @@ def catalog(documents: Iterable[Document]) -> Catalog:
         problems = _header(doc) or schema.check(doc.kind, doc.body, doc.where())
         if problems:
             result.findings.extend(problems)
+            result.rejected.add((doc.kind, _identity(doc)))
             continue
         identity = (doc.kind, _identity(doc))
         if identity in seen:
@@ -74,7 +78,8 @@ def _header(doc: Document) -> list[Finding]:
 
 
 def _identity(doc: Document) -> str:
-    namespace = doc.body["metadata"].get("namespace", "")
+    meta = doc.body.get("metadata")
+    namespace = meta.get("namespace", "") if isinstance(meta, dict) else ""
     return f"{namespace}/{doc.name}" if doc.kind == "ConfigMap" else doc.name
 
 

@@ -20,6 +20,7 @@ class SnapshotFiles:
 
     files: Mapping[str, LoadedFile]
     configmaps: Mapping[str, Document]  # "namespace/name" -> ConfigMap
+    rejected: set[tuple[str, str]] = field(default_factory=set)  # documents already reported
     used: set[str] = field(default_factory=set)  # files read as webhook snapshots
 
 
@@ -35,7 +36,8 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
     ref = source.spec["configMap"]
     where = source.where.at("spec", "configMap")
     cm = store.configmaps.get(f"{ref['namespace']}/{ref['name']}")
-    if cm is None:
+    if cm is None and ("ConfigMap", f"{ref['namespace']}/{ref['name']}") in store.rejected:
+        return None, []  # the ConfigMap's own problems are reported
         message = (
             f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; add it or fix spec.configMap"
         )

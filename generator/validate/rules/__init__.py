@@ -44,7 +44,6 @@ OTHER_RULES: dict[str, str] = {
     "quota-unplaceable": "A declared quota has matching nodes with allocatable of that resource.",
     "flavor-limit": "A ClusterQueue has at most 64 flavors (hardware identities x profiles).",
     "queue-empty": "A ClusterQueue with no flavor stays held (warning).",
-    "flavor-name": "A generated flavor name is a valid DNS subdomain.",
     "immutable-field": "A render never changes an immutable field of an object already in rendered/.",
     "stale-render": "rendered/ is what 'tasgen render' would write (tasgen check).",
     "output-unwritable": "rendered/ can be written.",

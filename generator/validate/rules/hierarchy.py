@@ -32,7 +32,7 @@ def _parent_chain(ctx: Context) -> Iterable[Finding]:
                     f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
                     f"a level of source {src.name!r} needs every coarser level"
                 )
-                yield Finding(_where(src, node, finer), "hierarchy-parent-chain", message)
+                yield Finding(_where(src, node, finer), "hierarchy-parent-chain", message, source=src.name)
 
 
 def _single_parent(ctx: Context) -> Iterable[Finding]:
@@ -62,7 +62,7 @@ def _two_parents(
         f"{'/'.join(seen[0])} on node {seen[1]!r}: one child value has one parent "
         f"(source {src.name!r}); give the domains distinct values"
     )
-    return Finding(_where(src, node, key), "hierarchy-ambiguous-parent", message)
+    return Finding(_where(src, node, key), "hierarchy-ambiguous-parent", message, source=src.name)
 
 
 def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
@@ -89,7 +89,7 @@ def _ownership(ctx: Context) -> Iterable[Finding]:
             f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
             "(OwnershipConflict): one key of a node has one writer"
         )
-        yield Finding(snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message)
+        yield Finding(snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message, source=second)
 
 
 RULES = (

@@ -79,7 +79,8 @@ def _config(ctx: Context) -> Iterable[Finding]:
     for i, key in enumerate(settings.hardware_identity_keys):
         problem = label_key_error(key)
         if problem:
-            yield Finding(settings.where.at("hardwareIdentityKeys", i), "generator-config", problem)
+            message = f"hardwareIdentityKeys: {key!r} is not a label key: {problem}"
+            yield Finding(settings.where.at("hardwareIdentityKeys", i), "generator-config", message)
     prefix = settings.admin_label_prefix
     problem = _prefix_problem(prefix) if prefix is not None else None
     if problem:

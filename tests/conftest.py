@@ -1,0 +1,46 @@
+"""Shared helpers: run the real CLI in-process, read rendered trees."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import cli
+
+REPO = Path(__file__).resolve().parent.parent
+NOW = "2026-11-30T00:00:00Z"
+
+
+@dataclass
+class Run:
+    exit_code: int
+    output: str
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.output)
+        return data
+
+
+def tasgen(*args: str) -> Run:
+    """The tasgen command line, in-process; an exception escaping it fails the test (a
+    traceback shown to a user is a bug)."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return Run(result.exit_code, result.output)
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file below a folder, by relative path (for byte-for-byte comparisons)."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own render memo folder, so no test sees another's."""
+    monkeypatch.setenv("TASGEN_CACHE_DIR", str(tmp_path_factory.mktemp("memo")))
