@@ -63,8 +63,8 @@ def _transient(err: Exception) -> bool:
     return isinstance(err, HTTPError | OSError)
 
 
-def with_backoff(call: Callable[[], T], deadline: Deadline, on_retry: Callable[[Exception], None]) \
-        -> T:
+def with_backoff(call: Callable[[], T], deadline: Deadline,
+                 on_retry: Callable[[Exception], None]) -> T:
     """call(), retrying transient API errors with jittered exponential backoff (0.5 s to 10 s)
     until the deadline; a 409 becomes Conflict, other errors propagate."""
     delay = 0.5

@@ -1,0 +1,94 @@
+"""The gate's plan reader and its retry policy, without a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from generator.gate import kube
+from generator.gate.kube import Conflict, Deadline, with_backoff
+from generator.gate.plan import PlanError, read_plan
+
+CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {}}}\nspec: {{}}\n"
+
+
+def test_plan_directory_reads_yaml_files_and_skips_configmap_internals(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(CQ.format("q1") + "---\n" + CQ.format("q2"))
+    (tmp_path / "b.yml").write_text(CQ.format("q3"))
+    (tmp_path / "notes.txt").write_text("not a plan")
+    (tmp_path / "..data").mkdir()
+    (tmp_path / "..data" / "a.yaml").write_text(CQ.format("hidden"))
+    (tmp_path / ".hidden.yaml").write_text(CQ.format("hidden2"))
+    assert sorted(read_plan(tmp_path)) == ["q1", "q2", "q3"]
+
+
+def test_plan_single_file_and_empty_documents(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text("---\n" + CQ.format("q1") + "---\n")
+    assert list(read_plan(path)) == ["q1"]
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    (CQ.format("q1") + "---\n" + CQ.format("q1"), "appears twice"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ClusterQueue documents only"),
+    ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\n",
+     "ClusterQueue documents only"),
+    ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {}\n", "no metadata.name"),
+    ("- a\n- b\n", "not a mapping"),
+    ("key: [unclosed\n", "while parsing"),
+])
+def test_plan_errors(tmp_path: Path, text: str, error: str) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=error):
+        read_plan(path)
+
+
+def test_plan_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="no such file"):
+        read_plan(tmp_path / "nope")
+
+
+class Flaky:
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+
+@pytest.fixture(autouse=True)
+def no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube.time, "sleep", lambda _: None)
+
+
+def test_transient_errors_are_retried() -> None:
+    call = Flaky(ApiException(status=503), ApiException(status=429), ConnectionResetError())
+    retried: list[Exception] = []
+    assert with_backoff(call, Deadline(60), retried.append) == "ok"
+    assert call.calls == 4 and len(retried) == 3
+
+
+def test_conflict_is_raised_for_the_caller_to_read_again() -> None:
+    with pytest.raises(Conflict):
+        with_backoff(Flaky(ApiException(status=409)), Deadline(60), lambda _: None)
+
+
+def test_forbidden_is_not_retried() -> None:
+    call = Flaky(ApiException(status=403))
+    with pytest.raises(ApiException):
+        with_backoff(call, Deadline(60), lambda _: None)
+    assert call.calls == 1
+
+
+def test_retries_stop_at_the_deadline() -> None:
+    call = Flaky(*[ApiException(status=500)] * 100)
+    with pytest.raises(ApiException):
+        with_backoff(call, Deadline(0.1), lambda _: None)
+    assert call.calls == 1
