@@ -246,3 +246,7 @@ def main() -> None:
             err=True,
         )
         sys.exit(EXIT_PROBLEMS)
+
+
+if __name__ == "__main__":
+    main()

@@ -27,7 +27,7 @@ def _summary_text(result: Result) -> str:
     lines = ["", "sources:"]
     for s in data["sources"]:
         state = "Ready" if s["ready"] else "NotReady"
-        flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownership_conflict']}"]
+        flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownershipConflict']}"]
         flags += ["expired"] if s["expired"] else []
         lines.append(
             f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "

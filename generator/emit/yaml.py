@@ -15,14 +15,33 @@ from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"})
-_BLOCK_LINE = re.compile(r"^[^\s\x00-\x1f\x7f]?[^\x00-\x08\x0b-\x1f\x7f]*(?<![ \t])$")
+# Characters never written raw: outside YAML's printable set (section 5.1), or line
+# breaks to a YAML 1.1 reader (NEL, LS, PS), or the byte order mark
+_UNSAFE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_BLOCK_LINE = re.compile("^(?![ \\t])[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff\t]*(?<![ \\t])$")
 
 
 def quote(text: str) -> str:
-    """A string as a YAML scalar: plain when unambiguous, else double-quoted."""
+    """A string as a YAML scalar: plain when no reader can take it for anything else, else
+    double-quoted with every character a reader could mistake escaped."""
     if _PLAIN.match(text) and text.lower() not in _RESERVED:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _double_quoted(text)
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _double_quoted(text: str) -> str:
+    """YAML's double-quoted style, escaping what a reader could take for anything else."""
+    if not _UNSAFE.search(text) and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return '"' + "".join(_ESCAPES.get(c) or (_escape(c) if _UNSAFE.match(c) else c) for c in text) + '"'
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class _QuotedCache(dict[str, str]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,14 @@ class SourceStatus:
     nodes: int  # nodes whose profile it gives
 
 
+def _camel(data: dict[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"_(\w)", lambda m: m[1].upper(), k): v for k, v in data.items()}
+
+
+def _snake(data: dict[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"([A-Z])", lambda m: "_" + m[1].lower(), k): v for k, v in data.items()}
+
+
 @dataclass
 class Summary:
     sources: list[SourceStatus] = field(default_factory=list)
@@ -39,7 +48,7 @@ class Summary:
     @staticmethod
     def from_data(data: dict[str, Any]) -> Summary:
         return Summary(
-            sources=[SourceStatus(**s) for s in data["sources"]],
+            sources=[SourceStatus(**_snake(s)) for s in data["sources"]],
             profiles=data["profiles"],
             queues=data["queues"],
             mutated_nodes=data["mutatedNodes"],
@@ -47,7 +56,7 @@ class Summary:
 
     def as_data(self) -> dict[str, Any]:
         return {
-            "sources": [vars(s) for s in self.sources],
+            "sources": [_camel(vars(s)) for s in self.sources],
             "profiles": self.profiles,
             "queues": self.queues,
             "mutatedNodes": self.mutated_nodes,

@@ -1,0 +1,115 @@
+"""The command line: help, usage errors, schema, import-nodes, reporters."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from generator.validate.schema import KINDS
+from tests.conftest import NOW, REPO, tasgen
+
+CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
+COMMANDS = ["validate", "render", "check", "import-nodes", "schema", "gate"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_explains_itself_with_an_example(command: str) -> None:
+    run = tasgen(command, "--help")
+    assert run.exit_code == 0 and "Example" in run.output
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "--now", "yesterday"],
+    ["validate", "--format", "xml"],
+    ["validate", "-i", "/does/not/exist"],
+    ["schema", "Deployment"],
+    ["frobnicate"],
+])
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert tasgen(*args).exit_code == 2
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "Snapshot"])
+def test_schema_prints_a_valid_json_schema(kind: str) -> None:
+    run = tasgen("schema", kind)
+    jsonschema.Draft202012Validator.check_schema(json.loads(run.output))
+
+
+@pytest.mark.parametrize("format_", ["text", "json", "github"])
+def test_reporters_on_an_invalid_inventory(format_: str, snapshot: SnapshotAssertion,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(CASE)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    run = tasgen("validate", "-i", "inventory", "--now", NOW, "--format", format_)
+    assert run.exit_code == 1
+    assert run.output == snapshot
+
+
+@pytest.mark.parametrize("format_", ["text", "json", "github"])
+def test_reporters_on_the_example(format_: str, snapshot: SnapshotAssertion, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    run = tasgen("check", "--now", NOW, "--format", format_)
+    assert run.exit_code == 0
+    assert run.output == snapshot
+
+
+def test_github_reporter_writes_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.chdir(REPO)
+    tasgen("validate", "--now", NOW, "--format", "github")
+    assert "### tasgen validate" in summary.read_text() and "h100-racks (configMap): Ready" in summary.read_text()
+
+
+def _kubectl_nodes() -> dict[str, object]:
+    def node(name: str, zone: str) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": "u", "resourceVersion": "9", "creationTimestamp": "t",
+                             "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
+                             "annotations": {"volatile": "yes"}},
+                "spec": {"podCIDR": "10.0.0.0/24"},
+                "status": {"allocatable": {"pods": "110", "cpu": "8"}, "capacity": {"cpu": "8"},
+                           "conditions": [{"type": "Ready", "lastHeartbeatTime": "now"}]}}
+    return {"apiVersion": "v1", "kind": "List", "items": [node("b-2", "z2"), node("a-1", "z1")]}
+
+
+def test_import_nodes_keeps_facts_sorted(tmp_path: Path) -> None:
+    source = tmp_path / "nodes.json"
+    source.write_text(json.dumps(_kubectl_nodes()))
+    target = tmp_path / "inventory" / "nodes.yaml"
+    target.parent.mkdir()
+    assert tasgen("import-nodes", str(source), "-o", str(target), "--name", "lab").exit_code == 0
+    text = target.read_text()
+    assert text.index("name: a-1") < text.index("name: b-2")
+    assert "volatile" not in text and "uid" not in text and "capacity" not in text
+    assert 'cpu: "8"\n      pods: "110"' in text  # allocatable, sorted
+    run = tasgen("validate", "-i", str(target.parent), "--now", NOW)
+    assert run.exit_code == 0, run.output
+
+
+def test_import_nodes_reads_yaml_from_stdin() -> None:
+    import yaml
+
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+                            input=yaml.safe_dump(_kubectl_nodes()), capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "kind: NodeInventory" in result.stdout
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", "<stdin>:1:"),
+    ('{"kind": "Pod"}', "expected a List of Nodes"),
+    ('{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}', "without metadata.name"),
+])
+def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+                            input=text, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr

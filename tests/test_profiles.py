@@ -1,0 +1,92 @@
+"""Profiles, Topograph normalization and the quota split, as units."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from generator.model import Inventory, Settings, Where
+from generator.plan.profiles import Profile, _collisions, profile_id
+from generator.plan.queues import flavor_name, largest_remainder
+from generator.validate.hierarchy import normalize_levels
+from generator.validate.rules import Context
+from generator.validate.rules.base import Rule
+
+# The profile ID is a published contract (it names Topologies and flavors in clusters):
+# these values must never change between releases.
+STABLE_IDS = {
+    ("kubernetes.io/hostname",): "3218df278c5e",
+    ("topology.gpustack.ai/rack", "kubernetes.io/hostname"): "e0d45ebe4c49",
+}
+
+
+@pytest.mark.parametrize(("keys", "expected"), STABLE_IDS.items())
+def test_profile_ids_are_stable(keys: tuple[str, ...], expected: str) -> None:
+    assert profile_id(keys) == expected
+
+
+def test_profile_ids_are_valid_label_values_and_name_parts() -> None:
+    value = profile_id(("a/b", "kubernetes.io/hostname"))
+    assert len(value) == 12 and value.isalnum() and value == value.lower()
+
+
+@pytest.mark.parametrize(("declared", "normalized"), [
+    (("fabric.topograph.run/tier-1", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-3"),
+     ("fabric.topograph.run/tier-3", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-1")),
+    (("zone", "fabric.topograph.run/tier-1", "fabric.topograph.run/tier-10", "accelerator.topograph.run/d"),
+     ("zone", "fabric.topograph.run/tier-10", "fabric.topograph.run/tier-1", "accelerator.topograph.run/d")),
+    # not contiguous: each run is ordered on its own, the others stay put
+    (("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2"),
+     ("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2")),
+    (("a/zone", "a/rack"), ("a/zone", "a/rack")),
+])
+def test_topograph_tiers_are_ordered_coarsest_first(declared: tuple[str, ...], normalized: tuple[str, ...]) -> None:
+    assert normalize_levels(declared) == normalized
+
+
+def test_a_profile_collision_is_an_error() -> None:
+    ctx = Context(Inventory(Settings(), {}, {}, {}), datetime(2026, 1, 1, tzinfo=UTC))
+    from generator.model import Selector, Source
+
+    ctx.inventory.sources["s"] = Source("s", Selector(), ("a/b",), ("a/b",), "nodeLabels", {}, Where("s.yaml"))
+    found = list(_collisions(ctx, [Profile("abc", ("x", "kubernetes.io/hostname")),
+                                   Profile("abc", ("y", "kubernetes.io/hostname"))]))
+    assert [f.rule for f in found] == ["profile-collision"]
+    assert not list(_collisions(ctx, [Profile("abc", ("x",)), Profile("abd", ("y",))]))
+
+
+@given(st.integers(0, 10**9), st.lists(st.integers(0, 10**6), min_size=1, max_size=70))
+def test_largest_remainder_conserves_the_total(total: int, weights: list[int]) -> None:
+    parts = largest_remainder(total, weights)
+    if sum(weights) == 0:
+        assert parts is None if total > 0 else parts == [0] * len(weights)
+        return
+    assert parts is not None and sum(parts) == total
+    for part, weight in zip(parts, weights, strict=True):
+        exact = total * weight / sum(weights)
+        assert exact - 1 < part < exact + 1  # within one unit of its exact share
+        assert weight or part == 0
+
+
+def test_largest_remainder_gives_ties_to_the_earlier_flavor() -> None:
+    assert largest_remainder(10, [1, 1, 1]) == [4, 3, 3]
+    assert largest_remainder(120, [96, 32]) == [90, 30]
+
+
+def test_flavor_names_are_dns_subdomains_and_embed_the_profile() -> None:
+    name = flavor_name((("nvidia.com/gpu.product", "NVIDIA_H100 80GB (SXM)"),), "0123456789ab")
+    digest = hashlib.sha256(b'[["nvidia.com/gpu.product","NVIDIA_H100 80GB (SXM)"]]').hexdigest()[:6]
+    assert name == f"gpustack-nvidia-h100-80gb-sxm-{digest}-0123456789ab" == (
+        "gpustack-nvidia-h100-80gb-sxm-f8b4c7-0123456789ab")  # a contract, like the profile ID
+    assert flavor_name((("k", "a"),), "p") != flavor_name((("k", "A"),), "p")  # the hash tells them apart
+
+
+def test_rules_have_unique_ids() -> None:
+    from generator.validate.rules import RULES
+
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids)) and all(isinstance(r, Rule) for r in RULES)

@@ -1,0 +1,136 @@
+"""Rendering rendered/: determinism, only-changed writes, removal, atomicity, drift, check."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.conftest import NOW, REPO, tasgen, tree
+
+EXAMPLE = REPO / "inventories"
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLE, tmp_path / "inventory")
+    return tmp_path / "inventory"
+
+
+def render(inventory: Path, output: Path, *more: str) -> tuple[int, str]:
+    run = tasgen("render", "-i", str(inventory), "-o", str(output), "--now", NOW, *more)
+    return run.exit_code, run.output
+
+
+def test_the_committed_example_is_current() -> None:
+    run = tasgen("check", "-i", str(EXAMPLE), "-o", str(REPO / "rendered"), "--now", NOW)
+    assert run.exit_code == 0, run.output
+
+
+def test_the_example_tree(snapshot: SnapshotAssertion) -> None:
+    assert tree(REPO / "rendered") == snapshot
+
+
+def test_same_inventory_same_bytes_wherever_it_is_rendered(inventory: Path, tmp_path: Path) -> None:
+    assert render(inventory, tmp_path / "a")[0] == 0
+    assert render(inventory, tmp_path / "b", "--no-cache")[0] == 0
+    assert tree(tmp_path / "a") == tree(tmp_path / "b") == tree(REPO / "rendered")
+
+
+def test_a_second_render_writes_nothing(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*.yaml")}
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0 and "0 file(s) written" in output and "mutatedNodes: 0" in output
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*.yaml")} == stamps
+
+
+def test_the_memo_is_bypassed_when_rendered_was_edited(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    target = out / "kueue" / "topologies.yaml"
+    original = target.read_text()
+    target.write_text(original.replace("kubernetes.io/hostname", "kubernetes.io/hostnam"))
+    code, output = render(inventory, out)
+    assert code == 1 and "[immutable-field]" in output  # drift is reported, never patched
+    target.unlink()
+    assert render(inventory, out)[0] == 0
+    assert target.read_text() == original
+
+
+def test_objects_whose_inputs_disappeared_are_removed(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    (inventory / "sources" / "l40s-inventory.yaml").unlink()
+    (inventory / "snapshots" / "l40s-inventory.json").unlink()
+    code, output = render(inventory, out)
+    assert code == 0
+    assert not (out / "labels" / "nodefeatures-l40s-inventory.yaml").exists()
+    assert "nodefeatures-l40s-inventory.yaml" not in (out / "labels" / "kustomization.yaml").read_text()
+    assert "mutatedNodes: 4" in output  # the four L40S nodes lose a NodeFeature and change profile
+
+
+def test_files_tasgen_did_not_write_are_kept(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    out.mkdir()
+    (out / "README.md").write_text("ours\n")
+    (out / "extra.yaml").write_text("kind: Mine\n")
+    render(inventory, out)
+    assert (out / "README.md").read_text() == "ours\n" and (out / "extra.yaml").exists()
+
+
+def test_a_failed_write_leaves_rendered_as_it_was(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    (inventory / "queues" / "training.yaml").write_text(
+        (inventory / "queues" / "training.yaml").read_text().replace('"120"', '"96"'))
+    shutil.rmtree(out / "queues")
+    (out / "queues").write_text("a file where a folder must go\n")  # writing queues/ will fail
+    before = tree(out)
+    code, output = render(inventory, out)
+    assert code == 1 and "[output-unwritable]" in output
+    assert tree(out) == before
+    assert not [p for p in out.rglob(".*") if p.is_file()]  # no staged temporary left
+
+
+def test_check_names_each_stale_file_and_line(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    queues = out / "queues" / "clusterqueues.yaml"
+    lines = queues.read_text().splitlines()
+    lines[30] = lines[30] + " # edited"
+    queues.write_text("\n".join(lines) + "\n")
+    (out / "labels" / "nodefeatures-h100-racks.yaml").unlink()
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert run.exit_code == 1
+    stale = [line for line in run.output.splitlines() if "[stale-render]" in line]
+    assert [line.split(": error")[0].rsplit("/", 2)[-2:] for line in stale] == [
+        ["labels", "nodefeatures-h100-racks.yaml:1:1"], ["queues", "clusterqueues.yaml:31:1"]]
+
+
+def test_check_finds_a_file_render_would_remove(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    (out / "labels" / "nodefeatures-gone.yaml").write_text("# Generated by tasgen\n---\nkind: X\n")
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert run.exit_code == 1 and "nodefeatures-gone.yaml:1:1: error: tasgen no longer writes" in run.output
+
+
+def test_expiry_follows_now(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    code, output = render(inventory, out, "--now", "2027-07-01T00:00:00Z")
+    assert code == 0 and "[source-expired]" in output
+    assert not (out / "labels" / "nodefeatures-h100-racks.yaml").exists()
+    assert tasgen("render", "-i", str(inventory), "-o", str(out), "--now", "2027-07-01T00:00:00Z",
+                  "--strict").exit_code == 1
+
+
+def test_source_date_epoch_fixes_the_time(inventory: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1814400000")  # 2027-07-01
+    run = tasgen("validate", "-i", str(inventory))
+    assert "[source-expired]" in run.output
