@@ -33,7 +33,9 @@ def reported(case: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[i
     monkeypatch.chdir(case)
     run = tasgen("validate", "-i", "inventory", "--now", NOW, "--format", "json", *args)
     problems = run.json()["problems"]
-    return run.exit_code, [f"{p['path']}:{p['line']}:{p['col']}: {p['level']} [{p['rule']}]" for p in problems]
+    return run.exit_code, [
+        f"{p['path']}:{p['line']}:{p['col']}: {p['level']} [{p['rule']}]" for p in problems
+    ]
 
 
 @pytest.mark.parametrize("name", INVALID)
@@ -56,8 +58,9 @@ def test_invalid_case_writes_nothing(name: str, tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.parametrize("name", VALID)
-def test_valid_case_renders(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                            snapshot: SnapshotAssertion) -> None:
+def test_valid_case_renders(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshot: SnapshotAssertion
+) -> None:
     case = CASES / "valid" / name
     code, problems = reported(case, monkeypatch)
     assert problems == expected(case)
@@ -69,8 +72,12 @@ def test_valid_case_renders(name: str, tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_every_rule_has_a_case() -> None:
     catalogue = {r.id for r in RULES} | set(OTHER_RULES)
-    covered = {line.rsplit("[", 1)[1].rstrip("]") for kind in ("valid", "invalid")
-               for case in (CASES / kind).iterdir() for line in expected(case)}
+    covered = {
+        line.rsplit("[", 1)[1].rstrip("]")
+        for kind in ("valid", "invalid")
+        for case in (CASES / kind).iterdir()
+        for line in expected(case)
+    }
     assert catalogue - covered - set(ELSEWHERE) == set()
     assert covered <= catalogue  # no case reports a rule the catalogue lacks
 

@@ -24,13 +24,16 @@ def test_every_command_explains_itself_with_an_example(command: str) -> None:
     assert run.exit_code == 0 and "Example" in run.output
 
 
-@pytest.mark.parametrize("args", [
-    ["validate", "--now", "yesterday"],
-    ["validate", "--format", "xml"],
-    ["validate", "-i", "/does/not/exist"],
-    ["schema", "Deployment"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "--now", "yesterday"],
+        ["validate", "--format", "xml"],
+        ["validate", "-i", "/does/not/exist"],
+        ["schema", "Deployment"],
+        ["frobnicate"],
+    ],
+)
 def test_usage_errors_exit_2(args: list[str]) -> None:
     assert tasgen(*args).exit_code == 2
 
@@ -42,8 +45,9 @@ def test_schema_prints_a_valid_json_schema(kind: str) -> None:
 
 
 @pytest.mark.parametrize("format_", ["text", "json", "github"])
-def test_reporters_on_an_invalid_inventory(format_: str, snapshot: SnapshotAssertion,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reporters_on_an_invalid_inventory(
+    format_: str, snapshot: SnapshotAssertion, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(CASE)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     run = tasgen("validate", "-i", "inventory", "--now", NOW, "--format", format_)
@@ -52,7 +56,9 @@ def test_reporters_on_an_invalid_inventory(format_: str, snapshot: SnapshotAsser
 
 
 @pytest.mark.parametrize("format_", ["text", "json", "github"])
-def test_reporters_on_the_example(format_: str, snapshot: SnapshotAssertion, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reporters_on_the_example(
+    format_: str, snapshot: SnapshotAssertion, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(REPO)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     run = tasgen("check", "--now", NOW, "--format", format_)
@@ -65,18 +71,33 @@ def test_github_reporter_writes_the_step_summary(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.chdir(REPO)
     tasgen("validate", "--now", NOW, "--format", "github")
-    assert "### tasgen validate" in summary.read_text() and "h100-racks (configMap): Ready" in summary.read_text()
+    assert (
+        "### tasgen validate" in summary.read_text()
+        and "h100-racks (configMap): Ready" in summary.read_text()
+    )
 
 
 def _kubectl_nodes() -> dict[str, object]:
     def node(name: str, zone: str) -> dict[str, object]:
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "uid": "u", "resourceVersion": "9", "creationTimestamp": "t",
-                             "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
-                             "annotations": {"volatile": "yes"}},
-                "spec": {"podCIDR": "10.0.0.0/24"},
-                "status": {"allocatable": {"pods": "110", "cpu": "8"}, "capacity": {"cpu": "8"},
-                           "conditions": [{"type": "Ready", "lastHeartbeatTime": "now"}]}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "uid": "u",
+                "resourceVersion": "9",
+                "creationTimestamp": "t",
+                "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
+                "annotations": {"volatile": "yes"},
+            },
+            "spec": {"podCIDR": "10.0.0.0/24"},
+            "status": {
+                "allocatable": {"pods": "110", "cpu": "8"},
+                "capacity": {"cpu": "8"},
+                "conditions": [{"type": "Ready", "lastHeartbeatTime": "now"}],
+            },
+        }
+
     return {"apiVersion": "v1", "kind": "List", "items": [node("b-2", "z2"), node("a-1", "z1")]}
 
 
@@ -97,19 +118,32 @@ def test_import_nodes_keeps_facts_sorted(tmp_path: Path) -> None:
 def test_import_nodes_reads_yaml_from_stdin() -> None:
     import yaml
 
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "import-nodes", "-"],
-                            input=yaml.safe_dump(_kubectl_nodes()), capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        input=yaml.safe_dump(_kubectl_nodes()),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr
     assert "kind: NodeInventory" in result.stdout
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not json", "<stdin>:1:"),
-    ('{"kind": "Pod"}', "expected a List of Nodes"),
-    ('{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}', "without metadata.name"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "<stdin>:1:"),
+        ('{"kind": "Pod"}', "expected a List of Nodes"),
+        ('{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}', "without metadata.name"),
+    ],
+)
 def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: str) -> None:
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "import-nodes", "-"],
-                            input=text, capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr

@@ -29,8 +29,16 @@ list:
 
 
 def test_values_keys_and_containers() -> None:
-    index = PositionIndex(TEXT, [(1, ("metadata", "name")), (1, ("list", 1, "y", 1)), (1, ("metadata",)),
-                                 (1, ("metadata", "labels", "y"))], [(1, ("metadata", "name"))])
+    index = PositionIndex(
+        TEXT,
+        [
+            (1, ("metadata", "name")),
+            (1, ("list", 1, "y", 1)),
+            (1, ("metadata",)),
+            (1, ("metadata", "labels", "y")),
+        ],
+        [(1, ("metadata", "name"))],
+    )
     assert index.position(1, ("metadata", "name")) == (5, 9)
     assert index.position(1, ("metadata", "name"), key=True) == (5, 3)
     assert index.position(1, ("list", 1, "y", 1)) == (17, 12)
@@ -45,10 +53,19 @@ def test_a_missing_value_is_shown_at_its_nearest_parent() -> None:
 
 def test_positions_inside_a_block_scalar_map_to_the_file() -> None:
     root = Where("f.yaml", 1, ("data", "snap.yaml"), ())
-    problems = locate([Finding(root.at("nodes", "n1", "zone"), "r", "value"),
-                       Finding(root.key_of("nodes", "n1", "zone"), "r", "key"),
-                       Finding(root.at("revision"), "r", "revision")], {"f.yaml": TEXT})
-    assert [(p.line, p.col, p.message) for p in problems] == [(9, 15, "revision"), (12, 9, "key"), (12, 15, "value")]
+    problems = locate(
+        [
+            Finding(root.at("nodes", "n1", "zone"), "r", "value"),
+            Finding(root.key_of("nodes", "n1", "zone"), "r", "key"),
+            Finding(root.at("revision"), "r", "revision"),
+        ],
+        {"f.yaml": TEXT},
+    )
+    assert [(p.line, p.col, p.message) for p in problems] == [
+        (9, 15, "revision"),
+        (12, 9, "key"),
+        (12, 15, "value"),
+    ]
 
 
 def test_positions_inside_a_quoted_scalar_stay_on_its_line() -> None:

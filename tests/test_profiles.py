@@ -34,17 +34,38 @@ def test_profile_ids_are_valid_label_values_and_name_parts() -> None:
     assert len(value) == 12 and value.isalnum() and value == value.lower()
 
 
-@pytest.mark.parametrize(("declared", "normalized"), [
-    (("fabric.topograph.run/tier-1", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-3"),
-     ("fabric.topograph.run/tier-3", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-1")),
-    (("zone", "fabric.topograph.run/tier-1", "fabric.topograph.run/tier-10", "accelerator.topograph.run/d"),
-     ("zone", "fabric.topograph.run/tier-10", "fabric.topograph.run/tier-1", "accelerator.topograph.run/d")),
-    # not contiguous: each run is ordered on its own, the others stay put
-    (("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2"),
-     ("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2")),
-    (("a/zone", "a/rack"), ("a/zone", "a/rack")),
-])
-def test_topograph_tiers_are_ordered_coarsest_first(declared: tuple[str, ...], normalized: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("declared", "normalized"),
+    [
+        (
+            ("fabric.topograph.run/tier-1", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-3"),
+            ("fabric.topograph.run/tier-3", "fabric.topograph.run/tier-2", "fabric.topograph.run/tier-1"),
+        ),
+        (
+            (
+                "zone",
+                "fabric.topograph.run/tier-1",
+                "fabric.topograph.run/tier-10",
+                "accelerator.topograph.run/d",
+            ),
+            (
+                "zone",
+                "fabric.topograph.run/tier-10",
+                "fabric.topograph.run/tier-1",
+                "accelerator.topograph.run/d",
+            ),
+        ),
+        # not contiguous: each run is ordered on its own, the others stay put
+        (
+            ("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2"),
+            ("fabric.topograph.run/tier-1", "x/rack", "fabric.topograph.run/tier-2"),
+        ),
+        (("a/zone", "a/rack"), ("a/zone", "a/rack")),
+    ],
+)
+def test_topograph_tiers_are_ordered_coarsest_first(
+    declared: tuple[str, ...], normalized: tuple[str, ...]
+) -> None:
     assert normalize_levels(declared) == normalized
 
 
@@ -52,9 +73,18 @@ def test_a_profile_collision_is_an_error() -> None:
     ctx = Context(Inventory(Settings(), {}, {}, {}), datetime(2026, 1, 1, tzinfo=UTC))
     from generator.model import Selector, Source
 
-    ctx.inventory.sources["s"] = Source("s", Selector(), ("a/b",), ("a/b",), "nodeLabels", {}, Where("s.yaml"))
-    found = list(_collisions(ctx, [Profile("abc", ("x", "kubernetes.io/hostname")),
-                                   Profile("abc", ("y", "kubernetes.io/hostname"))]))
+    ctx.inventory.sources["s"] = Source(
+        "s", Selector(), ("a/b",), ("a/b",), "nodeLabels", {}, Where("s.yaml")
+    )
+    found = list(
+        _collisions(
+            ctx,
+            [
+                Profile("abc", ("x", "kubernetes.io/hostname")),
+                Profile("abc", ("y", "kubernetes.io/hostname")),
+            ],
+        )
+    )
     assert [f.rule for f in found] == ["profile-collision"]
     assert not list(_collisions(ctx, [Profile("abc", ("x",)), Profile("abd", ("y",))]))
 
@@ -80,8 +110,11 @@ def test_largest_remainder_gives_ties_to_the_earlier_flavor() -> None:
 def test_flavor_names_are_dns_subdomains_and_embed_the_profile() -> None:
     name = flavor_name((("nvidia.com/gpu.product", "NVIDIA_H100 80GB (SXM)"),), "0123456789ab")
     digest = hashlib.sha256(b'[["nvidia.com/gpu.product","NVIDIA_H100 80GB (SXM)"]]').hexdigest()[:6]
-    assert name == f"gpustack-nvidia-h100-80gb-sxm-{digest}-0123456789ab" == (
-        "gpustack-nvidia-h100-80gb-sxm-f8b4c7-0123456789ab")  # a contract, like the profile ID
+    assert (
+        name
+        == f"gpustack-nvidia-h100-80gb-sxm-{digest}-0123456789ab"
+        == ("gpustack-nvidia-h100-80gb-sxm-f8b4c7-0123456789ab")
+    )  # a contract, like the profile ID
     assert flavor_name((("k", "a"),), "p") != flavor_name((("k", "A"),), "p")  # the hash tells them apart
 
 

@@ -26,8 +26,16 @@ PROFILE = "topology.gpustack.ai/profile"
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Building the CEL environment raises the recursion limit (cel-python does that); do it
 # before hypothesis runs a test, which objects to the limit changing under it.
-assert_conforms([{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "warm-up"},
-                  "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}])
+assert_conforms(
+    [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": "warm-up"},
+            "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+        }
+    ]
+)
 label_value = st.sampled_from(["a", "b", "c", "r-1", "r 2", ""])  # "r 2" is not a valid label value
 
 
@@ -36,13 +44,19 @@ def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
     count = draw(st.integers(1, 8))
     result = []
     for i in range(count):
-        labels = {"kubernetes.io/hostname": f"n{i}", "pool": draw(st.sampled_from(["p1", "p2"])),
-                  "gpu": draw(st.sampled_from(["A", "B"]))}
+        labels = {
+            "kubernetes.io/hostname": f"n{i}",
+            "pool": draw(st.sampled_from(["p1", "p2"])),
+            "gpu": draw(st.sampled_from(["A", "B"])),
+        }
         if draw(st.booleans()):
             labels["topology.kubernetes.io/zone"] = draw(st.sampled_from(["z1", "z2"]))
         if draw(st.booleans()):
             labels["fabric.topograph.run/tier-1"] = draw(st.sampled_from(["l1", "l2"]))
-        allocatable = {"cpu": draw(st.sampled_from(["8", "1500m", "0"])), "nvidia.com/gpu": draw(st.sampled_from(["8", "4"]))}
+        allocatable = {
+            "cpu": draw(st.sampled_from(["8", "1500m", "0"])),
+            "nvidia.com/gpu": draw(st.sampled_from(["8", "4"])),
+        }
         result.append({"name": f"n{i}", "labels": labels, "allocatable": allocatable})
     return result
 
@@ -51,26 +65,53 @@ def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
 def sources(draw: st.DrawFn, node_names: list[str]) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
     for i in range(draw(st.integers(0, 3))):
-        selector = draw(st.sampled_from([{}, {"matchLabels": {"pool": "p1"}}, {"matchLabels": {"pool": "p2"}}]))
+        selector = draw(
+            st.sampled_from([{}, {"matchLabels": {"pool": "p1"}}, {"matchLabels": {"pool": "p2"}}])
+        )
         if draw(st.booleans()):
-            levels = draw(st.sampled_from([["topology.kubernetes.io/zone", "fabric.topograph.run/tier-1"],
-                                           ["fabric.topograph.run/tier-1"]]))
+            levels = draw(
+                st.sampled_from(
+                    [
+                        ["topology.kubernetes.io/zone", "fabric.topograph.run/tier-1"],
+                        ["fabric.topograph.run/tier-1"],
+                    ]
+                )
+            )
             documents.append(_source(f"s{i}", selector, levels, {"nodeLabels": {}}))
             continue
         levels = ["topology.kubernetes.io/zone", "topology.gpustack.ai/rack"]
-        stated = {name: {"topology.gpustack.ai/rack": draw(label_value)}
-                  for name in draw(st.lists(st.sampled_from([*node_names, "ghost"]), unique=True, max_size=4))}
-        snapshot = yaml.dump({"revision": draw(st.sampled_from(["r1", ""])), "nodes": stated} if stated
-                             else {"revision": "r1", "nodes": {}})
-        documents.append(_source(f"s{i}", selector, levels, {"configMap": {"namespace": "t", "name": f"s{i}", "key": "s.yaml"}}))
-        documents.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "t", "name": f"s{i}"},
-                          "data": {"s.yaml": snapshot}})
+        stated = {
+            name: {"topology.gpustack.ai/rack": draw(label_value)}
+            for name in draw(st.lists(st.sampled_from([*node_names, "ghost"]), unique=True, max_size=4))
+        }
+        snapshot = yaml.dump(
+            {"revision": draw(st.sampled_from(["r1", ""])), "nodes": stated}
+            if stated
+            else {"revision": "r1", "nodes": {}}
+        )
+        documents.append(
+            _source(
+                f"s{i}", selector, levels, {"configMap": {"namespace": "t", "name": f"s{i}", "key": "s.yaml"}}
+            )
+        )
+        documents.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"namespace": "t", "name": f"s{i}"},
+                "data": {"s.yaml": snapshot},
+            }
+        )
     return documents
 
 
 def _source(name: str, selector: dict[str, Any], levels: list[str], kind: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": API, "kind": "TopologySource", "metadata": {"name": name},
-            "spec": {"nodeSelector": selector, "levels": levels, **kind}}
+    return {
+        "apiVersion": API,
+        "kind": "TopologySource",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": selector, "levels": levels, **kind},
+    }
 
 
 @st.composite
@@ -78,14 +119,31 @@ def inventories(draw: st.DrawFn) -> list[dict[str, Any]]:
     fleet = draw(nodes())
     documents = [{"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet}]
     documents += draw(sources([n["name"] for n in fleet]))
-    config = {"apiVersion": API, "kind": "GeneratorConfig", "metadata": {"name": "c"}, "spec": {"hardwareIdentityKeys": ["gpu"]}}
+    config = {
+        "apiVersion": API,
+        "kind": "GeneratorConfig",
+        "metadata": {"name": "c"},
+        "spec": {"hardwareIdentityKeys": ["gpu"]},
+    }
     documents.append(config)
     for q in range(draw(st.integers(1, 2))):
-        hardware = [{"identity": {"gpu": g}} | ({"nominalQuota": {"nvidia.com/gpu": draw(st.sampled_from(["7", "100"]))}}
-                                               if draw(st.booleans()) else {})
-                    for g in draw(st.lists(st.sampled_from(["A", "B"]), unique=True, min_size=1))]
-        documents.append({"apiVersion": API, "kind": "ClusterQueuePlan", "metadata": {"name": f"q{q}"},
-                          "spec": {"coveredResources": ["cpu", "nvidia.com/gpu"], "hardware": hardware}})
+        hardware = [
+            {"identity": {"gpu": g}}
+            | (
+                {"nominalQuota": {"nvidia.com/gpu": draw(st.sampled_from(["7", "100"]))}}
+                if draw(st.booleans())
+                else {}
+            )
+            for g in draw(st.lists(st.sampled_from(["A", "B"]), unique=True, min_size=1))
+        ]
+        documents.append(
+            {
+                "apiVersion": API,
+                "kind": "ClusterQueuePlan",
+                "metadata": {"name": f"q{q}"},
+                "spec": {"coveredResources": ["cpu", "nvidia.com/gpu"], "hardware": hardware},
+            }
+        )
     return documents
 
 
@@ -107,8 +165,13 @@ def write(folder: Path, documents: list[dict[str, Any]], *, layout: int) -> Path
 
 
 def rendered_objects(folder: Path) -> list[dict[str, Any]]:
-    return [d for path, text in tree(folder).items() if not path.endswith("kustomization.yaml")
-            for d in parse_text(text) if isinstance(d, dict)]
+    return [
+        d
+        for path, text in tree(folder).items()
+        if not path.endswith("kustomization.yaml")
+        for d in parse_text(text)
+        if isinstance(d, dict)
+    ]
 
 
 @SETTINGS
@@ -116,8 +179,20 @@ def rendered_objects(folder: Path) -> list[dict[str, Any]]:
 def test_random_inventories(documents: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)
-        runs = [tasgen("render", "-i", str(write(root / f"in{k}", documents, layout=k)), "-o", str(root / f"out{k}"),
-                       "--now", NOW, "--format", "json") for k in range(3)]
+        runs = [
+            tasgen(
+                "render",
+                "-i",
+                str(write(root / f"in{k}", documents, layout=k)),
+                "-o",
+                str(root / f"out{k}"),
+                "--now",
+                NOW,
+                "--format",
+                "json",
+            )
+            for k in range(3)
+        ]
         assert {r.exit_code for r in runs} <= {0, 1} and len({r.exit_code for r in runs}) == 1
         rules = [Counter(p["rule"] for p in r.json()["problems"]) for r in runs]
         assert rules[0] == rules[1] == rules[2]
@@ -134,30 +209,51 @@ def test_random_inventories(documents: list[dict[str, Any]]) -> None:
 
 def _every_node_has_one_profile(documents: list[dict[str, Any]], objects: list[dict[str, Any]]) -> None:
     names = [n["name"] for d in documents if d["kind"] == "NodeInventory" for n in d["nodes"]]
-    profiled = [o["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] for o in objects
-                if o["kind"] == "NodeFeature" and PROFILE in o["spec"]["labels"]]
+    profiled = [
+        o["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
+        for o in objects
+        if o["kind"] == "NodeFeature" and PROFILE in o["spec"]["labels"]
+    ]
     assert sorted(profiled) == sorted(names)
 
 
 def _quota_is_conserved(documents: list[dict[str, Any]], objects: list[dict[str, Any]]) -> None:
     fleet = [n for d in documents if d["kind"] == "NodeInventory" for n in d["nodes"]]
-    flavors = {o["metadata"]["name"]: o["spec"]["nodeLabels"]["gpu"] for o in objects if o["kind"] == "ResourceFlavor"}
+    flavors = {
+        o["metadata"]["name"]: o["spec"]["nodeLabels"]["gpu"]
+        for o in objects
+        if o["kind"] == "ResourceFlavor"
+    }
     queues = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterQueue"}
     for plan in (d for d in documents if d["kind"] == "ClusterQueuePlan"):
         groups = queues[plan["metadata"]["name"]]["spec"].get("resourceGroups", [{"flavors": []}])
         for hw in plan["spec"]["hardware"]:
             for resource in ("cpu", "nvidia.com/gpu"):
-                given_ = sum((parse(r["nominalQuota"]) for f in groups[0]["flavors"] if flavors[f["name"]] == hw["identity"]["gpu"]
-                              for r in f["resources"] if r["name"] == resource), Decimal(0))
+                given_ = sum(
+                    (
+                        parse(r["nominalQuota"])
+                        for f in groups[0]["flavors"]
+                        if flavors[f["name"]] == hw["identity"]["gpu"]
+                        for r in f["resources"]
+                        if r["name"] == resource
+                    ),
+                    Decimal(0),
+                )
                 matching = [n for n in fleet if n["labels"]["gpu"] == hw["identity"]["gpu"]]
                 declared = hw.get("nominalQuota", {}).get(resource)
-                expected = parse(declared) if declared else sum((parse(n["allocatable"][resource]) for n in matching), Decimal(0))
+                expected = (
+                    parse(declared)
+                    if declared
+                    else sum((parse(n["allocatable"][resource]) for n in matching), Decimal(0))
+                )
                 assert given_ == (expected if matching else 0)
 
 
 @SETTINGS
 @given(inventories(), inventories())
-def test_a_rejected_render_leaves_rendered_byte_identical(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> None:
+def test_a_rejected_render_leaves_rendered_byte_identical(
+    first: list[dict[str, Any]], second: list[dict[str, Any]]
+) -> None:
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)
         out = root / "out"

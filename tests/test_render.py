@@ -86,7 +86,8 @@ def test_a_failed_write_leaves_rendered_as_it_was(inventory: Path, tmp_path: Pat
     out = tmp_path / "rendered"
     render(inventory, out)
     (inventory / "queues" / "training.yaml").write_text(
-        (inventory / "queues" / "training.yaml").read_text().replace('"120"', '"96"'))
+        (inventory / "queues" / "training.yaml").read_text().replace('"120"', '"96"')
+    )
     shutil.rmtree(out / "queues")
     (out / "queues").write_text("a file where a folder must go\n")  # writing queues/ will fail
     before = tree(out)
@@ -108,7 +109,9 @@ def test_check_names_each_stale_file_and_line(inventory: Path, tmp_path: Path) -
     assert run.exit_code == 1
     stale = [line for line in run.output.splitlines() if "[stale-render]" in line]
     assert [line.split(": error")[0].rsplit("/", 2)[-2:] for line in stale] == [
-        ["labels", "nodefeatures-h100-racks.yaml:1:1"], ["queues", "clusterqueues.yaml:31:1"]]
+        ["labels", "nodefeatures-h100-racks.yaml:1:1"],
+        ["queues", "clusterqueues.yaml:31:1"],
+    ]
 
 
 def test_check_finds_a_file_render_would_remove(inventory: Path, tmp_path: Path) -> None:
@@ -125,12 +128,17 @@ def test_expiry_follows_now(inventory: Path, tmp_path: Path) -> None:
     code, output = render(inventory, out, "--now", "2027-07-01T00:00:00Z")
     assert code == 0 and "[source-expired]" in output
     assert not (out / "labels" / "nodefeatures-h100-racks.yaml").exists()
-    assert tasgen("render", "-i", str(inventory), "-o", str(out), "--now", "2027-07-01T00:00:00Z",
-                  "--strict").exit_code == 1
+    assert (
+        tasgen(
+            "render", "-i", str(inventory), "-o", str(out), "--now", "2027-07-01T00:00:00Z", "--strict"
+        ).exit_code
+        == 1
+    )
 
 
-def test_source_date_epoch_fixes_the_time(inventory: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_source_date_epoch_fixes_the_time(
+    inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1814400000")  # 2027-07-01
     run = tasgen("validate", "-i", str(inventory))
     assert "[source-expired]" in run.output

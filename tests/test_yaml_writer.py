@@ -13,12 +13,40 @@ from generator.emit import yaml
 from generator.emit.tree import document_text
 
 scalars = st.one_of(
-    st.text(max_size=12), st.sampled_from(["yes", "No", "on", "null", "~", "1e3", "0x1F", "08", "1:20", "- a",
-                                             "a: b", "#x", "'q'", '"q"', "2026-01-01", " lead", "tail ", "a\nb\n", "\n"]),
-    st.integers(-(10**12), 10**12), st.booleans(), st.none())
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "yes",
+            "No",
+            "on",
+            "null",
+            "~",
+            "1e3",
+            "0x1F",
+            "08",
+            "1:20",
+            "- a",
+            "a: b",
+            "#x",
+            "'q'",
+            '"q"',
+            "2026-01-01",
+            " lead",
+            "tail ",
+            "a\nb\n",
+            "\n",
+        ]
+    ),
+    st.integers(-(10**12), 10**12),
+    st.booleans(),
+    st.none(),
+)
 keys = st.one_of(st.text(min_size=1, max_size=8), st.sampled_from(["yes", "null", "1", "a/b.c", "on"]))
-data = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                   st.dictionaries(keys, inner, max_size=4)), max_leaves=20)
+data = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -29,12 +57,24 @@ def test_dump_round_trips(document: dict[str, Any]) -> None:
     assert yaml_rs.loads(text, parse_datetime=False) == document  # YAML 1.2
 
 
-@given(st.dictionaries(st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x"]),
-                       st.text(max_size=6), max_size=3),
-       st.text(min_size=1, max_size=10))
+@given(
+    st.dictionaries(
+        st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x"]),
+        st.text(max_size=6),
+        max_size=3,
+    ),
+    st.text(min_size=1, max_size=10),
+)
 def test_the_node_feature_fast_path_writes_the_same_bytes(labels: dict[str, str], node: str) -> None:
-    body = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
-            "metadata": {"name": f"tasgen.s.{node}", "namespace": "nfd",
-                         "labels": {"nfd.node.kubernetes.io/node-name": node}, "annotations": {"a": "1"}},
-            "spec": {"labels": labels}}
+    body = {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {
+            "name": f"tasgen.s.{node}",
+            "namespace": "nfd",
+            "labels": {"nfd.node.kubernetes.io/node-name": node},
+            "annotations": {"a": "1"},
+        },
+        "spec": {"labels": labels},
+    }
     assert document_text(body) == yaml.dump(body).rstrip("\n")

@@ -18,13 +18,13 @@ _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "nul
 # Characters never written raw: outside YAML's printable set (section 5.1), or line
 # breaks to a YAML 1.1 reader (NEL, LS, PS), or the byte order mark
 _UNSAFE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
-_BLOCK_LINE = re.compile("^(?![ \\t])[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff\t]*(?<![ \\t])$")
+_BLOCK_LINE = re.compile("^[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff\t]*(?<![ \\t])$")
 
 
 def quote(text: str) -> str:
     """A string as a YAML scalar: plain when no reader can take it for anything else, else
     double-quoted with every character a reader could mistake escaped."""
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
         return text
     return _double_quoted(text)
 
@@ -61,7 +61,7 @@ QUOTED = _QuotedCache()
 
 def scalar(value: object) -> str:
     if value.__class__ is str:
-        return QUOTED[value]  # type: ignore[index]
+        return QUOTED[value]  # type: ignore[index,unused-ignore]
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -121,7 +121,7 @@ def _block_ok(text: str) -> bool:
     body = text[:-1] if text.endswith("\n") else text
     if body.lstrip("\n")[:1] in ("", " ", "\t"):  # empty, or needs an indentation indicator
         return False
-    return not body.endswith("\n") and all(_BLOCK_LINE.match(line) for line in body.split("\n"))
+    return not body.endswith("\n") and all(_BLOCK_LINE.fullmatch(line) for line in body.split("\n"))
 
 
 def _block(head: str, text: str, indent: str, lines: list[str]) -> None:

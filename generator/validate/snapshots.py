@@ -38,6 +38,7 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
     cm = store.configmaps.get(f"{ref['namespace']}/{ref['name']}")
     if cm is None and ("ConfigMap", f"{ref['namespace']}/{ref['name']}") in store.rejected:
         return None, []  # the ConfigMap's own problems are reported
+    if cm is None:
         message = (
             f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; add it or fix spec.configMap"
         )

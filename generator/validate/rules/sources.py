@@ -60,8 +60,8 @@ def selector_problems(src: Source) -> list[Finding]:
         if (problem := label_key_error(key) or label_value_error(value))
     ]
     for i, req in enumerate(src.selector.expressions):
-        values = [v for v in sorted(req.values) if label_value_error(v)]
-        problem = label_key_error(req.key) or (values and f"{values[0]!r}: {label_value_error(values[0])}")
+        bad = [f"{v!r}: {label_value_error(v)}" for v in sorted(req.values) if label_value_error(v)]
+        problem = label_key_error(req.key) or (bad[0] if bad else None)
         if problem:
             found.append(Finding(where.at("matchExpressions", i), "source-selector", f"{req.key}: {problem}"))
     return found
