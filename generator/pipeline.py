@@ -41,7 +41,13 @@ class Result:
 
 
 def run(
-    inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, *, use_memo: bool = True, strict: bool = False
+    inventory_dir: Path,
+    out_dir: Path,
+    now: datetime,
+    mode: Mode,
+    *,
+    use_memo: bool = True,
+    strict: bool = False,
 ) -> Result:
     """The whole pipeline; with ``strict``, warnings block writing as errors do."""
     # The run allocates millions of small objects and frees them by reference counting;

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.model import Inventory, Settings, Where
+from generator.model import Inventory, Selector, Settings, Source, Where
 from generator.plan.profiles import Profile, _collisions, profile_id
 from generator.plan.queues import flavor_name, largest_remainder
 from generator.validate.hierarchy import normalize_levels
-from generator.validate.rules import Context
+from generator.validate.rules import RULES, Context
 from generator.validate.rules.base import Rule
 
 # The profile ID is a published contract (it names Topologies and flavors in clusters):
@@ -71,8 +71,6 @@ def test_topograph_tiers_are_ordered_coarsest_first(
 
 def test_a_profile_collision_is_an_error() -> None:
     ctx = Context(Inventory(Settings(), {}, {}, {}), datetime(2026, 1, 1, tzinfo=UTC))
-    from generator.model import Selector, Source
-
     ctx.inventory.sources["s"] = Source(
         "s", Selector(), ("a/b",), ("a/b",), "nodeLabels", {}, Where("s.yaml")
     )
@@ -119,7 +117,5 @@ def test_flavor_names_are_dns_subdomains_and_embed_the_profile() -> None:
 
 
 def test_rules_have_unique_ids() -> None:
-    from generator.validate.rules import RULES
-
     ids = [r.id for r in RULES]
     assert len(ids) == len(set(ids)) and all(isinstance(r, Rule) for r in RULES)

@@ -18,7 +18,9 @@ _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "nul
 # Characters never written raw: outside YAML's printable set (section 5.1), or line
 # breaks to a YAML 1.1 reader (NEL, LS, PS), or the byte order mark
 _UNSAFE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
-_BLOCK_LINE = re.compile("^[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff\t]*(?<![ \\t])$")
+_BLOCK_LINE = re.compile(
+    "^[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff\t]*(?<![ \\t])$"
+)
 
 
 def quote(text: str) -> str:

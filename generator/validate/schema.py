@@ -75,7 +75,15 @@ def _finding(error: jsonschema.ValidationError, where: Where) -> Finding:
     shown = ".".join(str(p) for p in path) or "(document)"
     message = f"{shown}: {error.message}"
     hint = error.schema.get("description") if isinstance(error.schema, dict) else None
-    if hint and error.validator in ("pattern", "type", "enum", "maxProperties", "minLength", "maxItems", "minItems"):
+    if hint and error.validator in (
+        "pattern",
+        "type",
+        "enum",
+        "maxProperties",
+        "minLength",
+        "maxItems",
+        "minItems",
+    ):
         message += f" ({hint})"
     if error.validator == "additionalProperties":
         unexpected = _unexpected(error)

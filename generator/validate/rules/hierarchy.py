@@ -89,7 +89,9 @@ def _ownership(ctx: Context) -> Iterable[Finding]:
             f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
             "(OwnershipConflict): one key of a node has one writer"
         )
-        yield Finding(snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message, source=second)
+        yield Finding(
+            snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message, source=second
+        )
 
 
 RULES = (
