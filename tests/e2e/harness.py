@@ -30,6 +30,13 @@ BINARIES = {
     "nfd-master": "sigs.k8s.io/node-feature-discovery/cmd/nfd-master",
     "tasgen-cluster": "./cmd/tasgen-cluster",
 }
+# Module -> the variable its release build stamps with the version (None: only read).
+VERSIONED = {
+    "k8s.io/kubernetes": None,
+    "sigs.k8s.io/kueue": "sigs.k8s.io/kueue/pkg/version.GitVersion",
+    "sigs.k8s.io/node-feature-discovery": "sigs.k8s.io/node-feature-discovery/pkg/version.version",
+}
+KUBE_VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 MODULES = {"kueue": "sigs.k8s.io/kueue", "nfd": "sigs.k8s.io/node-feature-discovery"}
 BUILD_TIMEOUT_S = 45 * 60
 START_TIMEOUT_S = 5 * 60
@@ -136,9 +143,25 @@ def build() -> Build:
     return Build(bin_dir=bin_dir, module_dirs=module_dirs())
 
 
+def _version_ldflags() -> str:
+    """The -X flags that the upstream release builds set: without them kube-apiserver says
+    it is v0.0.0-master, which Kueue's server-version check refuses to parse."""
+    out = _run_go(["list", "-m", "-f", "{{.Path}} {{.Version}}", *VERSIONED], "go list -m", 120)
+    versions = dict(line.split() for line in out.splitlines())
+    kube = versions["k8s.io/kubernetes"]
+    major, minor = kube.removeprefix("v").split(".")[:2]
+    flags = [
+        f"-X {pkg}.{k}={v}"
+        for pkg in KUBE_VERSION_PACKAGES
+        for k, v in (("gitVersion", kube), ("gitMajor", major), ("gitMinor", minor))
+    ]
+    flags += [f"-X {var}={versions[module]}" for module, var in VERSIONED.items() if var]
+    return " ".join(flags)
+
+
 def _build_into(out: Path) -> None:
     _run_go(
-        ["build", "-trimpath", "-ldflags=-s -w", "-o", f"{out}/", *BINARIES.values()],
+        ["build", "-trimpath", f"-ldflags=-s -w {_version_ldflags()}", "-o", f"{out}/", *BINARIES.values()],
         "building the control plane",
         BUILD_TIMEOUT_S,
     )

@@ -118,13 +118,18 @@ func (c *cluster) startControlPlane(crds []*apiextensionsv1.CustomResourceDefini
 	}
 	c.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: api},
-		CRDs:                     crds,
 		ControlPlaneStartTimeout: c.opts.startTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	started := time.Now()
 	if c.cfg, err = c.env.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver (logs: %s, %s): %w", etcdLog.Name(), apiLog.Name(), err)
+	}
+	// Installed here rather than through Environment.CRDs: envtest would
+	// replace the conversion webhooks of the CRDs whose types its scheme does
+	// not know, and Kueue's certificate management needs them as shipped.
+	if _, err := envtest.InstallCRDs(c.cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	logf("etcd and kube-apiserver at %s with %d CRDs: done in %s", c.cfg.Host, len(crds), time.Since(started).Round(time.Millisecond))
 	if c.client, err = client.New(c.cfg, client.Options{}); err != nil {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 )
 
 // installKueueWebhooks creates what Kueue's manifests would: its namespace,
-// its webhook Service and webhook configurations. The Service is of type
+// the (empty) Secret for its webhook certificate, its webhook Service and
+// webhook configurations. The Service is of type
 // ExternalName pointing at 127.0.0.1: the API server then dials the local
 // webhook port while still verifying the certificate against the service's
 // DNS name kueue-webhook-service.kueue-system.svc, which is exactly the name
@@ -34,6 +37,9 @@ func (c *cluster) installKueueWebhooks(ctx context.Context, m *kueueManifests) e
 				Ports:        []corev1.ServicePort{{Name: "https", Port: m.port}},
 			},
 		},
+	}
+	for _, s := range m.secrets {
+		objs = append(objs, s)
 	}
 	for _, w := range m.mutating {
 		objs = append(objs, w)
@@ -87,6 +93,9 @@ func (c *cluster) startKueue(ctx context.Context, webhookPort, healthPort int) e
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
+	// In a Deployment the kubelet mounts the webhook Secret into certDir, and
+	// Kueue waits for the certificate to appear there; this does the mounting.
+	go mirrorSecret(ctx, c.client, client.ObjectKey{Namespace: kueueNamespace, Name: kueueWebhookSecret}, certDir)
 	_, err := c.spawn("kueue", []string{
 		"--config=" + cfgPath,
 		"--kubeconfig=" + c.path("admin.kubeconfig"),
@@ -136,6 +145,31 @@ func (c *cluster) poll(ctx context.Context, owner, what string, cond wait.Condit
 		return fmt.Errorf("waiting for %s (log: %s): %w", what, c.path(owner+".log"), err)
 	}
 	return nil
+}
+
+// mirrorSecret keeps dir's files equal to the Secret's data, as a kubelet's
+// secret volume does, until ctx ends.
+func mirrorSecret(ctx context.Context, cl client.Client, key client.ObjectKey, dir string) {
+	ticker := time.NewTicker(200 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		var secret corev1.Secret
+		if err := cl.Get(ctx, key, &secret); err == nil {
+			for name, data := range secret.Data {
+				path := filepath.Join(dir, name)
+				if current, err := os.ReadFile(path); err != nil || !bytes.Equal(current, data) {
+					if err := writeFileAtomic(path, data); err != nil {
+						logf("mounting secret %s: %v", key, err)
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }
 
 func httpOK(ctx context.Context, url string) bool {

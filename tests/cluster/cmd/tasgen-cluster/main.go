@@ -30,15 +30,19 @@ type options struct {
 
 func parseFlags() (options, error) {
 	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "", "directory holding the etcd, kube-apiserver, kueue and nfd-master binaries")
-	flag.StringVar(&o.kueueDir, "kueue-dir", "", "root of the sigs.k8s.io/kueue module (go list -m -f '{{.Dir}}')")
-	flag.StringVar(&o.nfdDir, "nfd-dir", "", "root of the sigs.k8s.io/node-feature-discovery module")
-	flag.StringVar(&o.workDir, "work-dir", "", "directory for data, certificates and logs (default: a new temp dir, removed on exit)")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default: <work-dir>/kubeconfig)")
-	flag.StringVar(&o.nfdLabelNs, "nfd-extra-label-ns", "topology.gpustack.ai",
+	// An own flag set: controller-runtime registers its own -kubeconfig on the global one.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs.StringVar(&o.binDir, "bin-dir", "", "directory holding the etcd, kube-apiserver, kueue and nfd-master binaries")
+	fs.StringVar(&o.kueueDir, "kueue-dir", "", "root of the sigs.k8s.io/kueue module (go list -m -f '{{.Dir}}')")
+	fs.StringVar(&o.nfdDir, "nfd-dir", "", "root of the sigs.k8s.io/node-feature-discovery module")
+	fs.StringVar(&o.workDir, "work-dir", "", "directory for data, certificates and logs (default: a new temp dir, removed on exit)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default: <work-dir>/kubeconfig)")
+	fs.StringVar(&o.nfdLabelNs, "nfd-extra-label-ns", "topology.gpustack.ai",
 		"comma-separated label namespaces nfd-master may publish besides NFD's own")
-	flag.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "how long each component may take to become ready")
-	flag.Parse()
+	fs.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "how long each component may take to become ready")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return o, err
+	}
 	var missing []string
 	for name, v := range map[string]string{"-bin-dir": o.binDir, "-kueue-dir": o.kueueDir, "-nfd-dir": o.nfdDir} {
 		if v == "" {

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -31,6 +32,7 @@ type kueueManifests struct {
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	mutating   []*admissionv1.MutatingWebhookConfiguration
 	validating []*admissionv1.ValidatingWebhookConfiguration
+	secrets    []*corev1.Secret // the empty secret cert-controller fills
 	port       int32
 }
 
@@ -55,6 +57,16 @@ func loadKueueManifests(moduleDir string, port int) (*kueueManifests, error) {
 	}
 	if m.validating, err = decodeFile[admissionv1.ValidatingWebhookConfiguration](webhooks, "ValidatingWebhookConfiguration"); err != nil {
 		return nil, err
+	}
+	secret := filepath.Join(moduleDir, "config", "components", "internalcert", "secret.yaml")
+	if m.secrets, err = decodeFile[corev1.Secret](secret, "Secret"); err != nil {
+		return nil, err
+	}
+	for _, s := range m.secrets {
+		s.Namespace, s.Name = kueueNamespace, kueueNamePrefix+s.Name
+		if s.Name != kueueWebhookSecret {
+			return nil, fmt.Errorf("%s: expected the secret %s, found %s", secret, kueueWebhookSecret, s.Name)
+		}
 	}
 	if len(m.mutating) == 0 || len(m.validating) == 0 {
 		return nil, fmt.Errorf("%s: expected mutating and validating webhook configurations", webhooks)
