@@ -133,7 +133,10 @@ class Queues:
         meta = live["metadata"]
         body = {
             "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": self._event_namespace},
+            # Named the way client-go names events (events.k8s.io rejects a generateName that
+            # ends in a dot): the object's name and the time in hex nanoseconds.
+            "metadata": {"name": f"{meta['name']}.{time.time_ns():x}",
+                         "namespace": self._event_namespace},
             "regarding": {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
                           "name": meta["name"], "uid": meta.get("uid"),
                           "resourceVersion": meta.get("resourceVersion")},
