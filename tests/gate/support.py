@@ -118,6 +118,14 @@ class Kueue:
         found = self.custom.list_namespaced_custom_object(GROUP, VERSION, ns, "workloads")
         return list(found["items"])
 
+    def events(self, name: str) -> list[str]:
+        """Reasons of the gate's Events about a queue, oldest first."""
+        found = self.custom.list_namespaced_custom_object(
+            "events.k8s.io", "v1", "default", "events")["items"]
+        mine = [e for e in found if e["regarding"].get("name") == name
+                and e.get("reportingController", "").endswith("tasgen-gate")]
+        return [e["reason"] for e in sorted(mine, key=lambda e: e["eventTime"])]
+
     def current(self, name: str) -> dict[str, Any] | None:
         """The queue once Kueue's status describes its current generation."""
         cq = self.get(name)
