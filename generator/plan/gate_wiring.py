@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -28,12 +29,12 @@ import yaml
 from generator.model import Manifest
 
 NAME = "tasgen-gate"
-PLAN_CONFIGMAP = "tasgen-gate-plan"
 PLAN_KEY = "clusterqueues.yaml"
 PLAN_MOUNT = "/etc/tasgen/plan"
 PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
 WAVE = "argocd.argoproj.io/sync-wave"
-LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "tasgen"}
+MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
+RBAC_API = "rbac.authorization.k8s.io/v1"
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 FOLDERS = ("labels", "kueue", "gate", "queues")
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
@@ -46,29 +47,30 @@ def gate_manifests(cluster_queues: Sequence[Mapping[str, Any]], *, namespace: st
                    timeout_seconds: int, repo_path: str = "./rendered",
                    flux_namespace: str = "flux-system", flux_source: str = "flux-system",
                    event_namespace: str = "default", create_namespace: bool = True,
-                   ) -> list[Manifest]:
+                   name: str = NAME) -> list[Manifest]:
     """Everything the gate needs in rendered/gate/ and the Flux chain in rendered/flux/.
 
     ``create_namespace``: render the Namespace (a namespace dedicated to the gate, which the
     GitOps engine then owns); turn it off to use a namespace that exists already.
     ``event_namespace``: ``default`` or ``kube-system``, the only namespaces where the API
     server accepts Events about cluster-scoped objects.
+    ``name``: of the ServiceAccount, the (Cluster)Roles and bindings and the Job; the plan's
+    ConfigMap is ``<name>-plan``.
     """
-    names = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
+    gate = _Gate(name, namespace, image, timeout_seconds, event_namespace)
+    queues = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
     plan = plan_text(cluster_queues)
     found = [
-        *([Manifest("gate/namespace.yaml", _namespace(namespace))] if create_namespace else []),
-        Manifest("gate/serviceaccount.yaml", _object("v1", "ServiceAccount", NAME, namespace)),
-        Manifest("gate/clusterrole.yaml", cluster_role(names)),
-        Manifest("gate/clusterrolebinding.yaml", _binding("ClusterRoleBinding", None, namespace)),
-        Manifest("gate/role-events.yaml", events_role(event_namespace)),
-        Manifest("gate/rolebinding-events.yaml",
-                 _binding("RoleBinding", event_namespace, namespace)),
-        Manifest("gate/configmap-plan.yaml", _configmap(namespace, plan)),
-        Manifest("gate/job.yaml", job(namespace, image, timeout_seconds, event_namespace, plan)),
+        *([Manifest("gate/namespace.yaml", gate.namespace_object())] if create_namespace else []),
+        Manifest("gate/serviceaccount.yaml", gate.object("v1", "ServiceAccount", namespace)),
+        Manifest("gate/clusterrole.yaml", gate.cluster_role(queues)),
+        Manifest("gate/clusterrolebinding.yaml", gate.binding("ClusterRoleBinding", None)),
+        Manifest("gate/role-events.yaml", gate.events_role()),
+        Manifest("gate/rolebinding-events.yaml", gate.binding("RoleBinding", event_namespace)),
+        Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
+        Manifest("gate/job.yaml", gate.job(plan)),
     ]
-    chain = flux_chain(repo_path, flux_namespace, flux_source, timeout_seconds)
-    return found + chain
+    return found + flux_chain(repo_path, flux_namespace, flux_source, timeout_seconds)
 
 
 def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
@@ -80,98 +82,107 @@ def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False) if docs else ""
 
 
-def _object(api: str, kind: str, name: str, namespace: str | None, wave: str = "2",
-            ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    meta["labels"] = dict(LABELS)
-    meta["annotations"] = {WAVE: wave}
-    return {"apiVersion": api, "kind": kind, "metadata": meta}
+@dataclass(frozen=True)
+class _Gate:
+    name: str
+    namespace: str
+    image: str
+    timeout_seconds: int
+    event_namespace: str
 
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": self.name, **MANAGED_BY}
 
-def _namespace(namespace: str) -> dict[str, Any]:
-    return _object("v1", "Namespace", namespace, None)
+    def object(self, api: str, kind: str, namespace: str | None, wave: str = "2",
+               name: str | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name or self.name}
+        if namespace is not None:
+            meta["namespace"] = namespace
+        meta["labels"] = self.labels
+        meta["annotations"] = {WAVE: wave}
+        return {"apiVersion": api, "kind": kind, "metadata": meta}
 
+    def namespace_object(self) -> dict[str, Any]:
+        return self.object("v1", "Namespace", None, name=self.namespace)
 
-def cluster_role(queue_names: Sequence[str]) -> dict[str, Any]:
-    """get/update of the managed queues, patch of their status (server-side apply of one
-    condition), by name. No queue, no rule: an empty resourceNames list would mean all."""
-    rules: list[dict[str, Any]] = []
-    if queue_names:
-        rules = [
-            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
-             "resourceNames": list(queue_names), "verbs": ["get", "update"]},
-            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"],
-             "resourceNames": list(queue_names), "verbs": ["get", "patch"]},
-        ]
-    return {**_object("rbac.authorization.k8s.io/v1", "ClusterRole", NAME, None), "rules": rules}
+    def cluster_role(self, queues: Sequence[str]) -> dict[str, Any]:
+        """get/update of the managed queues, patch of their status (server-side apply of one
+        condition), by name. No queue, no rule: an empty resourceNames list would mean all."""
+        rules: list[dict[str, Any]] = []
+        if queues:
+            rules = [
+                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
+                 "resourceNames": list(queues), "verbs": ["get", "update"]},
+                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"],
+                 "resourceNames": list(queues), "verbs": ["get", "patch"]},
+            ]
+        return {**self.object(RBAC_API, "ClusterRole", None), "rules": rules}
 
+    def events_role(self) -> dict[str, Any]:
+        """Events about cluster-scoped queues live in one namespace; creating them is all."""
+        role = self.object(RBAC_API, "Role", self.event_namespace)
+        role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                          "verbs": ["create"]}]
+        return role
 
-def events_role(event_namespace: str) -> dict[str, Any]:
-    """Events about cluster-scoped queues live in one namespace; creating them is all."""
-    role = _object("rbac.authorization.k8s.io/v1", "Role", NAME, event_namespace)
-    role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
-                      "verbs": ["create"]}]
-    return role
+    def binding(self, kind: str, where: str | None) -> dict[str, Any]:
+        role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
+        body = self.object(RBAC_API, kind, where)
+        body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                           "name": self.name}
+        body["subjects"] = [{"kind": "ServiceAccount", "name": self.name,
+                             "namespace": self.namespace}]
+        return body
 
+    def configmap(self, plan: str) -> dict[str, Any]:
+        body = self.object("v1", "ConfigMap", self.namespace, name=f"{self.name}-plan")
+        return {**body, "data": {PLAN_KEY: plan}}
 
-def _binding(kind: str, where: str | None, sa_namespace: str) -> dict[str, Any]:
-    role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
-    body = _object("rbac.authorization.k8s.io/v1", kind, NAME, where)
-    body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": NAME}
-    body["subjects"] = [{"kind": "ServiceAccount", "name": NAME, "namespace": sa_namespace}]
-    return body
+    def job(self, plan: str) -> dict[str, Any]:
+        """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the
+        plan hash so that a new plan recreates it."""
+        body = self.object("batch/v1", "Job", self.namespace, wave="3")
+        body["metadata"]["annotations"].update({
+            "argocd.argoproj.io/hook": "Sync",
+            "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+        })
+        digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
+        body["spec"] = {
+            # One retry covers a lost node; the run resumes from the queue's state.
+            "backoffLimit": 1,
+            "activeDeadlineSeconds": self.timeout_seconds + START_GRACE_SECONDS,
+            "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": self.labels,
+                             "annotations": {PLAN_HASH_ANNOTATION: digest}},
+                "spec": self.pod_spec(),
+            },
+        }
+        return body
 
-
-def _configmap(namespace: str, plan: str) -> dict[str, Any]:
-    return {**_object("v1", "ConfigMap", PLAN_CONFIGMAP, namespace), "data": {PLAN_KEY: plan}}
-
-
-def job(namespace: str, image: str, timeout_seconds: int, event_namespace: str,
-        plan: str) -> dict[str, Any]:
-    """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the plan
-    hash so that a new plan recreates it."""
-    body = _object("batch/v1", "Job", NAME, namespace, wave="3")
-    body["metadata"]["annotations"].update({
-        "argocd.argoproj.io/hook": "Sync",
-        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
-    })
-    digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
-    body["spec"] = {
-        # One retry covers a lost node; the run resumes from the queue's state.
-        "backoffLimit": 1,
-        "activeDeadlineSeconds": timeout_seconds + START_GRACE_SECONDS,
-        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
-        "template": {
-            "metadata": {"labels": dict(LABELS), "annotations": {PLAN_HASH_ANNOTATION: digest}},
-            "spec": _pod_spec(image, timeout_seconds, event_namespace),
-        },
-    }
-    return body
-
-
-def _pod_spec(image: str, timeout_seconds: int, event_namespace: str) -> dict[str, Any]:
-    args = ["--plan", PLAN_MOUNT, "--timeout", str(timeout_seconds),
-            "--event-namespace", event_namespace]
-    return {
-        "serviceAccountName": NAME,
-        "restartPolicy": "Never",
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [{
-            # The gate alone, so that an image without the compiler's dependencies (the one of
-            # deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
-            "name": "gate", "image": image, "command": ["python", "-m", "generator.gate"],
-            "args": args,
-            "securityContext": {"allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]}},
-            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                          "limits": {"memory": "256Mi"}},
-            "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
-        }],
-        "volumes": [{"name": "plan", "configMap": {"name": PLAN_CONFIGMAP}}],
-    }
+    def pod_spec(self) -> dict[str, Any]:
+        args = ["--plan", PLAN_MOUNT, "--timeout", str(self.timeout_seconds),
+                "--event-namespace", self.event_namespace]
+        return {
+            "serviceAccountName": self.name,
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                # The gate alone, so that an image without the compiler's dependencies (the
+                # one of deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
+                "name": "gate", "image": self.image,
+                "command": ["python", "-m", "generator.gate"], "args": args,
+                "securityContext": {"allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}},
+                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                              "limits": {"memory": "256Mi"}},
+                "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
+            }],
+            "volumes": [{"name": "plan", "configMap": {"name": f"{self.name}-plan"}}],
+        }
 
 
 def flux_chain(repo_path: str, flux_namespace: str, flux_source: str,
@@ -191,7 +202,7 @@ def flux_chain(repo_path: str, flux_namespace: str, flux_source: str,
             spec["force"] = True
             spec["timeout"] = f"{timeout_seconds + START_GRACE_SECONDS + 60}s"
         meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace,
-                "labels": {"app.kubernetes.io/managed-by": "tasgen"}}
+                "labels": dict(MANAGED_BY)}
         result.append(Manifest(f"flux/{folder}.yaml", {
             "apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}))
     return result

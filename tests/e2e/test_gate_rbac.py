@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.plan.gate_wiring import NAME, gate_manifests
+from generator.plan.gate_wiring import gate_manifests
 from tests.gate.support import (
     GROUP,
     VERSION,
@@ -48,10 +48,10 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
     mine, other = unique("gate-mine"), unique("gate-other")
     kueue.queue(mine, {flavor: 4})
     kueue.queue(other, {flavor: 4})
-    namespace, events = unique("gate-sys"), "default"
+    namespace, events, name = unique("gate-sys"), "default", unique("gate-sa")
     manifests = gate_manifests([cluster_queue(mine, {flavor: 8})], namespace=namespace,
                                image="example.invalid/tasgen:test", timeout_seconds=60,
-                               event_namespace=events)
+                               event_namespace=events, name=name)
     dyn = dynamic.DynamicClient(api_client)
     created: list[tuple[Any, dict[str, Any]]] = []
     for m in manifests:
@@ -60,7 +60,7 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
             resource.create(body=m.body, namespace=m.body["metadata"].get("namespace"))
             created.append((resource, m.body))
     yield {"mine": mine, "other": other, "flavor": flavor, "namespace": namespace,
-           "events": events}
+           "events": events, "name": name}
     for resource, body in reversed(created):
         meta = body["metadata"]
         _quietly(lambda r=resource, m=meta: r.delete(name=m["name"], namespace=m.get("namespace")))
@@ -71,9 +71,9 @@ def _quietly(fn: Callable[[], Any]) -> None:
         fn()
 
 
-def _token_client(admin: client.ApiClient, namespace: str) -> tuple[client.ApiClient, str]:
+def _token_client(admin: client.ApiClient, g: dict[str, Any]) -> tuple[client.ApiClient, str]:
     request = client.CoreV1Api(admin).create_namespaced_service_account_token(
-        NAME, namespace, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        g["name"], g["namespace"], {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                           "spec": {"expirationSeconds": 600}})
     token = request.status.token
     cfg = client.Configuration()
@@ -95,7 +95,7 @@ def _status(fn: Callable[[], Any]) -> int:
 def test_gate_rbac_token_reaches_only_the_managed_queue(
         api_client: client.ApiClient, rendered_gate: dict[str, Any]) -> None:
     g = rendered_gate
-    tok, _ = _token_client(api_client, g["namespace"])
+    tok, _ = _token_client(api_client, g)
     cq = client.CustomObjectsApi(tok)
     mine = wait_for("RBAC to allow the managed queue", lambda: _status(
         lambda: cq.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", g["mine"])) == 200)
@@ -134,7 +134,7 @@ def test_gate_rbac_token_reaches_only_the_managed_queue(
 def test_gate_rbac_is_enough_for_the_gate(api_client: client.ApiClient, kueue: Kueue,
                                           rendered_gate: dict[str, Any], tmp_path: Path) -> None:
     g = rendered_gate
-    _, token = _token_client(api_client, g["namespace"])
+    _, token = _token_client(api_client, g)
     kubeconfig = kubeconfig_for(api_client, tmp_path / "sa.kubeconfig", token=token)
     wait_for("Kueue's status for the queue", lambda: kueue.current(g["mine"]))
     plan = write_plan(tmp_path / "plan.yaml", [cluster_queue(g["mine"], {g["flavor"]: 8})])

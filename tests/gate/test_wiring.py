@@ -116,3 +116,17 @@ def test_flux_chain(repo_path: str) -> None:
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
     assert chain[2]["spec"]["timeout"] == "780s"
+
+
+def test_name_sets_every_object_and_reference() -> None:
+    found = gate_manifests(QUEUES, namespace="ns", image="i", timeout_seconds=1, name="g2")
+    names = {m.kind: m.name for m in found if m.file.startswith("gate/")}
+    assert names == {"Namespace": "ns", "ServiceAccount": "g2", "ClusterRole": "g2",
+                     "ClusterRoleBinding": "g2", "Role": "g2", "RoleBinding": "g2",
+                     "ConfigMap": "g2-plan", "Job": "g2"}
+    job = next(m.body for m in found if m.kind == "Job")["spec"]["template"]["spec"]
+    assert job["serviceAccountName"] == "g2"
+    assert job["volumes"][0]["configMap"]["name"] == "g2-plan"
+    binding = next(m.body for m in found if m.kind == "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == "g2"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "g2", "namespace": "ns"}]
