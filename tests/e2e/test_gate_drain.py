@@ -68,6 +68,14 @@ def _ready(cq: dict[str, Any]) -> tuple[str, str]:
     return cond["status"], cond["reason"]
 
 
+def _assert_gitops_apply_is_a_no_op(kueue: Kueue, rendered: dict[str, Any]) -> None:
+    """After the gate, the GitOps wave that applies the rendered queue changes no spec field."""
+    before = kueue.get(rendered["metadata"]["name"])
+    after = kueue.apply_rendered(rendered)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"] == before["spec"]
+
+
 def test_gate_quota_only_change_is_applied_in_place(kueue: Kueue, kubeconfig: Path,
                                                     tmp_path: Path) -> None:
     cq, f = _setup(kueue, {"a": 4})
@@ -119,10 +127,12 @@ def test_gate_busy_flavor_dropped_drains_switches_and_restores(
         kueue.patch_spec(cq, {"stopPolicy": admin_policy})
         wait_for("Kueue to observe the Hold", lambda: kueue.reserving(cq, 1))
 
-    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}))
+    rendered = cluster_queue(cq, {f["a"]: 4}, admin_policy)
+    run = run_gate(kubeconfig, write_plan(tmp_path / "plan.yaml", [rendered]))
 
     assert run.code == 0, run
     assert run.updates() == ["Hold", "Switch", "Restore"], run
+    _assert_gitops_apply_is_a_no_op(kueue, rendered)
     held = [ln for ln in run.lines if ln["event"] == "updated" and ln["action"] == "Hold"]
     assert held[0]["stopPolicy"] == "HoldAndDrain"
     live = kueue.get(cq)
@@ -145,6 +155,7 @@ def test_gate_emptied_plan_stays_held_until_a_flavor_returns(
     cq, f = _setup(kueue, {"a": 4})
     run = run_gate(kubeconfig, _plan(tmp_path, cq, {}, policy="Hold"))
     assert run.code == 0, run
+    _assert_gitops_apply_is_a_no_op(kueue, cluster_queue(cq, {}, "Hold"))
     live = kueue.get(cq)
     assert "resourceGroups" not in live["spec"] or not live["spec"]["resourceGroups"]
     assert live["spec"]["stopPolicy"] == "Hold" and recorded(live) == "None"

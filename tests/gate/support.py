@@ -137,6 +137,15 @@ class Kueue:
         cq = self.current(name)
         return cq if cq and cq["status"].get("reservingWorkloads", 0) == count else None
 
+    def apply_rendered(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What the GitOps engine does in the wave after the gate: server-side apply of the
+        rendered queue, as another field manager."""
+        name = body["metadata"]["name"]
+        out: dict[str, Any] = self.custom.patch_cluster_custom_object(
+            GROUP, VERSION, "clusterqueues", name, body, field_manager="gitops-engine",
+            force=True, _content_type="application/apply-patch+yaml")
+        return out
+
     def patch_spec(self, name: str, spec: dict[str, Any]) -> None:
         self.custom.patch_cluster_custom_object(GROUP, VERSION, "clusterqueues", name,
                                                 {"spec": spec})
