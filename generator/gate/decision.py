@@ -35,7 +35,7 @@ Obj = Mapping[str, Any]
 class Kind(StrEnum):
     """What the gate does next for one queue."""
 
-    ABSENT = "Absent"  # no live queue: the GitOps engine creates it as rendered
+    ABSENT = "Absent"  # no live queue (or one being deleted): nothing to switch
     DONE = "Done"  # live plan is the desired one and no policy is left to restore
     HELD_EMPTY = "HeldEmpty"  # desired plan has no flavor: switched and left held
     APPLY = "Apply"  # write the plan in place, no hold needed
@@ -80,7 +80,8 @@ class Action:
 
 def decide(live: Obj | None, desired: Obj) -> Action:
     """The next step for one queue: live is the object as read (None when absent)."""
-    if live is None:
+    if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+        # A queue being deleted only waits for Kueue's finalizer: there is no plan to switch.
         return Action(Kind.ABSENT, None)
     view = _View(live, desired)
     if view.same_plan:

@@ -63,6 +63,11 @@ def desired(flavors: list[str] | dict[str, int], policy: str = "None") -> dict[s
     return body
 
 
+def _deleting(live: dict[str, Any]) -> dict[str, Any]:
+    live["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    return live
+
+
 AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
 BUSY_B = {"a": "0", "b": "4"}
 
@@ -81,6 +86,9 @@ class Row(NamedTuple):
 
 CASES = [Row(*row) for row in [
     ("no live queue: GitOps creates it", None, desired(AB),
+     Kind.ABSENT, None, None, False, None),
+    ("queue being deleted: nothing to switch", _deleting(queue(AB, reserving=1,
+                                                              reservation=BUSY_B)), desired(A),
      Kind.ABSENT, None, None, False, None),
     ("same plan", queue(AB), desired(AB),
      Kind.DONE, None, None, False, "PlanCurrent"),
