@@ -71,11 +71,8 @@ class Action:
     record: str | None = None
     #: write the desired plan (every spec field but stopPolicy)
     write_plan: bool = False
+    #: flavors the plan drops, for the log
     dropped: tuple[str, ...] = ()
-
-    @property
-    def writes_spec(self) -> bool:
-        return self.write_plan or self.stop_policy is not None or self.record is not None
 
 
 def decide(live: Obj | None, desired: Obj) -> Action:
@@ -93,7 +90,7 @@ def decide(live: Obj | None, desired: Obj) -> Action:
 
 @dataclass(frozen=True)
 class _View:
-    """The facts the decision reads, computed once."""
+    """The facts the decision reads from the live and the desired queue."""
 
     live: Obj
     desired: Obj
