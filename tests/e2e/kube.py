@@ -48,10 +48,20 @@ def ensure_namespace(core: client.CoreV1Api, name: str, labels: dict[str, str] |
             raise
 
 
+# A kubelet registers its Node with these annotations. nfd-master adds its own with JSON
+# patches below /metadata/annotations, which fail on a Node that has none at all.
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+KUBELET_ANNOTATIONS = {
+    "node.alpha.kubernetes.io/ttl": "0",
+    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+}
+
+
 def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
-    """Create a Node with its inventory labels, then report it Ready with its allocatable,
-    as a kubelet would: the status is a subresource, so it takes a second call."""
-    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name, labels=node.labels)))
+    """Register a Node with its inventory labels, then report it Ready with its allocatable,
+    as a kubelet does: the status is a subresource, so it takes a second call."""
+    meta = client.V1ObjectMeta(name=node.name, labels=node.labels, annotations=KUBELET_ANNOTATIONS)
+    core.create_node(client.V1Node(metadata=meta))
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ready = {
         "type": "Ready",
@@ -63,6 +73,13 @@ def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
     }
     status = {"capacity": node.allocatable, "allocatable": node.allocatable, "conditions": [ready]}
     core.patch_node_status(node.name, {"status": status})
+    # The API server taints every new Node not-ready; kube-controller-manager's node
+    # lifecycle controller, which is not running here, lifts the taint once the Node is Ready.
+    taints = core.read_node(node.name).spec.taints or []
+    kept = [t for t in taints if t.key != NOT_READY_TAINT]
+    core.patch_node(
+        node.name, {"spec": {"taints": [client.ApiClient().sanitize_for_serialization(t) for t in kept]}}
+    )
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 90.0) -> T:

@@ -3,6 +3,7 @@ too large for any rack pending with its own explanation."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -196,15 +197,28 @@ def test_job_larger_than_any_rack_stays_pending_with_kueues_reason(
     assert pods + target.spanning_pods <= target.gpu_quota
 
     uid = _submit_job(api_client, "larger-than-any-rack", pods)
+    core = client.CoreV1Api(api_client)
+    # Kueue tries the queue's flavors in turn and its Workload condition keeps the reason
+    # of the last one tried; the reason of each attempt is a Pending event of the Workload.
+    explanation = re.compile(
+        rf'topology "{re.escape(target.topology)}" '
+        rf"(doesn't allow to fit any of|allows to fit only \d+ out of) {pods} pod\(s\)"
+    )
 
-    def refused() -> Obj | None:
+    def topology_refusal() -> str | None:
         workload = _workload_of(dyn, uid)
-        cond = condition(workload, "QuotaReserved") if workload else None
-        return workload if cond and cond["status"] == "False" and cond.get("message") else None
+        if workload is None:
+            return None
+        selector = f"involvedObject.name={workload['metadata']['name']},reason=Pending"
+        events = core.list_namespaced_event(NAMESPACE, field_selector=selector).items
+        return next((e.message for e in events if explanation.search(e.message or "")), None)
 
-    workload = wait_for("Kueue to explain why the too-large Workload waits", refused, ADMISSION_TIMEOUT_S)
-    message = condition(workload, "QuotaReserved")["message"]  # type: ignore[index]
-    assert f'topology "{target.topology}" doesn\'t allow to fit any of {pods} pod(s)' in message, message
+    wait_for("Kueue's topology reason for the too-large Workload", topology_refusal, ADMISSION_TIMEOUT_S)
+    workload = _workload_of(dyn, uid)
+    assert workload is not None
+    reserved = condition(workload, "QuotaReserved")
+    assert reserved is not None and reserved["status"] == "False", reserved
+    assert reserved["message"].startswith("couldn't assign flavors to pod set main"), reserved
     assert "admission" not in workload.get("status", {})
     job = client.BatchV1Api(api_client).read_namespaced_job("larger-than-any-rack", NAMESPACE)
     assert job.spec.suspend is True

@@ -26,6 +26,11 @@ var controlPlaneNode = &corev1.Node{
 			"kubernetes.io/hostname":                "tasgen-control-plane",
 			"node-role.kubernetes.io/control-plane": "",
 		},
+		// What a kubelet registers; nfd-master's JSON patches add below it.
+		Annotations: map[string]string{
+			"node.alpha.kubernetes.io/ttl":                           "0",
+			"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+		},
 	},
 	Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
 		Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule,
