@@ -59,14 +59,14 @@ class Kueue:
         self.custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor",
             "metadata": {"name": name}, "spec": {}})
-        self._on_cleanup(lambda: self.custom.delete_cluster_custom_object(
+        self.on_cleanup(lambda: self.custom.delete_cluster_custom_object(
             GROUP, VERSION, "resourceflavors", name))
         return name
 
     def queue(self, name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
         body = cluster_queue(name, flavors, policy)
         self.custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
-        self._on_cleanup(lambda: self.custom.delete_cluster_custom_object(
+        self.on_cleanup(lambda: self.custom.delete_cluster_custom_object(
             GROUP, VERSION, "clusterqueues", name))
         return body
 
@@ -74,7 +74,7 @@ class Kueue:
         """A namespace with a LocalQueue (of the same name) pointing at queue."""
         ns = unique("gate")
         self.core.create_namespace({"metadata": {"name": ns}})
-        self._on_cleanup(lambda: self.core.delete_namespace(ns))
+        self.on_cleanup(lambda: self.core.delete_namespace(ns))
         self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "localqueues", {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue",
             "metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": queue}})
@@ -152,7 +152,7 @@ class Kueue:
 
     # --- cleanup --------------------------------------------------------------------------
 
-    def _on_cleanup(self, fn: Callable[[], None]) -> None:
+    def on_cleanup(self, fn: Callable[[], None]) -> None:
         self._cleanup.append(fn)
 
     def close(self) -> None:
