@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from kubernetes import client, config
@@ -13,6 +14,8 @@ from kubernetes.dynamic import DynamicClient
 from tests.e2e import harness, kube
 from tests.e2e.fleet import Fleet, Obj, load_fleet
 
+T = TypeVar("T")
+
 
 @pytest.fixture(scope="session")
 def fleet() -> Fleet:
@@ -20,23 +23,29 @@ def fleet() -> Fleet:
     return load_fleet()
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory, fleet: Fleet) -> Iterator[harness.Cluster]:
-    """etcd, kube-apiserver, Kueue and nfd-master on loopback, for the whole session.
-
-    A missing Go toolchain or a failed build fails the tests that need the cluster: they
-    are never skipped, since a skipped e2e suite looks like a green one.
-    """
-    work_dir: Path = tmp_path_factory.mktemp("cluster")
+def _or_fail(step: Callable[[], T]) -> T:
+    """Run a harness step; its ClusterError fails the test (never skips it: a skipped e2e
+    suite looks like a green one), with the harness's message and no traceback."""
     try:
-        build = harness.build()
-        running = harness.start(build, work_dir, fleet.nfd_label_namespaces)
+        return step()
     except harness.ClusterError as exc:
         failure = str(exc)
-    else:
-        failure = ""
-    if failure:  # failed outside the except block: the report shows no chained traceback
-        pytest.fail(failure, pytrace=False)
+    pytest.fail(failure, pytrace=False)  # outside the except: no chained traceback
+
+
+@pytest.fixture(scope="session")
+def cluster_build() -> harness.Build:
+    """The harness binaries, built once per pin (cached across runs)."""
+    return _or_fail(harness.build)
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
+) -> Iterator[harness.Cluster]:
+    """etcd, kube-apiserver, Kueue and nfd-master on loopback, for the whole session."""
+    work_dir: Path = tmp_path_factory.mktemp("cluster")
+    running = _or_fail(lambda: harness.start(cluster_build, work_dir, fleet.nfd_label_namespaces))
     try:
         yield running
     finally:

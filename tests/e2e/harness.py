@@ -8,6 +8,7 @@ build cache still makes that incremental).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import os
@@ -18,6 +19,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.e2e.fleet import load_fleet
 
 CLUSTER_MODULE = Path(__file__).resolve().parents[1] / "cluster"
 
@@ -61,17 +64,32 @@ class Cluster:
     log: Path
 
     def stop(self) -> None:
-        """SIGTERM the harness (it stops its components in order), SIGKILL its group if stuck."""
+        """SIGTERM the harness (it stops its components in order); SIGKILL all if stuck."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
+                # envtest starts etcd and kube-apiserver in process groups of their own,
+                # so the harness's group is not enough: find them before it goes.
+                stuck = descendants(self.process.pid)
                 os.killpg(self.process.pid, signal.SIGKILL)
+                for pid in stuck:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 self.process.wait()
         # The harness ran in its own process group: anything left in it is an orphan.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """The PIDs below pid in the process tree (Linux /proc)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            children += [int(c) for c in (task / "children").read_text().split()]
+    return children + [d for child in children for d in descendants(child)]
 
 
 def _go() -> str:
@@ -205,10 +223,31 @@ def start(b: Build, work_dir: Path, extra_label_ns: list[str]) -> Cluster:
         if process.poll() is not None or time.monotonic() > deadline:
             cluster.stop()
             reason = f"exited with {process.returncode}" if process.returncode else "timed out"
-            raise ClusterError(f"the control plane did not start ({reason}); {log}:\n{_tail(log)}")
+            raise ClusterError(f"the control plane did not start ({reason}); {log}:\n{tail(log)}")
         time.sleep(0.5)
     return cluster
 
 
-def _tail(path: Path, lines: int = 40) -> str:
+def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def main() -> None:
+    """`python -m tests.e2e.harness`: build (cached), start, print the kubeconfig, wait for ^C."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--work-dir", type=Path, help="data and logs (default: a new temp dir)")
+    args = parser.parse_args()
+    work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="tasgen-cluster-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cluster = start(build(), work_dir, load_fleet().nfd_label_namespaces)
+    print(f"export KUBECONFIG={cluster.kubeconfig}  # logs in {work_dir}; ^C stops", flush=True)
+    try:
+        cluster.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

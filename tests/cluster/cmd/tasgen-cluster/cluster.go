@@ -56,7 +56,7 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := c.startControlPlane(append(kueue.crds, nfdCRDs...)); err != nil {
 		return err
 	}
-	if err := step(ctx, "install Kueue's webhook configurations", func() error { return c.installKueueWebhooks(ctx, kueue) }); err != nil {
+	if err := step(ctx, "install Kueue's namespace, webhook Service and configurations", func() error { return c.installKueue(ctx, kueue) }); err != nil {
 		return err
 	}
 	if err := step(ctx, "start Kueue", func() error { return c.startKueue(ctx, webhookPort, healthPort) }); err != nil {

@@ -18,15 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// installKueueWebhooks creates what Kueue's manifests would: its namespace,
-// the (empty) Secret for its webhook certificate, its webhook Service and
-// webhook configurations. The Service is of type
-// ExternalName pointing at 127.0.0.1: the API server then dials the local
-// webhook port while still verifying the certificate against the service's
-// DNS name kueue-webhook-service.kueue-system.svc, which is exactly the name
-// Kueue's internal certificate management issues its certificate for. So the
-// webhooks, the conversion webhooks and the CA injection all run unchanged.
-func (c *cluster) installKueueWebhooks(ctx context.Context, m *kueueManifests) error {
+// installKueue creates what Kueue's manifests would besides its CRDs and
+// Deployment: its namespace, the empty Secret for its webhook certificate, its
+// webhook Service and its webhook configurations.
+//
+// The Service is of type ExternalName pointing at 127.0.0.1: the API server
+// then dials the local webhook port while still verifying the certificate for
+// the service's DNS name kueue-webhook-service.kueue-system.svc, which is the
+// name Kueue's internal certificate management issues its certificate for. So
+// the webhooks, the conversion webhooks and the CA injection run unchanged.
+func (c *cluster) installKueue(ctx context.Context, m *kueueManifests) error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}},
 		&corev1.Service{
