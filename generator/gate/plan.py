@@ -1,6 +1,6 @@
 """Reading the desired ClusterQueues: a YAML file of several documents, or a directory of them
 (a ConfigMap mounted as a volume: one file per key, beside the ``..data`` links that the kubelet
-uses to swap contents atomically, which are skipped)."""
+uses to swap contents atomically, which are skipped; or rendered/queues/)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,11 @@ def _files(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise PlanError(f"{path}: no such file or directory")
+    # A kustomization.yaml is skipped, so that rendered/queues/ itself is a plan too (for a
+    # run by hand: tasgen gate --plan rendered/queues --dry-run).
     return sorted(p for p in path.iterdir()
-                  if not p.name.startswith(".") and p.suffix in (".yaml", ".yml") and p.is_file())
+                  if not p.name.startswith(".") and p.suffix in (".yaml", ".yml")
+                  and p.stem != "kustomization" and p.is_file())
 
 
 def _documents(file: Path) -> list[dict[str, Any]]:

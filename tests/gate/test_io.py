@@ -21,7 +21,13 @@ def test_plan_directory_reads_yaml_files_and_skips_configmap_internals(tmp_path:
     (tmp_path / "..data").mkdir()
     (tmp_path / "..data" / "a.yaml").write_text(CQ.format("hidden"))
     (tmp_path / ".hidden.yaml").write_text(CQ.format("hidden2"))
+    (tmp_path / "kustomization.yaml").write_text("kind: Kustomization\nresources: [a.yaml]\n")
     assert sorted(read_plan(tmp_path)) == ["q1", "q2", "q3"]
+
+
+def test_rendered_queues_folder_is_a_plan() -> None:
+    rendered = Path(__file__).resolve().parents[2] / "rendered" / "queues"
+    assert all(q["kind"] == "ClusterQueue" for q in read_plan(rendered).values())
 
 
 def test_plan_single_file_and_empty_documents(tmp_path: Path) -> None:
