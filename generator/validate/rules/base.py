@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
 
-from generator.model import Finding, Inventory, Level, Node, Source
+from generator.model import Finding, Inventory, Level, Node, Selector, Source
 from generator.validate.hierarchy import stated_values
 from generator.validate.labels import selects
 
@@ -34,10 +34,7 @@ class Context:
     def selected(self) -> dict[str, list[Node]]:
         """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
         nodes = sorted(self.inventory.nodes.values(), key=lambda n: n.name)
-        return {
-            name: [n for n in nodes if selects(src.selector, n.labels)]
-            for name, src in self.inventory.sources.items()
-        }
+        return {name: _select(src.selector, nodes) for name, src in self.inventory.sources.items()}
 
     def loaded_sources(self) -> Iterable[Source]:
         for name in sorted(self.inventory.sources):
@@ -58,6 +55,16 @@ class Context:
             f"values/{source.name}",
             lambda ctx: [(node, stated_values(source, node)) for node in ctx.selected[source.name]],
         )
+
+
+def _select(selector: Selector, nodes: list[Node]) -> list[Node]:
+    # The common selector, matchLabels alone, is filtered without a call per node.
+    if selector.expressions:
+        return [n for n in nodes if selects(selector, n.labels)]
+    result = nodes
+    for key, value in selector.match_labels:
+        result = [n for n in result if n.labels.get(key) == value]
+    return result
 
 
 Check = Callable[[Context], Iterable[Finding]]
