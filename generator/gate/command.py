@@ -19,21 +19,51 @@ from generator.gate.runner import Gate, JsonLog
 
 
 @click.command("gate")
-@click.option("--plan", "plan_path", required=True, type=click.Path(path_type=Path),
-              help="The desired ClusterQueues: a YAML file or a directory of them.")
-@click.option("--timeout", type=click.IntRange(min=0), default=1800, show_default=True,
-              help="Seconds to wait for drains; then exit 1 without switching those queues.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.1), default=2.0,
-              show_default=True, help="Seconds between status reads while waiting.")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
-              help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.")
-@click.option("--event-namespace", type=click.Choice(["default", "kube-system"]),
-              default="default", show_default=True,
-              help="Namespace of the Events about the queues (the API server accepts events of "
-                   "cluster-scoped objects only in these two).")
+@click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The desired ClusterQueues: a YAML file or a directory of them.",
+)
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=0),
+    default=1800,
+    show_default=True,
+    help="Seconds to wait for drains; then exit 1 without switching those queues.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between status reads while waiting.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.",
+)
+@click.option(
+    "--event-namespace",
+    type=click.Choice(["default", "kube-system"]),
+    default="default",
+    show_default=True,
+    help="Namespace of the Events about the queues (the API server accepts events of "
+    "cluster-scoped objects only in these two).",
+)
 @click.option("--dry-run", is_flag=True, help="Print each queue's decision; change nothing.")
-def gate(*, plan_path: Path, timeout: int, poll_interval: float, kubeconfig: str | None,
-         event_namespace: str, dry_run: bool) -> None:
+def gate(
+    *,
+    plan_path: Path,
+    timeout: int,
+    poll_interval: float,
+    kubeconfig: str | None,
+    event_namespace: str,
+    dry_run: bool,
+) -> None:
     """Gate the removal of ResourceFlavors from ClusterQueues on Kueue's reservations."""
     log = JsonLog()
     try:
@@ -60,7 +90,13 @@ def _dry_run(queues: Queues, desired: Mapping[str, Mapping[str, Any]], log: Json
             log("error", queue=name, status=err.status, reason=err.reason, dryRun=True)
             return 1
         cond = action.condition
-        log("decision", queue=name, action=action.kind.value, dryRun=True,
-            reason=cond.reason if cond else None, message=cond.message if cond else "",
-            dropped=list(action.dropped))
+        log(
+            "decision",
+            queue=name,
+            action=action.kind.value,
+            dryRun=True,
+            reason=cond.reason if cond else None,
+            message=cond.message if cond else "",
+            dropped=list(action.dropped),
+        )
     return 0

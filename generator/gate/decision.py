@@ -136,14 +136,22 @@ def _settled(v: _View) -> Action:
         # renderer writes Hold for it); only None must not stay.
         if v.policy == "None":
             return _hold(v, "the plan has no flavor left; holding the queue")
-        return Action(Kind.HELD_EMPTY, Condition(
-            "False", "HeldEmpty",
-            f"the plan has no flavor; the queue stays held ({v.policy}) until one returns"))
+        return Action(
+            Kind.HELD_EMPTY,
+            Condition(
+                "False",
+                "HeldEmpty",
+                f"the plan has no flavor; the queue stays held ({v.policy}) until one returns",
+            ),
+        )
     if v.recorded is not None:
         policy = v.restore_to()
-        return Action(Kind.RESTORE, Condition(
-            "True", "Switched", f"plan switched; stop policy {policy} restored"),
-            stop_policy=policy, record="")
+        return Action(
+            Kind.RESTORE,
+            Condition("True", "Switched", f"plan switched; stop policy {policy} restored"),
+            stop_policy=policy,
+            record="",
+        )
     return Action(Kind.DONE, _kept_ready(v.live))
 
 
@@ -162,8 +170,11 @@ def _grow(v: _View) -> Action:
         # A hold of ours is in progress (e.g. a flavor returns to an emptied queue): switch
         # under the hold; Restore follows.
         return Action(Kind.SWITCH, _switched(), write_plan=True)
-    return Action(Kind.APPLY, Condition(
-        "True", "AppliedInPlace", "no flavor dropped; plan applied in place"), write_plan=True)
+    return Action(
+        Kind.APPLY,
+        Condition("True", "AppliedInPlace", "no flavor dropped; plan applied in place"),
+        write_plan=True,
+    )
 
 
 def _shrink(v: _View) -> Action:
@@ -178,10 +189,16 @@ def _shrink(v: _View) -> Action:
         return _awaiting(status)
     busy = [f for f in v.dropped if not status.idle(f)]
     if not busy:
-        return Action(Kind.APPLY, Condition(
-            "True", "AppliedInPlace",
-            f"dropped flavors {', '.join(v.dropped)} are idle; plan applied in place"),
-            write_plan=True, dropped=v.dropped)
+        return Action(
+            Kind.APPLY,
+            Condition(
+                "True",
+                "AppliedInPlace",
+                f"dropped flavors {', '.join(v.dropped)} are idle; plan applied in place",
+            ),
+            write_plan=True,
+            dropped=v.dropped,
+        )
     return _hold(v, f"dropped flavors {', '.join(busy)} hold reservations or are not reported")
 
 
@@ -190,31 +207,46 @@ def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
         return _awaiting(status)
     busy = [f for f in v.dropped if not status.idle(f)]
     if status.reserving > 0 or busy:
-        return Action(Kind.DRAIN, Condition(
-            "Unknown", "Draining",
-            f"waiting for Kueue to evict {status.reserving} reserving workloads"
-            f" (dropped flavors: {', '.join(v.dropped) or 'none'})"), dropped=v.dropped)
+        return Action(
+            Kind.DRAIN,
+            Condition(
+                "Unknown",
+                "Draining",
+                f"waiting for Kueue to evict {status.reserving} reserving workloads"
+                f" (dropped flavors: {', '.join(v.dropped) or 'none'})",
+            ),
+            dropped=v.dropped,
+        )
     # An emptied plan is switched straight to the policy it is rendered with when that one
     # holds too (drained, Hold is as safe), so that the GitOps apply after the gate is a no-op.
     rendered = str(_spec(v.desired).get("stopPolicy") or "None")
     policy = rendered if not v.desired_flavors and rendered != "None" else None
-    return Action(Kind.SWITCH, _switched(), stop_policy=policy, write_plan=True,
-                  dropped=v.dropped)
+    return Action(Kind.SWITCH, _switched(), stop_policy=policy, write_plan=True, dropped=v.dropped)
 
 
 def _hold(v: _View, why: str) -> Action:
     # Never record HoldAndDrain as "previous": _hold is only reached when the queue is not
     # held, and an existing record (from an interrupted run) is kept, not overwritten.
     record = None if v.recorded is not None else v.policy
-    return Action(Kind.HOLD, Condition("Unknown", "Draining", f"{why}; set HoldAndDrain"),
-                  stop_policy=HOLD_AND_DRAIN, record=record, dropped=v.dropped)
+    return Action(
+        Kind.HOLD,
+        Condition("Unknown", "Draining", f"{why}; set HoldAndDrain"),
+        stop_policy=HOLD_AND_DRAIN,
+        record=record,
+        dropped=v.dropped,
+    )
 
 
 def _awaiting(status: QueueStatus) -> Action:
-    return Action(Kind.AWAIT_STATUS, Condition(
-        "Unknown", "AwaitingQueueStatus",
-        f"Kueue has not written the queue status for generation {status.generation}"
-        f" (Active condition observed {status.observed})"))
+    return Action(
+        Kind.AWAIT_STATUS,
+        Condition(
+            "Unknown",
+            "AwaitingQueueStatus",
+            f"Kueue has not written the queue status for generation {status.generation}"
+            f" (Active condition observed {status.observed})",
+        ),
+    )
 
 
 def _switched() -> Condition:
@@ -278,8 +310,11 @@ def _spec(obj: Obj) -> Obj:
 
 def flavor_names(queue: Obj) -> list[str]:
     """The flavors of a ClusterQueue's resource groups, in order."""
-    return [str(f.get("name")) for group in _spec(queue).get("resourceGroups") or []
-            for f in group.get("flavors") or []]
+    return [
+        str(f.get("name"))
+        for group in _spec(queue).get("resourceGroups") or []
+        for f in group.get("flavors") or []
+    ]
 
 
 def plan_matches(live_spec: Obj, desired_spec: Obj) -> bool:
@@ -298,8 +333,11 @@ def _matches(live: Any, want: Any) -> bool:
     if isinstance(want, Mapping):
         return isinstance(live, Mapping) and all(_matches(live.get(k), v) for k, v in want.items())
     if isinstance(want, list):
-        return (isinstance(live, list) and len(live) == len(want)
-                and all(_matches(a, b) for a, b in zip(live, want, strict=True)))
+        return (
+            isinstance(live, list)
+            and len(live) == len(want)
+            and all(_matches(a, b) for a, b in zip(live, want, strict=True))
+        )
     if isinstance(want, bool) or want is None:
         return bool(live == want)
     # Quantities are int-or-string: 8 and "8" are the same request.

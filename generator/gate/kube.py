@@ -63,8 +63,7 @@ def _transient(err: Exception) -> bool:
     return isinstance(err, HTTPError | OSError)
 
 
-def with_backoff(call: Callable[[], T], deadline: Deadline,
-                 on_retry: Callable[[Exception], None]) -> T:
+def with_backoff(call: Callable[[], T], deadline: Deadline, on_retry: Callable[[Exception], None]) -> T:
     """call(), retrying transient API errors with jittered exponential backoff (0.5 s to 10 s)
     until the deadline; a 409 becomes Conflict, other errors propagate."""
     delay = 0.5
@@ -105,11 +104,16 @@ class Queues:
         """PUT the whole object; its metadata.resourceVersion makes the write conditional."""
         name = body["metadata"]["name"]
         new = self._custom.replace_cluster_custom_object(
-            GROUP, VERSION, PLURAL, name, dict(body), field_manager=FIELD_MANAGER)
+            GROUP, VERSION, PLURAL, name, dict(body), field_manager=FIELD_MANAGER
+        )
         return cast(dict[str, Any], new)
 
-    def set_condition(self, live: Mapping[str, Any], cond: Condition, now: datetime,
-                      ) -> dict[str, Any]:
+    def set_condition(
+        self,
+        live: Mapping[str, Any],
+        cond: Condition,
+        now: datetime,
+    ) -> dict[str, Any]:
         """Server-side apply of the TopologyReady condition alone, as field manager tasgen-gate.
 
         Kueue replaces the status with a conditional update of the object it read, so it keeps
@@ -117,36 +121,53 @@ class Queues:
         never touches Kueue's Active condition or its usage figures. Returns the new object.
         """
         meta = live["metadata"]
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
-                "metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]},
-                "status": {"conditions": [condition_body(live, cond, now)]}}
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": KIND,
+            "metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]},
+            "status": {"conditions": [condition_body(live, cond, now)]},
+        }
         new = self._custom.patch_cluster_custom_object_status(
-            GROUP, VERSION, PLURAL, meta["name"], body, field_manager=FIELD_MANAGER, force=True,
-            _content_type="application/apply-patch+yaml")
+            GROUP,
+            VERSION,
+            PLURAL,
+            meta["name"],
+            body,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type="application/apply-patch+yaml",
+        )
         return cast(dict[str, Any], new)
 
-    def event(self, live: Mapping[str, Any], reason: str, message: str, warning: bool,
-              now: datetime) -> None:
+    def event(self, live: Mapping[str, Any], reason: str, message: str, warning: bool, now: datetime) -> None:
         """An events.k8s.io Event regarding the queue, in the namespace where kubectl describe
         finds events of cluster-scoped objects. Created through the generic custom-object
         path, which takes plain dicts in every client version."""
         meta = live["metadata"]
         body = {
-            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
             # Named the way client-go names events (events.k8s.io rejects a generateName that
             # ends in a dot): the object's name and the time in hex nanoseconds.
-            "metadata": {"name": f"{meta['name']}.{time.time_ns():x}",
-                         "namespace": self._event_namespace},
-            "regarding": {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
-                          "name": meta["name"], "uid": meta.get("uid"),
-                          "resourceVersion": meta.get("resourceVersion")},
+            "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": self._event_namespace},
+            "regarding": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": KIND,
+                "name": meta["name"],
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": f"{GROUP}/{FIELD_MANAGER}",
-            "reportingInstance": _instance(), "action": reason, "reason": reason,
-            "note": message[:1024], "type": "Warning" if warning else "Normal",
+            "reportingInstance": _instance(),
+            "action": reason,
+            "reason": reason,
+            "note": message[:1024],
+            "type": "Warning" if warning else "Normal",
         }
         self._custom.create_namespaced_custom_object(
-            "events.k8s.io", "v1", self._event_namespace, "events", body)
+            "events.k8s.io", "v1", self._event_namespace, "events", body
+        )
 
 
 def _instance() -> str:
@@ -167,17 +188,25 @@ def condition_body(live: Mapping[str, Any], cond: Condition, now: datetime) -> d
     since = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     if old is not None and old.get("status") == cond.status and old.get("lastTransitionTime"):
         since = str(old["lastTransitionTime"])
-    return {"type": CONDITION_TYPE, "status": cond.status, "reason": cond.reason,
-            "message": cond.message[:32768], "lastTransitionTime": since,
-            "observedGeneration": live["metadata"].get("generation", 0)}
+    return {
+        "type": CONDITION_TYPE,
+        "status": cond.status,
+        "reason": cond.reason,
+        "message": cond.message[:32768],
+        "lastTransitionTime": since,
+        "observedGeneration": live["metadata"].get("generation", 0),
+    }
 
 
 def condition_is(live: Mapping[str, Any], cond: Condition) -> bool:
     """The live queue already reports exactly this condition for its current generation."""
     old = current_condition(live)
-    return old is not None and (old.get("status"), old.get("reason"), old.get("message"),
-                                old.get("observedGeneration")) == (
-        cond.status, cond.reason, cond.message[:32768], live["metadata"].get("generation"))
+    return old is not None and (
+        old.get("status"),
+        old.get("reason"),
+        old.get("message"),
+        old.get("observedGeneration"),
+    ) == (cond.status, cond.reason, cond.message[:32768], live["metadata"].get("generation"))
 
 
 def utcnow() -> datetime:

@@ -36,9 +36,14 @@ def _files(path: Path) -> list[Path]:
         raise PlanError(f"{path}: no such file or directory")
     # A kustomization.yaml is skipped, so that rendered/queues/ itself is a plan too (for a
     # run by hand: tasgen gate --plan rendered/queues --dry-run).
-    return sorted(p for p in path.iterdir()
-                  if not p.name.startswith(".") and p.suffix in (".yaml", ".yml")
-                  and p.stem != "kustomization" and p.is_file())
+    return sorted(
+        p
+        for p in path.iterdir()
+        if not p.name.startswith(".")
+        and p.suffix in (".yaml", ".yml")
+        and p.stem != "kustomization"
+        and p.is_file()
+    )
 
 
 def _documents(file: Path) -> list[dict[str, Any]]:
@@ -54,8 +59,10 @@ def _check(doc: Any, file: Path) -> str:
     if not isinstance(doc, dict):
         raise PlanError(f"{file}: a document is not a mapping")
     if doc.get("apiVersion") != f"{GROUP}/{VERSION}" or doc.get("kind") != KIND:
-        raise PlanError(f"{file}: expected {GROUP}/{VERSION} {KIND} documents only, "
-                        f"got {doc.get('apiVersion')} {doc.get('kind')}")
+        raise PlanError(
+            f"{file}: expected {GROUP}/{VERSION} {KIND} documents only, "
+            f"got {doc.get('apiVersion')} {doc.get('kind')}"
+        )
     name = (doc.get("metadata") or {}).get("name")
     if not isinstance(name, str) or not name:
         raise PlanError(f"{file}: a ClusterQueue has no metadata.name")

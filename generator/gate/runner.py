@@ -107,8 +107,7 @@ class Gate:
             return False
         except ApiException as err:
             # Forbidden, invalid: retrying cannot help; the other queues go on.
-            self.log("error", queue=name, status=err.status, reason=err.reason,
-                     message=_api_message(err))
+            self.log("error", queue=name, status=err.status, reason=err.reason, message=_api_message(err))
         except (HTTPError, OSError) as err:
             # The API server stayed unreachable until the deadline.
             self.log("error", queue=name, message=str(err)[:500])
@@ -125,9 +124,14 @@ class Gate:
             self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
             return
         meta = new["metadata"]
-        self.log("updated", queue=name, action=action.kind.value,
-                 stopPolicy=new["spec"].get("stopPolicy"), generation=meta.get("generation"),
-                 resourceVersion=meta.get("resourceVersion"))
+        self.log(
+            "updated",
+            queue=name,
+            action=action.kind.value,
+            stopPolicy=new["spec"].get("stopPolicy"),
+            generation=meta.get("generation"),
+            resourceVersion=meta.get("resourceVersion"),
+        )
         self._await_observed(name, meta.get("generation"))
 
     def _await_observed(self, name: str, generation: Any) -> None:
@@ -142,8 +146,9 @@ class Gate:
             self.sleep(0.2)
             waited += 0.2
 
-    def _report(self, name: str, live: dict[str, Any] | None, action: Action,
-                state: _QueueState) -> dict[str, Any] | None:
+    def _report(
+        self, name: str, live: dict[str, Any] | None, action: Action, state: _QueueState
+    ) -> dict[str, Any] | None:
         """Log the decision, emit an Event and set the condition, each only on a change;
         returns the queue as it is after the condition write."""
         cond = action.condition
@@ -151,21 +156,28 @@ class Gate:
         if key == state.last:
             return live
         state.last = key
-        self.log("decision", queue=name, action=action.kind.value,
-                 reason=cond.reason if cond else None,
-                 message=cond.message if cond else "no live queue: nothing to gate",
-                 dropped=list(action.dropped),
-                 generation=(live or {}).get("metadata", {}).get("generation"))
+        self.log(
+            "decision",
+            queue=name,
+            action=action.kind.value,
+            reason=cond.reason if cond else None,
+            message=cond.message if cond else "no live queue: nothing to gate",
+            dropped=list(action.dropped),
+            generation=(live or {}).get("metadata", {}).get("generation"),
+        )
         if live is None or cond is None:
             return live
         if action.kind in EVENTS:
             reason, warning = EVENTS[action.kind]
-            self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()),
-                      name, "event")
+            self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()), name, "event")
         return self._set_condition(name, live, cond)
 
-    def _set_condition(self, name: str, live: dict[str, Any], cond: Condition,
-                       ) -> dict[str, Any] | None:
+    def _set_condition(
+        self,
+        name: str,
+        live: dict[str, Any],
+        cond: Condition,
+    ) -> dict[str, Any] | None:
         current: dict[str, Any] | None = live
         for _ in range(MAX_STEPS):
             if current is None or condition_is(current, cond):
@@ -196,12 +208,13 @@ class Gate:
         live = self._get(name)
         action = decide(live, self.desired[name])
         what = action.condition.message if action.condition else ""
-        message = (f"gate timed out ({action.kind.value}: {what}); the plan was not switched"
-                   " and the next run resumes from here")
+        message = (
+            f"gate timed out ({action.kind.value}: {what}); the plan was not switched"
+            " and the next run resumes from here"
+        )
         self.log("timeout", queue=name, action=action.kind.value, message=message)
         if live is not None:
-            self._try(lambda: self.queues.event(live, "GateTimeout", message, True, utcnow()),
-                      name, "event")
+            self._try(lambda: self.queues.event(live, "GateTimeout", message, True, utcnow()), name, "event")
 
     def _get(self, name: str) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call(lambda: self.queues.get(name))

@@ -43,11 +43,19 @@ JOB_TTL_SECONDS = 900
 START_GRACE_SECONDS = 120
 
 
-def gate_manifests(cluster_queues: Sequence[Mapping[str, Any]], *, namespace: str, image: str,
-                   timeout_seconds: int, repo_path: str = "./rendered",
-                   flux_namespace: str = "flux-system", flux_source: str = "flux-system",
-                   event_namespace: str = "default", create_namespace: bool = True,
-                   name: str = NAME) -> list[Manifest]:
+def gate_manifests(
+    cluster_queues: Sequence[Mapping[str, Any]],
+    *,
+    namespace: str,
+    image: str,
+    timeout_seconds: int,
+    repo_path: str = "./rendered",
+    flux_namespace: str = "flux-system",
+    flux_source: str = "flux-system",
+    event_namespace: str = "default",
+    create_namespace: bool = True,
+    name: str = NAME,
+) -> list[Manifest]:
     """Everything the gate needs in rendered/gate/ and the Flux chain in rendered/flux/.
 
     ``create_namespace``: render the Namespace (a namespace dedicated to the gate, which the
@@ -76,9 +84,15 @@ def gate_manifests(cluster_queues: Sequence[Mapping[str, Any]], *, namespace: st
 def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
     """The desired queues as YAML, reduced to what the gate compares (apiVersion, kind, name,
     spec): annotation-only changes then leave the plan, and so the Job, unchanged."""
-    docs = [{"apiVersion": q["apiVersion"], "kind": q["kind"],
-             "metadata": {"name": q["metadata"]["name"]}, "spec": q.get("spec") or {}}
-            for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))]
+    docs = [
+        {
+            "apiVersion": q["apiVersion"],
+            "kind": q["kind"],
+            "metadata": {"name": q["metadata"]["name"]},
+            "spec": q.get("spec") or {},
+        }
+        for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))
+    ]
     return yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False) if docs else ""
 
 
@@ -94,8 +108,9 @@ class _Gate:
     def labels(self) -> dict[str, str]:
         return {"app.kubernetes.io/name": self.name, **MANAGED_BY}
 
-    def object(self, api: str, kind: str, namespace: str | None, wave: str = "2",
-               name: str | None = None) -> dict[str, Any]:
+    def object(
+        self, api: str, kind: str, namespace: str | None, wave: str = "2", name: str | None = None
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": name or self.name}
         if namespace is not None:
             meta["namespace"] = namespace
@@ -112,27 +127,32 @@ class _Gate:
         rules: list[dict[str, Any]] = []
         if queues:
             rules = [
-                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
-                 "resourceNames": list(queues), "verbs": ["get", "update"]},
-                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"],
-                 "resourceNames": list(queues), "verbs": ["get", "patch"]},
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues"],
+                    "resourceNames": list(queues),
+                    "verbs": ["get", "update"],
+                },
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues/status"],
+                    "resourceNames": list(queues),
+                    "verbs": ["get", "patch"],
+                },
             ]
         return {**self.object(RBAC_API, "ClusterRole", None), "rules": rules}
 
     def events_role(self) -> dict[str, Any]:
         """Events about cluster-scoped queues live in one namespace; creating them is all."""
         role = self.object(RBAC_API, "Role", self.event_namespace)
-        role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
-                          "verbs": ["create"]}]
+        role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]
         return role
 
     def binding(self, kind: str, where: str | None) -> dict[str, Any]:
         role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
         body = self.object(RBAC_API, kind, where)
-        body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                           "name": self.name}
-        body["subjects"] = [{"kind": "ServiceAccount", "name": self.name,
-                             "namespace": self.namespace}]
+        body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": self.name}
+        body["subjects"] = [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}]
         return body
 
     def configmap(self, plan: str) -> dict[str, Any]:
@@ -143,59 +163,82 @@ class _Gate:
         """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the
         plan hash so that a new plan recreates it."""
         body = self.object("batch/v1", "Job", self.namespace, wave="3")
-        body["metadata"]["annotations"].update({
-            "argocd.argoproj.io/hook": "Sync",
-            "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
-        })
+        body["metadata"]["annotations"].update(
+            {
+                "argocd.argoproj.io/hook": "Sync",
+                "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+            }
+        )
         digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
         body["spec"] = {
             # One retry covers a crash or a lost node (the run resumes from the queue's state);
             # the gate's own verdicts (1: timed out or refused, 2: unusable plan) are final.
             "backoffLimit": 1,
-            "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
-                "containerName": "gate", "operator": "In", "values": [1, 2]}}]},
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {"containerName": "gate", "operator": "In", "values": [1, 2]},
+                    }
+                ]
+            },
             "activeDeadlineSeconds": self.timeout_seconds + START_GRACE_SECONDS,
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
-                "metadata": {"labels": self.labels,
-                             "annotations": {PLAN_HASH_ANNOTATION: digest}},
+                "metadata": {"labels": self.labels, "annotations": {PLAN_HASH_ANNOTATION: digest}},
                 "spec": self.pod_spec(),
             },
         }
         return body
 
     def pod_spec(self) -> dict[str, Any]:
-        args = ["--plan", PLAN_MOUNT, "--timeout", str(self.timeout_seconds),
-                "--event-namespace", self.event_namespace]
+        args = [
+            "--plan",
+            PLAN_MOUNT,
+            "--timeout",
+            str(self.timeout_seconds),
+            "--event-namespace",
+            self.event_namespace,
+        ]
         return {
             "serviceAccountName": self.name,
             "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True,
-                                "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                # The gate alone, so that an image without the compiler's dependencies (the
-                # one of deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
-                "name": "gate", "image": self.image,
-                "command": ["python", "-m", "generator.gate"], "args": args,
-                "securityContext": {"allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]}},
-                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                              "limits": {"memory": "256Mi"}},
-                "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
-            }],
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    # The gate alone, so that an image without the compiler's dependencies (the
+                    # one of deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
+                    "name": "gate",
+                    "image": self.image,
+                    "command": ["python", "-m", "generator.gate"],
+                    "args": args,
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "resources": {
+                        "requests": {"cpu": "50m", "memory": "64Mi"},
+                        "limits": {"memory": "256Mi"},
+                    },
+                    "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
+                }
+            ],
             "volumes": [{"name": "plan", "configMap": {"name": f"{self.name}-plan"}}],
         }
 
 
-def flux_chain(repo_path: str, flux_namespace: str, flux_source: str,
-               timeout_seconds: int) -> list[Manifest]:
+def flux_chain(repo_path: str, flux_namespace: str, flux_source: str, timeout_seconds: int) -> list[Manifest]:
     """labels -> kueue -> gate -> queues, each waiting for the one before to be Ready."""
     result: list[Manifest] = []
     for i, folder in enumerate(FOLDERS):
         spec: dict[str, Any] = {
-            "interval": "10m", "retryInterval": "1m", "timeout": "5m",
-            "path": f"{repo_path.rstrip('/')}/{folder}", "prune": True, "wait": True,
+            "interval": "10m",
+            "retryInterval": "1m",
+            "timeout": "5m",
+            "path": f"{repo_path.rstrip('/')}/{folder}",
+            "prune": True,
+            "wait": True,
             "sourceRef": {"kind": "GitRepository", "name": flux_source},
         }
         if i:
@@ -204,8 +247,11 @@ def flux_chain(repo_path: str, flux_namespace: str, flux_source: str,
             # The Job is immutable: a new plan hash in its template makes Flux recreate it.
             spec["force"] = True
             spec["timeout"] = f"{timeout_seconds + START_GRACE_SECONDS + 60}s"
-        meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace,
-                "labels": dict(MANAGED_BY)}
-        result.append(Manifest(f"flux/{folder}.yaml", {
-            "apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}))
+        meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace, "labels": dict(MANAGED_BY)}
+        result.append(
+            Manifest(
+                f"flux/{folder}.yaml",
+                {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec},
+            )
+        )
     return result

@@ -58,8 +58,7 @@ def _setup(kueue: Kueue, quotas: dict[str, int]) -> tuple[str, dict[str, str]]:
 
 
 def _plan(tmp_path: Path, cq: str, flavors: dict[str, int], policy: str = "None") -> Path:
-    return write_plan(tmp_path / f"plan-{time.monotonic_ns()}.yaml",
-                      [cluster_queue(cq, flavors, policy)])
+    return write_plan(tmp_path / f"plan-{time.monotonic_ns()}.yaml", [cluster_queue(cq, flavors, policy)])
 
 
 def _ready(cq: dict[str, Any]) -> tuple[str, str]:
@@ -76,8 +75,7 @@ def _assert_gitops_apply_is_a_no_op(kueue: Kueue, rendered: dict[str, Any]) -> N
     assert after["spec"] == before["spec"]
 
 
-def test_gate_quota_only_change_is_applied_in_place(kueue: Kueue, kubeconfig: Path,
-                                                    tmp_path: Path) -> None:
+def test_gate_quota_only_change_is_applied_in_place(kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
     cq, f = _setup(kueue, {"a": 4})
     run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 8}))
     assert run.code == 0, run
@@ -87,16 +85,18 @@ def test_gate_quota_only_change_is_applied_in_place(kueue: Kueue, kubeconfig: Pa
     assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
     assert _ready(live) == ("True", "AppliedInPlace")
     # The condition is ours alone (server-side apply), Kueue's Active stays Kueue's.
-    ours = [m for m in live["metadata"]["managedFields"]
-            if m["manager"] == "tasgen-gate" and m.get("subresource") == "status"]
+    ours = [
+        m
+        for m in live["metadata"]["managedFields"]
+        if m["manager"] == "tasgen-gate" and m.get("subresource") == "status"
+    ]
     assert [m["operation"] for m in ours] == ["Apply"]
     owned = str(ours[0]["fieldsV1"])
     assert '{"type":"TopologyReady"}' in owned and '{"type":"Active"}' not in owned
     assert condition(live, "Active") is not None
 
 
-def test_gate_idle_flavor_dropped_in_place(kueue: Kueue, kubeconfig: Path,
-                                           tmp_path: Path) -> None:
+def test_gate_idle_flavor_dropped_in_place(kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
     cq, f = _setup(kueue, {"a": 4, "b": 4})
     run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}))
     assert run.code == 0, run
@@ -115,13 +115,16 @@ def test_gate_dry_run_changes_nothing(kueue: Kueue, kubeconfig: Path, tmp_path: 
 
 @pytest.mark.parametrize("admin_policy", ["None", "Hold"])
 def test_gate_busy_flavor_dropped_drains_switches_and_restores(
-        kueue: Kueue, kubeconfig: Path, tmp_path: Path, admin_policy: str) -> None:
+    kueue: Kueue, kubeconfig: Path, tmp_path: Path, admin_policy: str
+) -> None:
     # Flavor a has no quota, so Kueue must put the Job on b, the flavor the plan drops.
     cq, f = _setup(kueue, {"a": 0, "b": 4})
     ns = kueue.namespace(cq)
     kueue.job(ns, "train")
-    wl = wait_for("the Job's Workload admitted on b", lambda: next(
-        (w for w in kueue.workloads(ns) if admitted_on(w) == f["b"]), None))
+    wl = wait_for(
+        "the Job's Workload admitted on b",
+        lambda: next((w for w in kueue.workloads(ns) if admitted_on(w) == f["b"]), None),
+    )
     wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
     if admin_policy != "None":  # an administrator's Hold: running work stays, nothing new
         kueue.patch_spec(cq, {"stopPolicy": admin_policy})
@@ -151,7 +154,8 @@ def test_gate_busy_flavor_dropped_drains_switches_and_restores(
 
 
 def test_gate_emptied_plan_stays_held_until_a_flavor_returns(
-        kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
+    kueue: Kueue, kubeconfig: Path, tmp_path: Path
+) -> None:
     cq, f = _setup(kueue, {"a": 4})
     run = run_gate(kubeconfig, _plan(tmp_path, cq, {}, policy="Hold"))
     assert run.code == 0, run
@@ -172,8 +176,7 @@ def test_gate_emptied_plan_stays_held_until_a_flavor_returns(
     assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
 
 
-def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path,
-                                         tmp_path: Path) -> None:
+def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
     cq, f = _setup(kueue, {"a": 0, "b": 4})
     ns = kueue.namespace(cq)
     kueue.workload(ns, "serve")  # no owner: stays reserved until released below
@@ -183,10 +186,10 @@ def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path,
     plan = _plan(tmp_path, cq, {f["a"]: 4})
 
     with gate_process(kubeconfig, plan, "--timeout", "120") as proc:
-        wait_for("the gate to hold the queue", lambda: kueue.get(cq)["spec"].get(
-            "stopPolicy") == "HoldAndDrain")
-        wait_for("Kueue to evict the Workload", lambda: condition(
-            kueue.workloads(ns)[0], "Evicted"))
+        wait_for(
+            "the gate to hold the queue", lambda: kueue.get(cq)["spec"].get("stopPolicy") == "HoldAndDrain"
+        )
+        wait_for("Kueue to evict the Workload", lambda: condition(kueue.workloads(ns)[0], "Evicted"))
         proc.kill()  # SIGKILL mid-drain: nothing gets to clean up
         proc.wait(timeout=30)
     live = kueue.get(cq)
@@ -217,27 +220,46 @@ def _block_current_status(api: client.ApiClient, cq: str) -> str:
     while the gate's own condition (which leaves Active alone) is still accepted."""
     name = unique("gate-stale")
     adm = client.AdmissionregistrationV1Api(api)
-    adm.create_validating_admission_policy({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["UPDATE"],
-                "resources": ["clusterqueues/status"]}]},
-            "matchConditions": [{"name": "this-queue",
-                                 "expression": f"object.metadata.name == '{cq}'"}],
-            "validations": [{"expression": (
-                "!has(object.status) || !has(object.status.conditions) || "
-                "!object.status.conditions.exists(c, c.type == 'Active' && "
-                "has(c.observedGeneration) && "
-                "c.observedGeneration == object.metadata.generation)"),
-                "message": "test: Kueue status held back"}],
-        }})
-    adm.create_validating_admission_policy_binding({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    adm.create_validating_admission_policy(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": ["UPDATE"],
+                            "resources": ["clusterqueues/status"],
+                        }
+                    ]
+                },
+                "matchConditions": [{"name": "this-queue", "expression": f"object.metadata.name == '{cq}'"}],
+                "validations": [
+                    {
+                        "expression": (
+                            "!has(object.status) || !has(object.status.conditions) || "
+                            "!object.status.conditions.exists(c, c.type == 'Active' && "
+                            "has(c.observedGeneration) && "
+                            "c.observedGeneration == object.metadata.generation)"
+                        ),
+                        "message": "test: Kueue status held back",
+                    }
+                ],
+            },
+        }
+    )
+    adm.create_validating_admission_policy_binding(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        }
+    )
     return name
 
 
@@ -251,14 +273,19 @@ def _poke(api: client.ApiClient, cq: str) -> bool:
     """Any change to the queue makes Kueue reconcile it (and retry its status) at once, rather
     than after the backoff that the refused writes built up."""
     client.CustomObjectsApi(api).patch_cluster_custom_object(
-        GROUP, VERSION, "clusterqueues", cq,
-        {"metadata": {"annotations": {"test/poke": str(time.monotonic_ns())}}})
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        cq,
+        {"metadata": {"annotations": {"test/poke": str(time.monotonic_ns())}}},
+    )
     time.sleep(1)
     return True
 
 
-def test_gate_stale_status_awaits_queue_status(kueue: Kueue, api_client: client.ApiClient,
-                                               kubeconfig: Path, tmp_path: Path) -> None:
+def test_gate_stale_status_awaits_queue_status(
+    kueue: Kueue, api_client: client.ApiClient, kubeconfig: Path, tmp_path: Path
+) -> None:
     cq, f = _setup(kueue, {"a": 4, "b": 4})
     policy = _block_current_status(api_client, cq)
     try:
@@ -267,11 +294,26 @@ def test_gate_stale_status_awaits_queue_status(kueue: Kueue, api_client: client.
         quota = iter(range(5, 100))
 
         def stale() -> bool:
-            kueue.patch_spec(cq, {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": f["a"], "resources": [{"name": "cpu", "nominalQuota": str(next(quota))}]},
-                {"name": f["b"], "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]})
+            kueue.patch_spec(
+                cq,
+                {
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [
+                                {
+                                    "name": f["a"],
+                                    "resources": [{"name": "cpu", "nominalQuota": str(next(quota))}],
+                                },
+                                {"name": f["b"], "resources": [{"name": "cpu", "nominalQuota": "4"}]},
+                            ],
+                        }
+                    ]
+                },
+            )
             time.sleep(2)
             return kueue.current(cq) is None
+
         wait_for("a queue status one generation behind", stale, timeout=60)
 
         run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--timeout", "3")

@@ -49,9 +49,14 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
     kueue.queue(mine, {flavor: 4})
     kueue.queue(other, {flavor: 4})
     namespace, events, name = unique("gate-sys"), "default", unique("gate-sa")
-    manifests = gate_manifests([cluster_queue(mine, {flavor: 8})], namespace=namespace,
-                               image="example.invalid/tasgen:test", timeout_seconds=60,
-                               event_namespace=events, name=name)
+    manifests = gate_manifests(
+        [cluster_queue(mine, {flavor: 8})],
+        namespace=namespace,
+        image="example.invalid/tasgen:test",
+        timeout_seconds=60,
+        event_namespace=events,
+        name=name,
+    )
     dyn = dynamic.DynamicClient(api_client)
     created: list[tuple[Any, dict[str, Any]]] = []
     for m in manifests:
@@ -59,8 +64,14 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
             resource = dyn.resources.get(api_version=m.body["apiVersion"], kind=m.kind)
             resource.create(body=m.body, namespace=m.body["metadata"].get("namespace"))
             created.append((resource, m.body))
-    yield {"mine": mine, "other": other, "flavor": flavor, "namespace": namespace,
-           "events": events, "name": name}
+    yield {
+        "mine": mine,
+        "other": other,
+        "flavor": flavor,
+        "namespace": namespace,
+        "events": events,
+        "name": name,
+    }
     for resource, body in reversed(created):
         meta = body["metadata"]
         _quietly(lambda r=resource, m=meta: r.delete(name=m["name"], namespace=m.get("namespace")))
@@ -73,8 +84,14 @@ def _quietly(fn: Callable[[], Any]) -> None:
 
 def _token_client(admin: client.ApiClient, g: dict[str, Any]) -> tuple[client.ApiClient, str]:
     request = client.CoreV1Api(admin).create_namespaced_service_account_token(
-        g["name"], g["namespace"], {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                          "spec": {"expirationSeconds": 600}})
+        g["name"],
+        g["namespace"],
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600},
+        },
+    )
     token = request.status.token
     cfg = client.Configuration()
     cfg.host = admin.configuration.host
@@ -93,46 +110,63 @@ def _status(fn: Callable[[], Any]) -> int:
 
 
 def test_gate_rbac_token_reaches_only_the_managed_queue(
-        api_client: client.ApiClient, rendered_gate: dict[str, Any]) -> None:
+    api_client: client.ApiClient, rendered_gate: dict[str, Any]
+) -> None:
     g = rendered_gate
     tok, _ = _token_client(api_client, g)
     cq = client.CustomObjectsApi(tok)
-    mine = wait_for("RBAC to allow the managed queue", lambda: _status(
-        lambda: cq.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", g["mine"])) == 200)
+    mine = wait_for(
+        "RBAC to allow the managed queue",
+        lambda: (
+            _status(lambda: cq.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", g["mine"])) == 200
+        ),
+    )
     assert mine
     live = cq.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", g["mine"])
-    assert _status(lambda: cq.replace_cluster_custom_object(
-        GROUP, VERSION, "clusterqueues", g["mine"], live, dry_run="All")) == 200
+    assert (
+        _status(
+            lambda: cq.replace_cluster_custom_object(
+                GROUP, VERSION, "clusterqueues", g["mine"], live, dry_run="All"
+            )
+        )
+        == 200
+    )
 
     other = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        GROUP, VERSION, "clusterqueues", g["other"])
+        GROUP, VERSION, "clusterqueues", g["other"]
+    )
     forbidden = {
         "get another queue": lambda: cq.get_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", g["other"]),
+            GROUP, VERSION, "clusterqueues", g["other"]
+        ),
         "update another queue": lambda: cq.replace_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", g["other"], other, dry_run="All"),
+            GROUP, VERSION, "clusterqueues", g["other"], other, dry_run="All"
+        ),
         "patch another queue's status": lambda: cq.patch_cluster_custom_object_status(
-            GROUP, VERSION, "clusterqueues", g["other"], {"status": {}}, dry_run="All"),
+            GROUP, VERSION, "clusterqueues", g["other"], {"status": {}}, dry_run="All"
+        ),
         "list queues": lambda: cq.list_cluster_custom_object(GROUP, VERSION, "clusterqueues"),
         "delete the managed queue": lambda: cq.delete_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", g["mine"], dry_run="All"),
+            GROUP, VERSION, "clusterqueues", g["mine"], dry_run="All"
+        ),
         "create a queue": lambda: cq.create_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", cluster_queue(unique("gate-new"), {}),
-            dry_run="All"),
+            GROUP, VERSION, "clusterqueues", cluster_queue(unique("gate-new"), {}), dry_run="All"
+        ),
         "touch a flavor": lambda: cq.get_cluster_custom_object(
-            GROUP, VERSION, "resourceflavors", g["flavor"]),
+            GROUP, VERSION, "resourceflavors", g["flavor"]
+        ),
         "read workloads": lambda: cq.list_cluster_custom_object(GROUP, VERSION, "workloads"),
         "create events elsewhere": lambda: cq.create_namespaced_custom_object(
-            "events.k8s.io", "v1", "kube-system", "events", {"metadata": {"generateName": "x"}},
-            dry_run="All"),
+            "events.k8s.io", "v1", "kube-system", "events", {"metadata": {"generateName": "x"}}, dry_run="All"
+        ),
         "read secrets": lambda: client.CoreV1Api(tok).list_namespaced_secret(g["namespace"]),
     }
-    assert {what: _status(call) for what, call in forbidden.items()} == dict.fromkeys(
-        forbidden, 403)
+    assert {what: _status(call) for what, call in forbidden.items()} == dict.fromkeys(forbidden, 403)
 
 
-def test_gate_rbac_is_enough_for_the_gate(api_client: client.ApiClient, kueue: Kueue,
-                                          rendered_gate: dict[str, Any], tmp_path: Path) -> None:
+def test_gate_rbac_is_enough_for_the_gate(
+    api_client: client.ApiClient, kueue: Kueue, rendered_gate: dict[str, Any], tmp_path: Path
+) -> None:
     g = rendered_gate
     _, token = _token_client(api_client, g)
     kubeconfig = kubeconfig_for(api_client, tmp_path / "sa.kubeconfig", token=token)
@@ -146,6 +180,6 @@ def test_gate_rbac_is_enough_for_the_gate(api_client: client.ApiClient, kueue: K
     cond = condition(live, "TopologyReady")
     assert cond and cond["status"] == "True", live
     events = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
-        "events.k8s.io", "v1", g["events"], "events")["items"]
-    assert [e["reason"] for e in events if e["regarding"]["name"] == g["mine"]] == [
-        "AppliedInPlace"]
+        "events.k8s.io", "v1", g["events"], "events"
+    )["items"]
+    assert [e["reason"] for e in events if e["regarding"]["name"] == g["mine"]] == ["AppliedInPlace"]

@@ -47,13 +47,19 @@ def pool(api_client: client.ApiClient) -> Iterator[str]:
     name = unique("gate-pool")
     nodes = [f"{name}-{i}" for i in range(2)]
     for node in nodes:
-        core.create_node({"metadata": {"name": node, "labels": {
-            HOSTNAME: node, POOL: name, RACK: "r1"}}})
-        core.patch_node_status(node, {"status": {
-            "capacity": {RESOURCE: "4", "pods": "110"},
-            "allocatable": {RESOURCE: "4", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "test node"}]}})
+        core.create_node({"metadata": {"name": node, "labels": {HOSTNAME: node, POOL: name, RACK: "r1"}}})
+        core.patch_node_status(
+            node,
+            {
+                "status": {
+                    "capacity": {RESOURCE: "4", "pods": "110"},
+                    "allocatable": {RESOURCE: "4", "pods": "110"},
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test node"}
+                    ],
+                }
+            },
+        )
         # The API server taints a new Node not-ready; no node controller lifts it here.
         core.patch_node(node, {"spec": {"taints": None}})
     yield name
@@ -63,21 +69,37 @@ def pool(api_client: client.ApiClient) -> Iterator[str]:
 
 def _topology(kueue: Kueue, levels: list[str]) -> str:
     name = unique("gate-topo")
-    kueue.custom.create_cluster_custom_object(GROUP, VERSION, "topologies", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "Topology", "metadata": {"name": name},
-        "spec": {"levels": [{"nodeLabel": key} for key in levels]}})
-    kueue.on_cleanup(lambda: kueue.custom.delete_cluster_custom_object(
-        GROUP, VERSION, "topologies", name))
+    kueue.custom.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "topologies",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Topology",
+            "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": key} for key in levels]},
+        },
+    )
+    kueue.on_cleanup(lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, "topologies", name))
     return name
 
 
 def _tas_flavor(kueue: Kueue, pool: str, topology: str) -> str:
     name = unique("gate-tas")
-    kueue.custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": name},
-        "spec": {"nodeLabels": {POOL: pool}, "topologyName": topology}})
-    kueue.on_cleanup(lambda: kueue.custom.delete_cluster_custom_object(
-        GROUP, VERSION, "resourceflavors", name))
+    kueue.custom.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "resourceflavors",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {POOL: pool}, "topologyName": topology},
+        },
+    )
+    kueue.on_cleanup(
+        lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", name)
+    )
     return name
 
 
@@ -89,7 +111,8 @@ def _topology_assignment(wl: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_gate_tas_profile_change_drains_and_readmits_under_the_new_topology(
-        kueue: Kueue, pool: str, cluster: harness.Cluster, tmp_path: Path) -> None:
+    kueue: Kueue, pool: str, cluster: harness.Cluster, tmp_path: Path
+) -> None:
     old = _tas_flavor(kueue, pool, _topology(kueue, [HOSTNAME]))
     new = _tas_flavor(kueue, pool, _topology(kueue, [RACK, HOSTNAME]))
     cq = unique("gate-tas-cq")
@@ -97,9 +120,13 @@ def test_gate_tas_profile_change_drains_and_readmits_under_the_new_topology(
     wait_for("the TAS queue to be active", lambda: kueue.current(cq))
     ns = kueue.namespace(cq)
     kueue.job(ns, "serve", cpu=2)
-    wl = wait_for("admission with a topology assignment on the old flavor", lambda: next(
-        (w for w in kueue.workloads(ns)
-         if admitted_on(w) == old and _topology_assignment(w)), None), timeout=120)
+    wl = wait_for(
+        "admission with a topology assignment on the old flavor",
+        lambda: next(
+            (w for w in kueue.workloads(ns) if admitted_on(w) == old and _topology_assignment(w)), None
+        ),
+        timeout=120,
+    )
     wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
 
     rendered = cluster_queue(cq, {new: 8})
@@ -109,7 +136,11 @@ def test_gate_tas_profile_change_drains_and_readmits_under_the_new_topology(
     assert run.updates() == ["Hold", "Switch", "Restore"], run
     assert flavors_of(kueue.get(cq)) == {new: "8"}
     # Restored to None: Kueue places the evicted Job again, on the new TAS flavor.
-    wait_for("readmission with a topology assignment on the new flavor", lambda: next(
-        (w for w in kueue.workloads(ns)
-         if admitted_on(w) == new and _topology_assignment(w)), None), timeout=120)
+    wait_for(
+        "readmission with a topology assignment on the new flavor",
+        lambda: next(
+            (w for w in kueue.workloads(ns) if admitted_on(w) == new and _topology_assignment(w)), None
+        ),
+        timeout=120,
+    )
     assert wl["metadata"]["uid"] == kueue.workloads(ns)[0]["metadata"]["uid"]

@@ -56,18 +56,28 @@ class Kueue:
     # --- objects --------------------------------------------------------------------------
 
     def flavor(self, name: str) -> str:
-        self.custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor",
-            "metadata": {"name": name}, "spec": {}})
-        self.on_cleanup(lambda: self.custom.delete_cluster_custom_object(
-            GROUP, VERSION, "resourceflavors", name))
+        self.custom.create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            "resourceflavors",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": name},
+                "spec": {},
+            },
+        )
+        self.on_cleanup(
+            lambda: self.custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", name)
+        )
         return name
 
     def queue(self, name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
         body = cluster_queue(name, flavors, policy)
         self.custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
-        self.on_cleanup(lambda: self.custom.delete_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", name))
+        self.on_cleanup(
+            lambda: self.custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+        )
         return body
 
     def namespace(self, queue: str) -> str:
@@ -75,33 +85,82 @@ class Kueue:
         ns = unique("gate")
         self.core.create_namespace({"metadata": {"name": ns}})
         self.on_cleanup(lambda: self.core.delete_namespace(ns))
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "localqueues", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": queue}})
+        self.custom.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            ns,
+            "localqueues",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": ns},
+                "spec": {"clusterQueue": queue},
+            },
+        )
         return ns
 
     def workload(self, ns: str, name: str, cpu: int = 1) -> None:
         """A Workload without an owner: Kueue evicts it, nobody releases its quota until the
         test plays the job controller (release) - which makes a drain last as long as needed."""
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "workloads", {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "Workload",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{
-                    "name": "c", "image": "registry.invalid/none",
-                    "resources": {"requests": {RESOURCE: str(cpu)}}}]}}}]}})
+        self.custom.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            ns,
+            "workloads",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Workload",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "queueName": "lq",
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {
+                                            "name": "c",
+                                            "image": "registry.invalid/none",
+                                            "resources": {"requests": {RESOURCE: str(cpu)}},
+                                        }
+                                    ],
+                                }
+                            },
+                        }
+                    ],
+                },
+            },
+        )
 
     def job(self, ns: str, name: str, cpu: int = 1) -> None:
         """A batch Job in Kueue's batch/job integration: on eviction Kueue suspends it and,
         as it has no running pods (no kubelet here), releases its quota by itself."""
-        client.BatchV1Api(self.api).create_namespaced_job(ns, {
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns,
-                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-            "spec": {"suspend": True, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{
-                    "name": "c", "image": "registry.invalid/none",
-                    "resources": {"requests": {RESOURCE: str(cpu)}}}]}}}})
+        client.BatchV1Api(self.api).create_namespaced_job(
+            ns,
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+                "spec": {
+                    "suspend": True,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "registry.invalid/none",
+                                    "resources": {"requests": {RESOURCE: str(cpu)}},
+                                }
+                            ],
+                        }
+                    },
+                },
+            },
+        )
 
     def release(self, ns: str, name: str) -> None:
         """What a job controller does once its pods are gone: the Workload goes away."""
@@ -110,8 +169,7 @@ class Kueue:
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, name: str) -> dict[str, Any]:
-        obj: dict[str, Any] = self.custom.get_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", name)
+        obj: dict[str, Any] = self.custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
         return obj
 
     def workloads(self, ns: str) -> list[dict[str, Any]]:
@@ -120,10 +178,12 @@ class Kueue:
 
     def events(self, name: str) -> list[str]:
         """Reasons of the gate's Events about a queue, oldest first."""
-        found = self.custom.list_namespaced_custom_object(
-            "events.k8s.io", "v1", "default", "events")["items"]
-        mine = [e for e in found if e["regarding"].get("name") == name
-                and e.get("reportingController", "").endswith("tasgen-gate")]
+        found = self.custom.list_namespaced_custom_object("events.k8s.io", "v1", "default", "events")["items"]
+        mine = [
+            e
+            for e in found
+            if e["regarding"].get("name") == name and e.get("reportingController", "").endswith("tasgen-gate")
+        ]
         return [e["reason"] for e in sorted(mine, key=lambda e: e["eventTime"])]
 
     def current(self, name: str) -> dict[str, Any] | None:
@@ -142,13 +202,19 @@ class Kueue:
         rendered queue, as another field manager."""
         name = body["metadata"]["name"]
         out: dict[str, Any] = self.custom.patch_cluster_custom_object(
-            GROUP, VERSION, "clusterqueues", name, body, field_manager="gitops-engine",
-            force=True, _content_type="application/apply-patch+yaml")
+            GROUP,
+            VERSION,
+            "clusterqueues",
+            name,
+            body,
+            field_manager="gitops-engine",
+            force=True,
+            _content_type="application/apply-patch+yaml",
+        )
         return out
 
     def patch_spec(self, name: str, spec: dict[str, Any]) -> None:
-        self.custom.patch_cluster_custom_object(GROUP, VERSION, "clusterqueues", name,
-                                                {"spec": spec})
+        self.custom.patch_cluster_custom_object(GROUP, VERSION, "clusterqueues", name, {"spec": spec})
 
     # --- cleanup --------------------------------------------------------------------------
 
@@ -164,11 +230,21 @@ class Kueue:
 def cluster_queue(name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
     spec: dict[str, Any] = {"namespaceSelector": {}, "stopPolicy": policy}
     if flavors:
-        spec["resourceGroups"] = [{"coveredResources": [RESOURCE], "flavors": [
-            {"name": f, "resources": [{"name": RESOURCE, "nominalQuota": str(q)}]}
-            for f, q in flavors.items()]}]
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue",
-            "metadata": {"name": name}, "spec": spec}
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": [RESOURCE],
+                "flavors": [
+                    {"name": f, "resources": [{"name": RESOURCE, "nominalQuota": str(q)}]}
+                    for f, q in flavors.items()
+                ],
+            }
+        ]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -179,12 +255,15 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 
 def flavors_of(cq: dict[str, Any]) -> dict[str, str]:
-    return {f["name"]: str(f["resources"][0]["nominalQuota"])
-            for g in cq["spec"].get("resourceGroups") or [] for f in g["flavors"]}
+    return {
+        f["name"]: str(f["resources"][0]["nominalQuota"])
+        for g in cq["spec"].get("resourceGroups") or []
+        for f in g["flavors"]
+    }
 
 
 def recorded(cq: dict[str, Any]) -> str | None:
-    return ((cq["metadata"].get("annotations") or {}).get(PREVIOUS_POLICY_ANNOTATION))
+    return (cq["metadata"].get("annotations") or {}).get(PREVIOUS_POLICY_ANNOTATION)
 
 
 def admitted_on(wl: dict[str, Any]) -> str | None:
@@ -212,10 +291,18 @@ def kubeconfig_for(api: client.ApiClient, path: Path, token: str | None = None) 
         cluster["certificate-authority"] = cfg.ssl_ca_cert
     else:
         cluster["insecure-skip-tls-verify"] = True
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": cluster}], "users": [{"name": "t", "user": user}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "t",
+                "clusters": [{"name": "t", "cluster": cluster}],
+                "users": [{"name": "t", "user": user}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+            }
+        )
+    )
     return path
 
 
@@ -225,8 +312,18 @@ def write_plan(path: Path, queues: Sequence[dict[str, Any]]) -> Path:
 
 
 def gate_command(kubeconfig: Path, plan: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "generator.gate", "--plan", str(plan),
-            "--kubeconfig", str(kubeconfig), "--poll-interval", "0.3", *args]
+    return [
+        sys.executable,
+        "-m",
+        "generator.gate",
+        "--plan",
+        str(plan),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--poll-interval",
+        "0.3",
+        *args,
+    ]
 
 
 class GateRun:
@@ -247,16 +344,29 @@ class GateRun:
 
 
 def run_gate(kubeconfig: Path, plan: Path, *args: str, limit: float = 120.0) -> GateRun:
-    proc = subprocess.run(gate_command(kubeconfig, plan, *args), capture_output=True,
-                          text=True, timeout=limit, cwd=ROOT, env=_env(), check=False)
+    proc = subprocess.run(
+        gate_command(kubeconfig, plan, *args),
+        capture_output=True,
+        text=True,
+        timeout=limit,
+        cwd=ROOT,
+        env=_env(),
+        check=False,
+    )
     return GateRun(proc.returncode, proc.stdout, proc.stderr)
 
 
 @contextmanager
 def gate_process(kubeconfig: Path, plan: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
     """The gate running in the background; killed (if still running) on exit."""
-    proc = subprocess.Popen(gate_command(kubeconfig, plan, *args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env())
+    proc = subprocess.Popen(
+        gate_command(kubeconfig, plan, *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+    )
     try:
         yield proc
     finally:

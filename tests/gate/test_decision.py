@@ -23,17 +23,31 @@ from generator.gate.decision import (
 Usage = dict[str, str]  # flavor -> total gpus
 
 
-def queue(flavors: list[str] | dict[str, int], *, policy: str | None = None,
-          record: str | None = None, generation: int = 3, observed: int | None = 3,
-          reserving: int = 0, reservation: Usage | None = None, usage: Usage | None = None,
-          ready: tuple[str, str] | None = None) -> dict[str, Any]:
+def queue(
+    flavors: list[str] | dict[str, int],
+    *,
+    policy: str | None = None,
+    record: str | None = None,
+    generation: int = 3,
+    observed: int | None = 3,
+    reserving: int = 0,
+    reservation: Usage | None = None,
+    usage: Usage | None = None,
+    ready: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     """A ClusterQueue as read (live) or as rendered (desired: leave the status arguments)."""
     quotas = flavors if isinstance(flavors, dict) else dict.fromkeys(flavors, 8)
     spec: dict[str, Any] = {"namespaceSelector": {}}
     if quotas:
-        spec["resourceGroups"] = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-            {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": q}]}
-            for f, q in quotas.items()]}]
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [
+                    {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": q}]}
+                    for f, q in quotas.items()
+                ],
+            }
+        ]
     if policy is not None:
         spec["stopPolicy"] = policy
     meta: dict[str, Any] = {"name": "cq", "generation": generation, "resourceVersion": "7"}
@@ -46,15 +60,26 @@ def queue(flavors: list[str] | dict[str, int], *, policy: str | None = None,
         conditions.append({"type": "TopologyReady", "status": ready[0], "reason": ready[1]})
     listed = reservation if reservation is not None else dict.fromkeys(quotas, "0")
     used = usage if usage is not None else listed
-    status = {"conditions": conditions, "reservingWorkloads": reserving,
-              "flavorsReservation": _listing(listed), "flavorsUsage": _listing(used)}
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": meta,
-            "spec": spec, "status": status}
+    status = {
+        "conditions": conditions,
+        "reservingWorkloads": reserving,
+        "flavorsReservation": _listing(listed),
+        "flavorsUsage": _listing(used),
+    }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": meta,
+        "spec": spec,
+        "status": status,
+    }
 
 
 def _listing(totals: Usage) -> list[dict[str, Any]]:
-    return [{"name": f, "resources": [{"name": "nvidia.com/gpu", "total": t, "borrowed": "0"}]}
-            for f, t in totals.items()]
+    return [
+        {"name": f, "resources": [{"name": "nvidia.com/gpu", "total": t, "borrowed": "0"}]}
+        for f, t in totals.items()
+    ]
 
 
 def desired(flavors: list[str] | dict[str, int], policy: str = "None") -> dict[str, Any]:
@@ -72,7 +97,6 @@ AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
 BUSY_B = {"a": "0", "b": "4"}
 
 
-
 class Row(NamedTuple):
     id: str
     live: dict[str, Any] | None
@@ -84,6 +108,8 @@ class Row(NamedTuple):
     reason: str | None  # of the TopologyReady condition
 
 
+# The table reads best one row per case, aligned: keep the formatter out of it.
+# fmt: off
 CASES = [Row(*row) for row in [
     ("no live queue: GitOps creates it", None, desired(AB),
      Kind.ABSENT, None, None, False, None),
@@ -170,6 +196,7 @@ CASES = [Row(*row) for row in [
     ("replace every flavor, busy: hold", queue(AB, reserving=1, reservation={"a": "1", "b": "0"}),
      desired(C), Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
 ]]
+# fmt: on
 
 
 @pytest.mark.parametrize("row", CASES, ids=[c.id for c in CASES])
@@ -177,7 +204,10 @@ def test_decision_table(row: Row) -> None:
     action = decide(row.live, row.desired)
     assert action.kind is row.kind
     assert (action.stop_policy, action.record, action.write_plan) == (
-        row.stop_policy, row.record, row.write_plan)
+        row.stop_policy,
+        row.record,
+        row.write_plan,
+    )
     assert (action.condition.reason if action.condition else None) == row.reason
 
 
@@ -234,23 +264,42 @@ def test_next_object_emptied_plan_drops_resource_groups() -> None:
     assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
 
 
-@pytest.mark.parametrize(("live", "want", "same"), [
-    ({"resourceGroups": [], "queueingStrategy": "BestEffortFIFO"}, {}, True),
-    ({"resourceGroups": [{"flavors": [{"name": "a"}]}]}, {}, False),
-    ({"cohortName": "x", "stopPolicy": "Hold"}, {"cohortName": "x", "stopPolicy": "None"}, True),
-    ({"cohortName": "x"}, {"cohortName": "y"}, False),
-    ({"preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}},
-     {"preemption": {"withinClusterQueue": "Never"}}, True),
-    ({"admissionChecks": ["a", "b"]}, {"admissionChecks": ["a"]}, False),
-])
+@pytest.mark.parametrize(
+    ("live", "want", "same"),
+    [
+        ({"resourceGroups": [], "queueingStrategy": "BestEffortFIFO"}, {}, True),
+        ({"resourceGroups": [{"flavors": [{"name": "a"}]}]}, {}, False),
+        ({"cohortName": "x", "stopPolicy": "Hold"}, {"cohortName": "x", "stopPolicy": "None"}, True),
+        ({"cohortName": "x"}, {"cohortName": "y"}, False),
+        (
+            {"preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}},
+            {"preemption": {"withinClusterQueue": "Never"}},
+            True,
+        ),
+        ({"admissionChecks": ["a", "b"]}, {"admissionChecks": ["a"]}, False),
+    ],
+)
 def test_plan_matches_is_a_subset_test_ignoring_stop_policy(
-        live: dict[str, Any], want: dict[str, Any], same: bool) -> None:
+    live: dict[str, Any], want: dict[str, Any], same: bool
+) -> None:
     assert plan_matches(live, want) is same
 
 
-@pytest.mark.parametrize(("value", "zero"), [
-    ("0", True), (0, True), ("0m", True), ("0Gi", True), ("0.0", True), (None, True),
-    ("1", False), ("500m", False), ("1Ki", False), ("junk", False), ("1e3", False),
-])
+@pytest.mark.parametrize(
+    ("value", "zero"),
+    [
+        ("0", True),
+        (0, True),
+        ("0m", True),
+        ("0Gi", True),
+        ("0.0", True),
+        (None, True),
+        ("1", False),
+        ("500m", False),
+        ("1Ki", False),
+        ("junk", False),
+        ("1e3", False),
+    ],
+)
 def test_quantity_is_zero(value: Any, zero: bool) -> None:
     assert quantity_is_zero(value) is zero

@@ -36,15 +36,20 @@ def test_plan_single_file_and_empty_documents(tmp_path: Path) -> None:
     assert list(read_plan(path)) == ["q1"]
 
 
-@pytest.mark.parametrize(("text", "error"), [
-    (CQ.format("q1") + "---\n" + CQ.format("q1"), "appears twice"),
-    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ClusterQueue documents only"),
-    ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\n",
-     "ClusterQueue documents only"),
-    ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {}\n", "no metadata.name"),
-    ("- a\n- b\n", "not a mapping"),
-    ("key: [unclosed\n", "while parsing"),
-])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (CQ.format("q1") + "---\n" + CQ.format("q1"), "appears twice"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ClusterQueue documents only"),
+        (
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\n",
+            "ClusterQueue documents only",
+        ),
+        ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {}\n", "no metadata.name"),
+        ("- a\n- b\n", "not a mapping"),
+        ("key: [unclosed\n", "while parsing"),
+    ],
+)
 def test_plan_errors(tmp_path: Path, text: str, error: str) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(text)

@@ -58,16 +58,19 @@ class FakeKueue:
         self._observe()
         return copy.deepcopy(self.obj)
 
-    def set_condition(self, live: dict[str, Any], cond: Condition, now: datetime,
-                      ) -> dict[str, Any]:
+    def set_condition(
+        self,
+        live: dict[str, Any],
+        cond: Condition,
+        now: datetime,
+    ) -> dict[str, Any]:
         self._write(live["metadata"]["resourceVersion"])
         conds = [c for c in self.obj["status"]["conditions"] if c["type"] != "TopologyReady"]
         self.obj["status"]["conditions"] = [*conds, condition_body(self.obj, cond, now)]
         self._bump()
         return copy.deepcopy(self.obj)
 
-    def event(self, live: dict[str, Any], reason: str, message: str, warning: bool,
-              now: datetime) -> None:
+    def event(self, live: dict[str, Any], reason: str, message: str, warning: bool, now: datetime) -> None:
         self.events.append(reason)
 
     # -- the fake server -------------------------------------------------------------------
@@ -91,15 +94,27 @@ class FakeKueue:
         """Kueue's status: current generation, the reservation on the queue's last flavor."""
         status = self.obj.setdefault("status", {})
         mine = [c for c in status.get("conditions", []) if c["type"] == "TopologyReady"]
-        status["conditions"] = [{"type": "Active", "status": "True",
-                                 "observedGeneration": self.obj["metadata"]["generation"]},
-                                *mine]
+        status["conditions"] = [
+            {"type": "Active", "status": "True", "observedGeneration": self.obj["metadata"]["generation"]},
+            *mine,
+        ]
         names = _flavors(self.obj)
-        listing = [{"name": f, "resources": [{"name": "nvidia.com/gpu", "borrowed": "0",
-                                              "total": str(self.reserving if f == names[-1]
-                                                           else 0)}]} for f in names]
-        status.update(reservingWorkloads=self.reserving, flavorsReservation=listing,
-                      flavorsUsage=copy.deepcopy(listing))
+        listing = [
+            {
+                "name": f,
+                "resources": [
+                    {
+                        "name": "nvidia.com/gpu",
+                        "borrowed": "0",
+                        "total": str(self.reserving if f == names[-1] else 0),
+                    }
+                ],
+            }
+            for f in names
+        ]
+        status.update(
+            reservingWorkloads=self.reserving, flavorsReservation=listing, flavorsUsage=copy.deepcopy(listing)
+        )
 
 
 def _flavors(obj: dict[str, Any]) -> list[str]:
@@ -113,8 +128,14 @@ def _gate(fake: FakeKueue, want: dict[str, Any], timeout: float = 30.0) -> tuple
     def sleep(seconds: float) -> None:
         clock[0] += seconds
 
-    gate = Gate(fake, {"cq": want}, Deadline(timeout, clock=lambda: clock[0]),  # type: ignore[arg-type]
-                JsonLog(out), poll_seconds=1.0, sleep=sleep)
+    gate = Gate(
+        fake,
+        {"cq": want},
+        Deadline(timeout, clock=lambda: clock[0]),  # type: ignore[arg-type]
+        JsonLog(out),
+        poll_seconds=1.0,
+        sleep=sleep,
+    )
     return gate, out
 
 
@@ -130,8 +151,9 @@ def test_busy_drop_runs_hold_switch_restore(policy: str) -> None:
     gate, out = _gate(fake, desired(["a"]))
     assert gate.run() == 0
     _converged(fake, desired(["a"]), policy)
-    updates = [json.loads(ln)["action"] for ln in out.getvalue().splitlines()
-               if json.loads(ln)["event"] == "updated"]
+    updates = [
+        json.loads(ln)["action"] for ln in out.getvalue().splitlines() if json.loads(ln)["event"] == "updated"
+    ]
     assert updates == ["Hold", "Switch", "Restore"]
     assert fake.events == ["Draining", "Switched", "StopPolicyRestored"]
 

@@ -15,16 +15,29 @@ WAVE = "argocd.argoproj.io/sync-wave"
 
 
 def cq(name: str, flavors: list[str]) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": name, "annotations": {WAVE: "4"}},
-            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-                {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}
-                for f in flavors]}], "stopPolicy": "None"}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "annotations": {WAVE: "4"}},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}
+                        for f in flavors
+                    ],
+                }
+            ],
+            "stopPolicy": "None",
+        },
+    }
 
 
 def render(queues: list[dict[str, Any]], **kw: Any) -> dict[tuple[str, str], Manifest]:
-    found = gate_manifests(queues, namespace="tasgen-system", image="ghcr.io/x/tasgen:1.0",
-                           timeout_seconds=600, **kw)
+    found = gate_manifests(
+        queues, namespace="tasgen-system", image="ghcr.io/x/tasgen:1.0", timeout_seconds=600, **kw
+    )
     return {(m.kind, m.file): m for m in found}
 
 
@@ -34,25 +47,43 @@ QUEUES = [cq("team-b", ["f2"]), cq("team-a", ["f1", "f2"])]
 def test_files_are_in_gate_and_flux_folders() -> None:
     files = {m.file for m in gate_manifests(QUEUES, namespace="n", image="i", timeout_seconds=1)}
     assert files == {
-        "gate/namespace.yaml", "gate/serviceaccount.yaml", "gate/clusterrole.yaml",
-        "gate/clusterrolebinding.yaml", "gate/role-events.yaml", "gate/rolebinding-events.yaml",
-        "gate/configmap-plan.yaml", "gate/job.yaml",
-        "flux/labels.yaml", "flux/kueue.yaml", "flux/gate.yaml", "flux/queues.yaml"}
+        "gate/namespace.yaml",
+        "gate/serviceaccount.yaml",
+        "gate/clusterrole.yaml",
+        "gate/clusterrolebinding.yaml",
+        "gate/role-events.yaml",
+        "gate/rolebinding-events.yaml",
+        "gate/configmap-plan.yaml",
+        "gate/job.yaml",
+        "flux/labels.yaml",
+        "flux/kueue.yaml",
+        "flux/gate.yaml",
+        "flux/queues.yaml",
+    }
 
 
 def test_namespace_can_be_left_out() -> None:
-    found = gate_manifests(QUEUES, namespace="kube-system", image="i", timeout_seconds=1,
-                           create_namespace=False)
+    found = gate_manifests(
+        QUEUES, namespace="kube-system", image="i", timeout_seconds=1, create_namespace=False
+    )
     assert "Namespace" not in {m.kind for m in found}
 
 
 def test_cluster_role_names_only_managed_queues() -> None:
     role = render(QUEUES)[("ClusterRole", "gate/clusterrole.yaml")].body
     assert role["rules"] == [
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
-         "resourceNames": ["team-a", "team-b"], "verbs": ["get", "update"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"],
-         "resourceNames": ["team-a", "team-b"], "verbs": ["get", "patch"]},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues"],
+            "resourceNames": ["team-a", "team-b"],
+            "verbs": ["get", "update"],
+        },
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues/status"],
+            "resourceNames": ["team-a", "team-b"],
+            "verbs": ["get", "patch"],
+        },
     ]
 
 
@@ -64,16 +95,17 @@ def test_no_queue_grants_nothing() -> None:
 def test_events_role_is_namespaced_create_only() -> None:
     role = render(QUEUES, event_namespace="ev")[("Role", "gate/role-events.yaml")].body
     assert role["metadata"]["namespace"] == "ev"
-    assert role["rules"] == [{"apiGroups": ["events.k8s.io"], "resources": ["events"],
-                              "verbs": ["create"]}]
+    assert role["rules"] == [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]
 
 
 def test_job_is_a_wave_3_sync_hook_after_its_wave_2_inputs() -> None:
     found = render(QUEUES)
     job = found[("Job", "gate/job.yaml")].body
     assert job["metadata"]["annotations"] == {
-        WAVE: "3", "argocd.argoproj.io/hook": "Sync",
-        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
+        WAVE: "3",
+        "argocd.argoproj.io/hook": "Sync",
+        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+    }
     others = [m for k, m in found.items() if k[1].startswith("gate/") and k[0] != "Job"]
     assert {m.body["metadata"]["annotations"][WAVE] for m in others} == {"2"}
     assert job["spec"]["activeDeadlineSeconds"] > 600
@@ -108,12 +140,16 @@ def test_configmap_plan_reads_back_with_the_gate_reader(tmp_path: Path) -> None:
 @pytest.mark.parametrize("repo_path", ["./rendered", "./clusters/prod/rendered/"])
 def test_flux_chain(repo_path: str) -> None:
     found = render(QUEUES, repo_path=repo_path)
-    chain = [found[("Kustomization", f"flux/{f}.yaml")].body
-             for f in ("labels", "kueue", "gate", "queues")]
+    chain = [found[("Kustomization", f"flux/{f}.yaml")].body for f in ("labels", "kueue", "gate", "queues")]
     assert [k["spec"]["path"] for k in chain] == [
-        f"{repo_path.rstrip('/')}/{f}" for f in ("labels", "kueue", "gate", "queues")]
+        f"{repo_path.rstrip('/')}/{f}" for f in ("labels", "kueue", "gate", "queues")
+    ]
     assert [k["spec"].get("dependsOn") for k in chain] == [
-        None, [{"name": "tasgen-labels"}], [{"name": "tasgen-kueue"}], [{"name": "tasgen-gate"}]]
+        None,
+        [{"name": "tasgen-labels"}],
+        [{"name": "tasgen-kueue"}],
+        [{"name": "tasgen-gate"}],
+    ]
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
     assert chain[2]["spec"]["timeout"] == "780s"
@@ -122,9 +158,16 @@ def test_flux_chain(repo_path: str) -> None:
 def test_name_sets_every_object_and_reference() -> None:
     found = gate_manifests(QUEUES, namespace="ns", image="i", timeout_seconds=1, name="g2")
     names = {m.kind: m.name for m in found if m.file.startswith("gate/")}
-    assert names == {"Namespace": "ns", "ServiceAccount": "g2", "ClusterRole": "g2",
-                     "ClusterRoleBinding": "g2", "Role": "g2", "RoleBinding": "g2",
-                     "ConfigMap": "g2-plan", "Job": "g2"}
+    assert names == {
+        "Namespace": "ns",
+        "ServiceAccount": "g2",
+        "ClusterRole": "g2",
+        "ClusterRoleBinding": "g2",
+        "Role": "g2",
+        "RoleBinding": "g2",
+        "ConfigMap": "g2-plan",
+        "Job": "g2",
+    }
     job = next(m.body for m in found if m.kind == "Job")["spec"]["template"]["spec"]
     assert job["serviceAccountName"] == "g2"
     assert job["volumes"][0]["configMap"]["name"] == "g2-plan"
