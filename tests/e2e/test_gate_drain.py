@@ -176,6 +176,11 @@ def test_gate_emptied_plan_stays_held_until_a_flavor_returns(
     assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
 
 
+def _evicted(wl: dict[str, Any]) -> bool:
+    cond = condition(wl, "Evicted")
+    return bool(cond and cond["status"] == "True" and cond["reason"] == "ClusterQueueStopped")
+
+
 def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path, tmp_path: Path) -> None:
     cq, f = _setup(kueue, {"a": 0, "b": 4})
     ns = kueue.namespace(cq)
@@ -189,7 +194,7 @@ def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path, tmp_pat
         wait_for(
             "the gate to hold the queue", lambda: kueue.get(cq)["spec"].get("stopPolicy") == "HoldAndDrain"
         )
-        wait_for("Kueue to evict the Workload", lambda: condition(kueue.workloads(ns)[0], "Evicted"))
+        wait_for("Kueue to evict the Workload", lambda: _evicted(kueue.workloads(ns)[0]))
         proc.kill()  # SIGKILL mid-drain: nothing gets to clean up
         proc.wait(timeout=30)
     live = kueue.get(cq)
