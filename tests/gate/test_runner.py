@@ -197,3 +197,42 @@ def test_settled_queue_is_not_written_again() -> None:
     writes = fake.writes
     assert _gate(fake, desired(["a"]))[0].run() == 0
     assert fake.writes == writes
+
+
+class TwoQueues:
+    """Routes the gate's calls to one FakeKueue per queue name."""
+
+    def __init__(self, **fakes: FakeKueue) -> None:
+        self.fakes = fakes
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.fakes[name].get(name)
+
+    def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.fakes[body["metadata"]["name"]].replace(body)
+
+    def set_condition(self, live: dict[str, Any], cond: Condition, now: datetime) -> dict[str, Any]:
+        return self.fakes[live["metadata"]["name"]].set_condition(live, cond, now)
+
+    def event(self, live: dict[str, Any], reason: str, message: str, warning: bool, now: datetime) -> None:
+        self.fakes[live["metadata"]["name"]].event(live, reason, message, warning, now)
+
+
+def test_a_stuck_drain_does_not_hold_up_other_queues() -> None:
+    stuck = FakeKueue(queue(["a", "b"]), reserving=1, drain_reads=10**9)
+    quota = FakeKueue(queue(["a"]), reserving=0)
+    for name, fake in (("stuck", stuck), ("quota", quota)):
+        fake.obj["metadata"]["name"] = name
+    want = {"stuck": desired(["a"]), "quota": desired({"a": 16})}
+    clock = [0.0]
+    gate = Gate(
+        TwoQueues(stuck=stuck, quota=quota),  # type: ignore[arg-type]
+        want,
+        Deadline(10, clock=lambda: clock[0]),
+        JsonLog(io.StringIO()),
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s),
+    )
+    assert gate.run() == 1  # the stuck one timed out...
+    assert quota.obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 16
+    assert _flavors(stuck.obj) == ["a", "b"]  # ...and kept its old plan, held
+    assert stuck.obj["spec"]["stopPolicy"] == HOLD_AND_DRAIN
