@@ -171,17 +171,9 @@ class _Gate:
         )
         digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
         body["spec"] = {
-            # One retry covers a crash or a lost node (the run resumes from the queue's state);
-            # the gate's own verdicts (1: timed out or refused, 2: unusable plan) are final.
+            # One retry covers a crash or a lost node: the run resumes from the queue's state
+            # (a retry after a timeout ends at activeDeadlineSeconds, a little later).
             "backoffLimit": 1,
-            "podFailurePolicy": {
-                "rules": [
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {"containerName": "gate", "operator": "In", "values": [1, 2]},
-                    }
-                ]
-            },
             "activeDeadlineSeconds": self.timeout_seconds + START_GRACE_SECONDS,
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
