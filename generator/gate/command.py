@@ -64,7 +64,16 @@ def gate(
     event_namespace: str,
     dry_run: bool,
 ) -> None:
-    """Gate the removal of ResourceFlavors from ClusterQueues on Kueue's reservations."""
+    """Switch the managed ClusterQueues to their rendered plan, holding and draining a queue
+    first when a flavor it drops still has reservations (docs/gate.md). One JSON line per
+    decision and change on stdout.
+
+    \b
+    Example:
+      tasgen gate --plan rendered/queues --dry-run
+      tasgen gate --plan /etc/tasgen/plan --timeout 1800    # in the Job
+    Exit: 0 done, 1 timed out or an API error, 2 unusable plan or kubeconfig.
+    """
     log = JsonLog()
     try:
         desired = read_plan(plan_path)
