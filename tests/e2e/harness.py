@@ -41,6 +41,7 @@ VERSIONED = {
 }
 KUBE_VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 MODULES = {"kueue": "sigs.k8s.io/kueue", "nfd": "sigs.k8s.io/node-feature-discovery"}
+KEEP_BUILDS = 3
 BUILD_TIMEOUT_S = 45 * 60
 START_TIMEOUT_S = 5 * 60
 STOP_TIMEOUT_S = 60
@@ -158,7 +159,17 @@ def build() -> Build:
                 raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    os.utime(bin_dir)  # marks it used, for _prune
+    _prune(bin_dir.parent)
     return Build(bin_dir=bin_dir, module_dirs=module_dirs())
+
+
+def _prune(root: Path) -> None:
+    """Each pin's binaries take ~300 MB: keep only the most recently used few."""
+    builds = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    builds.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in builds[KEEP_BUILDS:]:
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _version_ldflags() -> str:

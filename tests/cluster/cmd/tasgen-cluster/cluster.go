@@ -117,7 +117,10 @@ func (c *cluster) startControlPlane(crds []*apiextensionsv1.CustomResourceDefini
 		}
 	}
 	c.env = &envtest.Environment{
-		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: api},
+		ControlPlane: envtest.ControlPlane{Etcd: etcd, APIServer: api},
+		// envtest makes serving certificates even with no webhooks to install;
+		// keep them in the work dir rather than loose in /tmp.
+		WebhookInstallOptions:    envtest.WebhookInstallOptions{LocalServingCertDir: c.path("envtest-webhook-certs")},
 		ControlPlaneStartTimeout: c.opts.startTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
