@@ -37,6 +37,7 @@ def test_sigterm_stops_every_component(cluster_build: harness.Build, tmp_path: P
         cluster.process.send_signal(signal.SIGTERM)
         assert cluster.process.wait(timeout=harness.STOP_TIMEOUT_S) == 0, harness.tail(cluster.log)
         assert [pid for pid in pids if _alive(pid)] == []
+        assert not cluster.kubeconfig.exists()
     finally:
         cluster.stop()
 

@@ -95,6 +95,10 @@ func run() error {
 		runErr = c.wait(ctx)
 	}
 	stopErr := c.stop()
+	// A kubeconfig of a stopped cluster would only mislead.
+	if err := os.Remove(o.kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+		stopErr = errors.Join(stopErr, err)
+	}
 	if removeWorkDir {
 		_ = os.RemoveAll(o.workDir)
 	}
