@@ -11,6 +11,8 @@ from tests.e2e.kube import KUEUE_API, condition, get, wait_for
 
 pytestmark = pytest.mark.cluster
 
+FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
+
 
 @pytest.mark.usefixtures("synced")
 def test_nfd_master_projects_every_nodefeature_label_onto_its_node(
@@ -20,13 +22,19 @@ def test_nfd_master_projects_every_nodefeature_label_onto_its_node(
     expected = fleet.node_feature_labels()
     assert expected, "rendered/ has no NodeFeature"
     for node in fleet.nodes:
-        want = {**node.labels, **expected.get(node.name, {})}
+        projected = expected.get(node.name, {})
+        want = {**node.labels, **projected}
+        # nfd-master lists the labels it manages on a Node: exactly the NodeFeatures' ones.
+        owned = ",".join(sorted(projected))
 
-        def labelled(name: str = node.name, want: dict[str, str] = want) -> bool:
-            labels = core.read_node(name).metadata.labels or {}
-            return all(labels.get(key) == value for key, value in want.items())
+        def labelled(name: str = node.name, want: dict[str, str] = want, owned: str = owned) -> bool:
+            meta = core.read_node(name).metadata
+            labels, annotations = meta.labels or {}, meta.annotations or {}
+            return annotations.get(FEATURE_LABELS, "") == owned and all(
+                labels.get(key) == value for key, value in want.items()
+            )
 
-        wait_for(f"Node {node.name} to carry {want}", labelled)
+        wait_for(f"nfd-master to give Node {node.name} {want}", labelled)
 
 
 @pytest.mark.usefixtures("synced")
