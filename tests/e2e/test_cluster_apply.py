@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
 
 from tests.e2e.conftest import describe
-from tests.e2e.fleet import Obj
-from tests.e2e.kube import FIELD_MANAGER
+from tests.e2e.fleet import Fleet, Obj
+from tests.e2e.kube import FIELD_MANAGER, get
 
 pytestmark = pytest.mark.cluster
 
@@ -51,3 +52,14 @@ def _missing(sent: Any, stored: Any, path: str = "") -> list[str]:
         pairs = enumerate(zip(sent, stored, strict=True))
         return [p for i, (a, b) in pairs for p in _missing(a, b, f"{path}[{i}]")]
     return [] if sent == stored else [path]
+
+
+@pytest.mark.usefixtures("synced")
+def test_kueue_converts_the_rendered_queues_for_v1beta1_readers(dyn: DynamicClient, fleet: Fleet) -> None:
+    """v1beta1 is still served: reading it goes through Kueue's conversion webhook, which
+    renames v1beta2's cohortName back to cohort."""
+    for queue in fleet.of_kind("ClusterQueue"):
+        old = get(dyn, "kueue.x-k8s.io/v1beta1", "ClusterQueue", queue["metadata"]["name"])
+        assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+        assert old["spec"].get("cohort") == queue["spec"].get("cohortName")
+        assert "cohortName" not in old["spec"]
