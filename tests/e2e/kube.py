@@ -75,11 +75,18 @@ def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
     core.patch_node_status(node.name, {"status": status})
     # The API server taints every new Node not-ready; kube-controller-manager's node
     # lifecycle controller, which is not running here, lifts the taint once the Node is Ready.
-    taints = core.read_node(node.name).spec.taints or []
-    kept = [t for t in taints if t.key != NOT_READY_TAINT]
-    core.patch_node(
-        node.name, {"spec": {"taints": [client.ApiClient().sanitize_for_serialization(t) for t in kept]}}
-    )
+    taints = core.read_node(node.name).to_dict()["spec"].get("taints") or []
+    remove = [
+        op
+        for i, taint in reversed(list(enumerate(taints)))
+        if taint["key"] == NOT_READY_TAINT
+        for op in (
+            {"op": "test", "path": f"/spec/taints/{i}/key", "value": NOT_READY_TAINT},
+            {"op": "remove", "path": f"/spec/taints/{i}"},
+        )
+    ]
+    if remove:
+        core.patch_node(node.name, remove)  # a list body is sent as a JSON patch
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 90.0) -> T:

@@ -28,8 +28,8 @@ def test_nfd_master_projects_every_nodefeature_label_onto_its_node(
         owned = ",".join(sorted(projected))
 
         def labelled(name: str = node.name, want: dict[str, str] = want, owned: str = owned) -> bool:
-            meta = core.read_node(name).metadata
-            labels, annotations = meta.labels or {}, meta.annotations or {}
+            meta = core.read_node(name).to_dict()["metadata"]
+            labels, annotations = meta["labels"] or {}, meta["annotations"] or {}
             return annotations.get(FEATURE_LABELS, "") == owned and all(
                 labels.get(key) == value for key, value in want.items()
             )

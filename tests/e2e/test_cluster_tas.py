@@ -124,10 +124,10 @@ def _submit_job(api_client: client.ApiClient, name: str, pods: int) -> str:
             ),
         ),
     )
-    created = client.BatchV1Api(api_client).create_namespaced_job(NAMESPACE, job)
+    created = client.BatchV1Api(api_client).create_namespaced_job(NAMESPACE, job).to_dict()
     # Kueue's Job webhook suspends every queued Job until it is admitted.
-    assert created.spec.suspend is True
-    return str(created.metadata.uid)
+    assert created["spec"]["suspend"] is True
+    return str(created["metadata"]["uid"])
 
 
 def _workload_of(dyn: DynamicClient, job_uid: str) -> Obj | None:
@@ -185,8 +185,8 @@ def test_rack_bound_job_is_admitted_onto_nodes_of_one_rack(
     assert len(racks) == 1, domains
     assert len(hosts) >= 2 and hosts <= set(target.node_rack), domains
     # Kueue lifts the suspension of an admitted Job.
-    job = client.BatchV1Api(api_client).read_namespaced_job("fits-one-rack", NAMESPACE)
-    assert job.spec.suspend is False
+    job = client.BatchV1Api(api_client).read_namespaced_job("fits-one-rack", NAMESPACE).to_dict()
+    assert job["spec"]["suspend"] is False
 
 
 def test_job_larger_than_any_rack_stays_pending_with_kueues_reason(
@@ -220,5 +220,5 @@ def test_job_larger_than_any_rack_stays_pending_with_kueues_reason(
     assert reserved is not None and reserved["status"] == "False", reserved
     assert reserved["message"].startswith("couldn't assign flavors to pod set main"), reserved
     assert "admission" not in workload.get("status", {})
-    job = client.BatchV1Api(api_client).read_namespaced_job("larger-than-any-rack", NAMESPACE)
-    assert job.spec.suspend is True
+    job = client.BatchV1Api(api_client).read_namespaced_job("larger-than-any-rack", NAMESPACE).to_dict()
+    assert job["spec"]["suspend"] is True
