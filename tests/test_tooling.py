@@ -12,11 +12,14 @@ from tests.conftest import REPO
 
 CHECKS = {
     "ruff": [sys.executable, "-m", "ruff", "check", "generator", "tests", "bench"],
-    "ruff-format": [sys.executable, "-m", "ruff", "format", "--check", "generator/load", "generator/validate",
-                    "generator/plan", "generator/emit", "generator/pipeline.py", "generator/cli.py"],
+    "ruff-format": [sys.executable, "-m", "ruff", "format", "--check", "generator", "tests", "bench"],
     "mypy": [sys.executable, "-m", "mypy"],
-    "import-linter": [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-                      "sys.argv = ['lint-imports']; lint_imports_command()"],
+    "import-linter": [
+        sys.executable,
+        "-c",
+        "import sys; from importlinter.cli import lint_imports_command; "
+        "sys.argv = ['lint-imports']; lint_imports_command()",
+    ],
 }
 
 

@@ -13,6 +13,7 @@ from kubernetes.dynamic import DynamicClient
 
 from tests.e2e import harness, kube
 from tests.e2e.fleet import Fleet, Obj, load_fleet
+from tests.gate.support import Kueue
 
 T = TypeVar("T")
 
@@ -105,3 +106,11 @@ def describe(obj: Obj) -> str:
     meta = obj["metadata"]
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
     return f"{obj['kind']} {where}{meta['name']}"
+
+
+@pytest.fixture
+def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
+    """The Kueue objects of one test, removed after it."""
+    k = Kueue(api_client)
+    yield k
+    k.close()

@@ -7,7 +7,6 @@ generator.gate`` as a subprocess (as the Job does), and reads the result back fr
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +31,6 @@ from tests.gate.support import (
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
-    k = Kueue(api_client)
-    yield k
-    k.close()
 
 
 @pytest.fixture

@@ -35,13 +35,6 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
-def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
-    k = Kueue(api_client)
-    yield k
-    k.close()
-
-
-@pytest.fixture
 def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[str, Any]]:
     """Two queues; the gate's objects rendered for the first only, created on the server."""
     flavor = kueue.flavor(unique("gate-rbac"))

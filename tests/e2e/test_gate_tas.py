@@ -34,13 +34,6 @@ RACK = "gate-e2e.tasgen.test/rack"
 
 
 @pytest.fixture
-def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
-    k = Kueue(api_client)
-    yield k
-    k.close()
-
-
-@pytest.fixture
 def pool(api_client: client.ApiClient) -> Iterator[str]:
     """Two Ready Nodes (4 CPUs each, one rack) with a label no other test's flavor selects."""
     core = client.CoreV1Api(api_client)

@@ -20,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tests.e2e import kube
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 RESOURCE = "cpu"
@@ -248,10 +249,8 @@ def cluster_queue(name: str, flavors: dict[str, int], policy: str = "None") -> d
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return dict(cond)
-    return None
+    """The condition of that type, from Kueue's status or ours; None when absent."""
+    return kube.condition({"status": obj.get("status") or {}}, kind)
 
 
 def flavors_of(cq: dict[str, Any]) -> dict[str, str]:
