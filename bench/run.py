@@ -2,8 +2,8 @@
 on synthetic fleets (default 1k, 10k and 100k nodes). Each measurement runs in a fresh
 process (start-up included, as a user sees it); peak RSS is that process's own.
 
-    python bench/run.py            # 1k, 10k, 100k
-    python bench/run.py 1000 10000 # chosen sizes
+    python bench/run.py                       # 1k, 10k, 100k; medians of 3 rounds
+    python bench/run.py 1000 10000 --repeat 5 # chosen sizes and rounds
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,16 +41,29 @@ def measure(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024
 
 
-def bench(n: int, work: Path) -> dict[str, float]:
+def bench(n: int, work: Path, repeat: int) -> dict[str, float]:
+    """Medians of ``repeat`` rounds: validate, cold render (rendered/ and memo removed),
+    no-change re-render, and a re-render with --no-cache."""
     inventory, rendered = work / f"fleet-{n}", work / f"rendered-{n}"
     env = {**os.environ, "TASGEN_CACHE_DIR": str(work / "memo")}
     write_fleet(inventory, n)
     size = sum(p.stat().st_size for p in inventory.iterdir()) / 2**20
     common = ["-i", str(inventory), "--now", NOW]
-    validate = measure(["validate", *common], env)
-    cold = measure(["render", *common, "-o", str(rendered)], env)
-    again = measure(["render", *common, "-o", str(rendered)], env)
-    full = measure(["render", *common, "-o", str(rendered), "--no-cache"], env)
+    rounds = []
+    for _ in range(repeat):
+        shutil.rmtree(rendered, ignore_errors=True)
+        shutil.rmtree(work / "memo", ignore_errors=True)
+        rounds.append(
+            [
+                measure(["validate", *common], env),
+                measure(["render", *common, "-o", str(rendered)], env),
+                measure(["render", *common, "-o", str(rendered)], env),
+                measure(["render", *common, "-o", str(rendered), "--no-cache"], env),
+            ]
+        )
+    validate, cold, again, full = (
+        (statistics.median(r[i][0] for r in rounds), max(r[i][1] for r in rounds)) for i in range(4)
+    )
     return {
         "nodes": n,
         "inventory_mib": round(size, 1),
@@ -62,10 +76,13 @@ def bench(n: int, work: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000]
+    args = sys.argv[1:]
+    repeat = int(args.pop(args.index("--repeat") + 1)) if "--repeat" in args else 3
+    args = [a for a in args if a != "--repeat"]
+    sizes = [int(a) for a in args] or [1_000, 10_000, 100_000]
     work = Path(tempfile.mkdtemp(prefix="tasgen-bench-"))
     try:
-        rows = [bench(n, work) for n in sizes]
+        rows = [bench(n, work, repeat) for n in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     header = (

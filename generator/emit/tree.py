@@ -85,6 +85,11 @@ class _FeatureShape:
     TOP = ("apiVersion", "kind", "metadata", "spec")
     META = ("name", "namespace", "labels", "annotations")
 
+    def __init__(self) -> None:
+        # Annotations and topology labels repeat from node to node (one rack, one revision):
+        # their text is made once.
+        self._shared: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+
     def fits(self, body: dict[str, Any]) -> bool:
         # Values are strings by construction (the plan builds NodeFeatures from validated
         # snapshots and node names); only the shape needs checking.
@@ -97,9 +102,18 @@ class _FeatureShape:
             f"apiVersion: {yaml.QUOTED[body['apiVersion']]}\nkind: NodeFeature\nmetadata:\n"
             f"  name: {yaml.quote(meta['name'])}\n  namespace: {yaml.QUOTED[meta['namespace']]}\n"
             f"{self._map('labels', meta['labels'], '  ')}"
-            f"{self._map('annotations', meta['annotations'], '  ')}"
-            f"spec:\n{self._map('labels', body['spec']['labels'], '  ')}"
+            f"{self._repeated('annotations', meta['annotations'])}"
+            f"spec:\n{self._repeated('labels', body['spec']['labels'])}"
         ).rstrip("\n")
+
+    def _repeated(self, key: str, data: dict[str, str]) -> str:
+        memo = (key, tuple(data.items()))
+        text = self._shared.get(memo)
+        if text is None:
+            text = self._map(key, data, "  ")
+            if len(self._shared) < 100_000:
+                self._shared[memo] = text
+        return text
 
     @staticmethod
     def _map(key: str, data: dict[str, str], indent: str) -> str:
