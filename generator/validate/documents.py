@@ -22,7 +22,6 @@ from generator.model import (
     Settings,
     Source,
     SourceType,
-    Where,
 )
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
@@ -189,7 +188,3 @@ def cluster_queue_fields(raw: dict[str, Any]) -> dict[str, Any]:
         checks = [{"name": name} for name in raw["admissionChecks"]]
         fields.setdefault("admissionChecksStrategy", {"admissionChecks": checks})
     return fields
-
-
-def where_of_source_field(src: Source, *pointer: str | int) -> Where:
-    return src.where.at("spec", *pointer)

@@ -10,7 +10,6 @@ from generator.model import API_GROUP, PROFILE_KEY, Requirement, Selector
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 REGION_KEY = "topology.kubernetes.io/region"
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -48,10 +47,6 @@ def label_value_error(value: str) -> str | None:
 
 def is_dns_subdomain(name: str) -> bool:
     return len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
-
-
-def is_dns_label(name: str) -> bool:
-    return len(name) <= 63 and bool(_DNS_LABEL.match(name))
 
 
 def selects(selector: Selector, labels: Mapping[str, str]) -> bool:
