@@ -78,22 +78,7 @@ def _topology(kueue: Kueue, levels: list[str]) -> str:
 
 
 def _tas_flavor(kueue: Kueue, pool: str, topology: str) -> str:
-    name = unique("gate-tas")
-    kueue.custom.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        "resourceflavors",
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": name},
-            "spec": {"nodeLabels": {POOL: pool}, "topologyName": topology},
-        },
-    )
-    kueue.on_cleanup(
-        lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", name)
-    )
-    return name
+    return kueue.flavor(unique("gate-tas"), {"nodeLabels": {POOL: pool}, "topologyName": topology})
 
 
 def _topology_assignment(wl: dict[str, Any]) -> dict[str, Any] | None:

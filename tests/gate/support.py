@@ -56,7 +56,7 @@ class Kueue:
 
     # --- objects --------------------------------------------------------------------------
 
-    def flavor(self, name: str) -> str:
+    def flavor(self, name: str, spec: dict[str, Any] | None = None) -> str:
         self.custom.create_cluster_custom_object(
             GROUP,
             VERSION,
@@ -65,7 +65,7 @@ class Kueue:
                 "apiVersion": f"{GROUP}/{VERSION}",
                 "kind": "ResourceFlavor",
                 "metadata": {"name": name},
-                "spec": {},
+                "spec": spec or {},
             },
         )
         self.on_cleanup(
@@ -118,18 +118,7 @@ class Kueue:
                         {
                             "name": "main",
                             "count": 1,
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "containers": [
-                                        {
-                                            "name": "c",
-                                            "image": "registry.invalid/none",
-                                            "resources": {"requests": {RESOURCE: str(cpu)}},
-                                        }
-                                    ],
-                                }
-                            },
+                            "template": {"spec": _pod_spec(cpu)},
                         }
                     ],
                 },
@@ -147,18 +136,7 @@ class Kueue:
                 "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
                 "spec": {
                     "suspend": True,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "registry.invalid/none",
-                                    "resources": {"requests": {RESOURCE: str(cpu)}},
-                                }
-                            ],
-                        }
-                    },
+                    "template": {"spec": _pod_spec(cpu)},
                 },
             },
         )
@@ -226,6 +204,16 @@ class Kueue:
         for fn in reversed(self._cleanup):
             with suppress(ApiException):
                 fn()
+
+
+def _pod_spec(cpu: int) -> dict[str, Any]:
+    """One container asking for ``cpu`` of the test resource; no image is ever pulled here."""
+    return {
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "c", "image": "registry.invalid/none", "resources": {"requests": {RESOURCE: str(cpu)}}}
+        ],
+    }
 
 
 def cluster_queue(name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
