@@ -263,3 +263,45 @@ def test_a_rejected_render_leaves_rendered_byte_identical(
         run = tasgen("render", "-i", str(write(root / "b", broken, layout=0)), "-o", str(out), "--now", NOW)
         assert run.exit_code == 1
         assert tree(out) == before
+
+
+yaml_fragments = st.sampled_from(
+    [
+        "a: 1\n",
+        "- x\n",
+        "---\n",
+        "key: [1, {b: 2}]\n",
+        "&a [*a]\n",
+        "a: &x 1\nb: *x\n",
+        "? [a]\n: b\n",
+        "kind: TopologySource\n",
+        "apiVersion: v1\nkind: ConfigMap\n",
+        "metadata: {name: x}\n",
+        "data: {k: 1}\n",
+        "nodes: [{name: n, labels: {}}]\n",
+        "spec: {levels: [a]}\n",
+        "!!binary aGk=\n",
+        "'\n",
+        '"\\x\n',
+        "\t\n",
+        "{{{{\n",
+        "a: b: c\n",
+        "%YAML 1.1\n",
+        "...\n",
+        "\ufeffa: 1\n",
+    ]
+)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(yaml_fragments, st.text(max_size=30)), max_size=12), st.binary(max_size=40))
+def test_arbitrary_files_never_raise(fragments: list[str], raw: bytes) -> None:
+    """Whatever the files hold, validate answers with problems (exit 1) or none (exit 0)."""
+    with tempfile.TemporaryDirectory() as work:
+        root = Path(work)
+        (root / "text.yaml").write_text("".join(fragments))
+        (root / "raw.yml").write_bytes(raw)
+        (root / "doc.json").write_text("".join(fragments))
+        run = tasgen("validate", "-i", str(root), "--now", NOW, "--format", "json")
+        assert run.exit_code in (0, 1)
+        assert all(p["line"] >= 1 and p["col"] >= 1 for p in run.json()["problems"])
