@@ -34,36 +34,37 @@ def load_snapshot(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None
 
 def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
     ref = source.spec["configMap"]
-    where = source.where.at("spec", "configMap")
-    cm = store.configmaps.get(f"{ref['namespace']}/{ref['name']}")
-    if cm is None and ("ConfigMap", f"{ref['namespace']}/{ref['name']}") in store.rejected:
+    cm, findings = _referenced_configmap(source, store)
+    if cm is None:
+        return None, findings
+    root = Where(cm.file, cm.index, ("data", ref["key"]), ())
+    try:
+        raw = _single(parse_text(cm.body["data"][ref["key"]], json_syntax=ref["key"].endswith(".json")))
+    except ParseError as e:
+        # The parser's position is in the snapshot's text; shift it into the ConfigMap's file.
+        inner = e.position
+        position = embedded_position(cm.text, cm.index, root.pointer, inner) if inner and cm.text else None
+        where = Where(cm.file, cm.index, root.pointer, line_col=position)
+        return None, [Finding(where, e.rule, f"snapshot of source {source.name!r}: {e.message}")]
+    return _build(raw, root)
+
+
+def _referenced_configmap(source: Source, store: SnapshotFiles) -> tuple[Document | None, list[Finding]]:
+    """The ConfigMap a source names, when it exists and has the key."""
+    ref = source.spec["configMap"]
+    where, identity = source.where.at("spec", "configMap"), f"{ref['namespace']}/{ref['name']}"
+    cm = store.configmaps.get(identity)
+    if cm is None and ("ConfigMap", identity) in store.rejected:
         return None, []  # the ConfigMap's own problems are reported
     if cm is None:
-        message = (
-            f"no ConfigMap {ref['namespace']}/{ref['name']} in the inventory; add it or fix spec.configMap"
-        )
+        message = f"no ConfigMap {identity} in the inventory; add it or fix spec.configMap"
         return None, [Finding(where.at("name"), "snapshot-missing", message)]
     data = cm.body.get("data", {})
     if ref["key"] not in data:
         keys = ", ".join(sorted(data)) or "none"
-        message = f"ConfigMap {ref['namespace']}/{ref['name']} has no data key {ref['key']!r} (keys: {keys})"
+        message = f"ConfigMap {identity} has no data key {ref['key']!r} (keys: {keys})"
         return None, [Finding(where.at("key"), "snapshot-missing", message)]
-    text = data[ref["key"]]
-    root = Where(cm.file, cm.index, ("data", ref["key"]), ())
-    try:
-        raw = _single(parse_text(text, json_syntax=ref["key"].endswith(".json")))
-    except ParseError as e:
-        position = (
-            embedded_position(cm.text, cm.index, root.pointer, e.position) if e.position and cm.text else None
-        )
-        return None, [
-            Finding(
-                Where(cm.file, cm.index, root.pointer, line_col=position),
-                e.rule,
-                f"snapshot of source {source.name!r}: {e.message}",
-            )
-        ]
-    return _build(raw, root)
+    return cm, []
 
 
 def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
@@ -75,7 +76,7 @@ def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None
         return None, [Finding(where, "snapshot-path", message)]
     loaded = store.files.get(relative.as_posix())
     if loaded is None:
-        message = f"no snapshot file {path!r} in the inventory folder; run 'tasgen fetch' and commit it"
+        message = f"no snapshot file {path!r} in the inventory folder; commit the endpoint's answer there"
         return None, [Finding(where, "snapshot-missing", message)]
     store.used.add(relative.as_posix())
     if loaded.findings:
