@@ -21,7 +21,6 @@ class SnapshotFiles:
     files: Mapping[str, LoadedFile]
     configmaps: Mapping[str, Document]  # "namespace/name" -> ConfigMap
     rejected: set[tuple[str, str]] = field(default_factory=set)  # documents already reported
-    used: set[str] = field(default_factory=set)  # files read as webhook snapshots
 
 
 def load_snapshot(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
@@ -78,7 +77,6 @@ def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None
     if loaded is None:
         message = f"no snapshot file {path!r} in the inventory folder; commit the endpoint's answer there"
         return None, [Finding(where, "snapshot-missing", message)]
-    store.used.add(relative.as_posix())
     if loaded.findings:
         return None, loaded.findings
     raw = loaded.documents[0].body if len(loaded.documents) == 1 else None
