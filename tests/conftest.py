@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import cli
+
+
+def examples(n: int) -> int:
+    """A property's example count: modest in CI, scaled up for a thorough local run with
+    TASGEN_HYPOTHESIS_SCALE=50 (run new properties that way once before committing)."""
+    return n * int(os.environ.get("TASGEN_HYPOTHESIS_SCALE", "1"))
+
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = "2026-11-30T00:00:00Z"

@@ -19,11 +19,11 @@ from generator.emit import yaml
 from generator.load.files import parse_text
 from generator.validate.quantities import parse
 from tests.conformance.crds import assert_conforms
-from tests.conftest import NOW, tasgen, tree
+from tests.conftest import NOW, examples, tasgen, tree
 
 API = "topology.gpustack.ai/v1alpha1"
 PROFILE = "topology.gpustack.ai/profile"
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Building the CEL environment raises the recursion limit (cel-python does that); do it
 # before hypothesis runs a test, which objects to the limit changing under it.
 assert_conforms(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from generator.emit import yaml
 from generator.emit.tree import document_text
+from tests.conftest import examples
 
 scalars = st.one_of(
     st.text(max_size=12),
@@ -35,13 +36,25 @@ scalars = st.one_of(
             "tail ",
             "a\nb\n",
             "\n",
+            "_0",
+            "_1_000",
+            ".5",
+            ".inf",
+            "+1",
+            "0o17",
+            "0b1",
+            "1_0",
+            "<<",
+            "=",
         ]
     ),
     st.integers(-(10**12), 10**12),
     st.booleans(),
     st.none(),
 )
-keys = st.one_of(st.text(min_size=1, max_size=8), st.sampled_from(["yes", "null", "1", "a/b.c", "on"]))
+keys = st.one_of(
+    st.text(min_size=1, max_size=8), st.sampled_from(["yes", "null", "1", "a/b.c", "on", "_0", "_1_0", "0_1"])
+)
 data = st.recursive(
     scalars,
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
@@ -49,7 +62,7 @@ data = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(keys, data, min_size=1, max_size=5))
 def test_dump_round_trips(document: dict[str, Any]) -> None:
     text = yaml.dump(document)
@@ -57,13 +70,14 @@ def test_dump_round_trips(document: dict[str, Any]) -> None:
     assert yaml_rs.loads(text, parse_datetime=False) == document  # YAML 1.2
 
 
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x"]),
-        st.text(max_size=6),
+        st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x", "_0"]),
+        st.one_of(st.text(max_size=6), st.sampled_from(["a\n", "\n", "_0", "a\nb"])),
         max_size=3,
     ),
-    st.text(min_size=1, max_size=10),
+    st.one_of(st.text(min_size=1, max_size=10), st.sampled_from(["a\n", "_0", "x\ny\n"])),
 )
 def test_the_node_feature_fast_path_writes_the_same_bytes(labels: dict[str, str], node: str) -> None:
     body = {

@@ -93,7 +93,9 @@ class _FeatureShape:
         # Values are strings by construction (the plan builds NodeFeatures from validated
         # snapshots and node names); only the shape needs checking.
         meta = body["metadata"]
-        return tuple(body) == self.TOP and tuple(meta) == self.META and tuple(body["spec"]) == ("labels",)
+        if tuple(body) != self.TOP or tuple(meta) != self.META or tuple(body["spec"]) != ("labels",):
+            return False
+        return "\n" not in meta["name"] and "\n" not in meta["namespace"]  # else block scalars
 
     def text(self, body: dict[str, Any]) -> str:
         meta = body["metadata"]
@@ -116,8 +118,9 @@ class _FeatureShape:
 
     @staticmethod
     def _map(key: str, data: dict[str, str], indent: str) -> str:
-        if not data:
-            return f"{indent}{key}: {{}}\n"
+        if not data or any("\n" in v for v in data.values()):
+            # A value over several lines is a block scalar: the generic writer's layout.
+            return yaml.entry(key, data, indent)
         quoted, inner = yaml.QUOTED, indent + "  "
         return f"{indent}{key}:\n" + "".join([f"{inner}{quoted[k]}: {quoted[v]}\n" for k, v in data.items()])
 

@@ -13,7 +13,9 @@ import json
 import re
 from typing import Any
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+# A letter first: some YAML 1.2 readers (yaml-rs) take "_0" for the integer 0, as YAML 1.1
+# allows "_" between digits; digits, signs and dots start numbers in every reader.
+_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
 _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"})
 # Characters never written raw: outside YAML's printable set (section 5.1), or line
 # breaks to a YAML 1.1 reader (NEL, LS, PS), or the byte order mark
@@ -77,6 +79,14 @@ def dump(data: dict[str, Any]) -> str:
     """One document: a mapping at the top level."""
     lines: list[str] = []
     _mapping(data, "", lines)
+    return "\n".join(lines) + "\n"
+
+
+def entry(key: str, value: Any, indent: str) -> str:
+    """One mapping entry as dump() writes it at that indentation, with its newline: the
+    NodeFeature fast path uses it for values it does not write itself."""
+    lines: list[str] = []
+    _entry(f"{indent}{scalar(key)}:", value, indent, lines)
     return "\n".join(lines) + "\n"
 
 
