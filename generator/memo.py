@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from generator.load.files import discover
+from generator.load.files import InputFile
 from generator.model import Level, Problem
 
 _VERSION = 1
@@ -56,13 +56,13 @@ def cache_file(out_dir: Path) -> Path:
     return Path(base) / f"render-{name}.json"
 
 
-def input_digest(inventory_dir: Path, shown: tuple[str, str]) -> str:
-    """Digest of everything a render reads, but the time."""
+def input_digest(files: list[InputFile], shown: tuple[str, str]) -> str:
+    """Digest of everything a render reads, but the time: the very bytes it parses."""
     digest = hashlib.sha256(f"tasgen-memo/{_VERSION}\0{shown[0]}\0{shown[1]}\0".encode())
     digest.update(_code_digest().encode())
-    for path in discover(inventory_dir):
-        digest.update(path.relative_to(inventory_dir).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for file in files:
+        digest.update(file.relative.encode() + b"\0")
+        digest.update(hashlib.sha256(file.data).digest() if file.data is not None else b"unreadable")
     return digest.hexdigest()
 
 

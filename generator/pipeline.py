@@ -10,10 +10,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from generator import emit, memo
-from generator.load.files import display_path, load_all
+from generator.load.files import InputFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
-from generator.plan import Summary, plan, source_statuses
+from generator.plan import Plan, Summary, plan, source_statuses
 from generator.validate import validate
 
 
@@ -58,20 +58,23 @@ def run(
     try:
         if mode is Mode.RENDER and use_memo:
             return _render_with_memo(inventory_dir, out_dir, now, strict)
-        return _run(inventory_dir, out_dir, now, mode, strict)
+        return _run(read_inventory(inventory_dir), out_dir, now, mode, strict)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime, strict: bool) -> Result:
-    digest = memo.input_digest(inventory_dir, (display_path(inventory_dir), display_path(out_dir)))
+    files = read_inventory(inventory_dir)
+    # Keyed on the bytes that are parsed below, never re-read: an edit during the render
+    # cannot pair old bytes with new output.
+    digest = memo.input_digest(files, (display_path(inventory_dir), display_path(out_dir)))
     record = memo.recall(out_dir, digest, now, emit.owned_files(out_dir))
     if record is not None:
         summary = Summary.from_data(record["summary"])
         summary.mutated_nodes = 0
         return Result(memo.problems_of(record), summary)
-    result = _run(inventory_dir, out_dir, now, Mode.RENDER, strict)
+    result = _run(files, out_dir, now, Mode.RENDER, strict)
     if result.errors == 0 and result.summary is not None and result.files is not None:
         memo.remember(
             out_dir,
@@ -84,18 +87,46 @@ def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime, strict:
     return result
 
 
-def _run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, strict: bool) -> Result:
-    files = load_all(inventory_dir)
-    validation = validate(files, now)
-    texts = dict(validation.texts)
-    ctx = validation.context
+@dataclass
+class Compilation:
+    """What an inventory compiles to, before anything is compared with or written to disk."""
+
+    findings: list[Finding]
+    texts: dict[str, str]  # inventory texts by shown path, for positions
+    planned: Plan | None = None  # None when validation failed
+    summary: Summary | None = None
+    expiries: list[datetime] = field(default_factory=list)  # of every snapshot
+
+    @property
+    def failed(self) -> bool:
+        return self.planned is None or any(f.level is Level.ERROR for f in self.findings)
+
+    def problems(self) -> list[Problem]:
+        return locate(self.findings, self.texts)
+
+
+def compile(files: list[InputFile], now: datetime, *, node_features: bool = True) -> Compilation:
+    """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
+    that a git revision compiles as well as the working tree."""
+    validation = validate(load_files(files), now)
+    texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
-        return Result(locate(validation.findings, texts), summary)
-    planned = plan(ctx, node_features=mode is not Mode.VALIDATE)
-    findings: list[Finding] = validation.findings + planned.findings
-    if mode is Mode.VALIDATE or any(f.level is Level.ERROR for f in findings):
-        return Result(locate(findings, texts), planned.summary)
+        return Compilation(validation.findings, texts, summary=summary)
+    planned = plan(ctx, node_features=node_features)
+    expiries = [
+        s.snapshot.expires_at
+        for s in ctx.inventory.sources.values()
+        if s.snapshot is not None and s.snapshot.expires_at is not None
+    ]
+    return Compilation(validation.findings + planned.findings, texts, planned, planned.summary, expiries)
+
+
+def _run(files: list[InputFile], out_dir: Path, now: datetime, mode: Mode, strict: bool) -> Result:
+    compiled = compile(files, now, node_features=mode is not Mode.VALIDATE)
+    if mode is Mode.VALIDATE or compiled.failed or compiled.planned is None:
+        return Result(compiled.problems(), compiled.summary)
+    findings, texts, planned = compiled.findings, compiled.texts, compiled.planned
     out_label = display_path(out_dir)
     emission = emit.compare(planned.manifests, out_dir, out_label)
     texts.update(emission.texts)
@@ -104,11 +135,7 @@ def _run(inventory_dir: Path, out_dir: Path, now: datetime, mode: Mode, strict: 
     if mode is Mode.CHECK:
         findings += emission.stale(out_label)
     result = _finish(findings, texts, planned.summary, emission, out_dir, mode, strict)
-    result.expiries = [
-        s.snapshot.expires_at
-        for s in ctx.inventory.sources.values()
-        if s.snapshot is not None and s.snapshot.expires_at is not None
-    ]
+    result.expiries = compiled.expiries
     return result
 
 

@@ -38,10 +38,34 @@ class LoadedFile:
     findings: list[Finding] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class InputFile:
+    """One inventory file as bytes: what the loader parses, wherever the bytes came from (the
+    working tree, or a git revision for ``tasgen plan``) - the loader itself opens nothing."""
+
+    relative: str  # relative to the inventory folder, POSIX (how snapshotPath names it)
+    shown: str  # as shown to users in problems
+    data: bytes | None  # None: could not be read (``error`` says why)
+    error: str | None = None
+
+
 def discover(root: Path) -> list[Path]:
     """Every inventory file below ``root``, in a stable order independent of the filesystem."""
     found = (p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def read_inventory(root: Path) -> list[InputFile]:
+    """The inventory folder's files, read once."""
+    return [_read(path, root) for path in discover(root)]
+
+
+def _read(path: Path, root: Path) -> InputFile:
+    shown, relative = display_path(path), path.relative_to(root).as_posix()
+    try:
+        return InputFile(relative, shown, path.read_bytes())
+    except OSError as e:
+        return InputFile(relative, shown, None, str(e))
 
 
 def display_path(path: Path) -> str:
@@ -52,15 +76,17 @@ def display_path(path: Path) -> str:
         return path.as_posix()
 
 
-def load_file(path: Path, root: Path) -> LoadedFile:
-    shown, relative = display_path(path), path.relative_to(root).as_posix()
+def load_file(file: InputFile) -> LoadedFile:
+    shown, relative = file.shown, file.relative
+    if file.data is None:
+        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, file.error or "unreadable")])
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, e)])
+        text = file.data.decode("utf-8")
+    except UnicodeDecodeError:
+        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, "not UTF-8 text")])
     loaded = LoadedFile(shown, relative, text)
     try:
-        data = parse_text(text, json_syntax=path.suffix == ".json")
+        data = parse_text(text, json_syntax=relative.endswith(".json"))
     except ParseError as e:
         loaded.findings.append(Finding(Where(shown, line_col=e.position), e.rule, e.message))
         return loaded
@@ -73,8 +99,8 @@ def load_file(path: Path, root: Path) -> LoadedFile:
     return loaded
 
 
-def load_all(root: Path) -> list[LoadedFile]:
-    return [load_file(path, root) for path in discover(root)]
+def load_files(files: list[InputFile]) -> list[LoadedFile]:
+    return [load_file(file) for file in files]
 
 
 class ParseError(Exception):
@@ -137,6 +163,5 @@ def _yaml_error(raw: str) -> ParseError:
     return ParseError("yaml-syntax", f"invalid YAML: {detail}", position)
 
 
-def _unreadable(shown: str, error: Exception) -> Finding:
-    reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
+def _unreadable(shown: str, reason: str) -> Finding:
     return Finding(Where(shown, line_col=(1, 1)), "file-unreadable", f"cannot read the file: {reason}")
