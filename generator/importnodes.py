@@ -11,8 +11,8 @@ from generator.load.files import ParseError, parse_text
 from generator.model import API_VERSION
 
 HEADER = (
-    "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels and allocatable\n"
-    "# only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
+    "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
+    "# taints only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
 )
 
 
@@ -62,11 +62,27 @@ def _node(item: dict[str, Any]) -> dict[str, Any]:
     allocatable = (item.get("status") or {}).get("allocatable") or {}
     if not isinstance(labels, dict) or not isinstance(allocatable, dict):
         raise ImportProblem(f"node {name!r}: labels and status.allocatable must be mappings")
-    return {
+    node: dict[str, Any] = {
         "name": name,
         "labels": {str(k): str(labels[k]) for k in sorted(labels)},
         "allocatable": {str(k): str(allocatable[k]) for k in sorted(allocatable)},
     }
+    spec = item.get("spec") or {}
+    taints = _taints(name, spec.get("taints") or [])
+    if taints:
+        node["taints"] = taints
+    if spec.get("unschedulable") is True:
+        node["unschedulable"] = True
+    return node
+
+
+def _taints(node: str, taints: Any) -> list[dict[str, str]]:
+    """key, value and effect, sorted; timeAdded (set by the node lifecycle on NoExecute
+    taints) is dropped: it changes on every flap and says nothing about the hardware."""
+    if not isinstance(taints, list) or not all(isinstance(t, dict) for t in taints):
+        raise ImportProblem(f"node {node!r}: spec.taints must be a list of taints")
+    kept = [{k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")} for t in taints]
+    return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
 
 
 def write_atomically(path: Path, text: str) -> None:

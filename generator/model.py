@@ -118,15 +118,22 @@ class Selector:
     expressions: tuple[Requirement, ...] = ()
 
 
+#: a Node taint or a flavor's nodeTaint: key, value (may be empty), effect
+Taint = tuple[str, str, str]
+
+
 @dataclass(frozen=True)
 class Node:
     name: str
     labels: dict[str, str]
     allocatable: dict[str, str]
     where: Where
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
 
 
 SourceType = Literal["nodeLabels", "configMap", "webhook"]
+KueueVersion = Literal["v1beta1", "v1beta2"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,23 @@ class Hardware:
     identity: dict[str, str]
     nominal_quota: dict[str, str] | None
     where: Where
+    borrowing_limit: dict[str, str] = field(default_factory=dict)
+    lending_limit: dict[str, str] = field(default_factory=dict)
+    #: as the ResourceFlavor spells them (camelCase keys), sorted: the order is not meaningful
+    tolerations: tuple[dict[str, Any], ...] = ()
+    node_taints: tuple[dict[str, str], ...] = ()
+
+    @property
+    def limits(self) -> tuple[tuple[str, dict[str, str]], ...]:
+        """(field, resource -> quantity) of borrowingLimit and lendingLimit."""
+        return (("borrowingLimit", self.borrowing_limit), ("lendingLimit", self.lending_limit))
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    where: Where
 
 
 @dataclass(frozen=True)
@@ -174,6 +198,7 @@ class QueuePlan:
     cluster_queue: dict[str, Any]  # pass-through fields, v1beta2 spelling
     stop_policy: str
     where: Where
+    local_queues: tuple[LocalQueue, ...] = ()
     spec: dict[str, Any] = field(default_factory=dict, compare=False)  # as written
 
 
@@ -185,6 +210,7 @@ class Settings:
     admin_label_prefix: str | None = None
     node_feature_namespace: str = "node-feature-discovery"
     gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
+    kueue_api_version: KueueVersion = "v1beta2"
     where: Where | None = None
 
 

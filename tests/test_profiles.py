@@ -100,6 +100,30 @@ def test_largest_remainder_conserves_the_total(total: int, weights: list[int]) -
         assert weight or part == 0
 
 
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.lists(st.integers(0, 10**4), min_size=1, max_size=20).filter(lambda w: sum(w) > 0),
+)
+def test_a_lending_split_never_exceeds_the_nominal_split(a: int, b: int, weights: list[int]) -> None:
+    """Kueue requires lendingLimit <= nominalQuota of each flavor: the lending split is capped
+    by the nominal parts, and still sums exactly to its total."""
+    nominal_total, lending_total = max(a, b), min(a, b)
+    nominal = largest_remainder(nominal_total, weights)
+    assert nominal is not None
+    lending = largest_remainder(lending_total, weights, nominal)
+    assert lending is not None and sum(lending) == lending_total
+    assert all(part <= cap for part, cap in zip(lending, nominal, strict=True))
+
+
+def test_an_uncapped_smaller_total_can_outgrow_a_part_of_a_larger_one() -> None:
+    """The Alabama paradox, and the capped split that avoids it."""
+    nominal = largest_remainder(4, [1, 3, 3])
+    assert nominal == [0, 2, 2]
+    assert largest_remainder(3, [1, 3, 3]) == [1, 1, 1]  # 1 > 0: Kueue would refuse it
+    assert largest_remainder(3, [1, 3, 3], nominal) == [0, 2, 1]
+
+
 def test_largest_remainder_gives_ties_to_the_earlier_flavor() -> None:
     assert largest_remainder(10, [1, 1, 1]) == [4, 3, 3]
     assert largest_remainder(120, [96, 32]) == [90, 30]
@@ -114,6 +138,17 @@ def test_flavor_names_are_dns_subdomains_and_embed_the_profile() -> None:
         == ("gpustack-nvidia-h100-80gb-sxm-f8b4c7-0123456789ab")
     )  # a contract, like the profile ID
     assert flavor_name((("k", "a"),), "p") != flavor_name((("k", "A"),), "p")  # the hash tells them apart
+
+
+def test_flavor_names_hash_the_tolerations_when_there_are_any() -> None:
+    identity = (("nvidia.com/gpu.product", "H100"),)
+    toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    plain, tolerant = flavor_name(identity, "p"), flavor_name(identity, "p", (toleration,))
+    digest = hashlib.sha256(
+        b'[[["nvidia.com/gpu.product","H100"]],[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]]'
+    ).hexdigest()[:6]
+    assert tolerant == f"gpustack-h100-{digest}-p" != plain  # a contract, like the profile ID
+    assert plain == flavor_name(identity, "p", ())  # no tolerations: the name of earlier releases
 
 
 def test_rules_have_unique_ids() -> None:

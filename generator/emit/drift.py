@@ -1,8 +1,9 @@
 """Refuse a render that would change an immutable field of an object already in rendered/.
 
 Kueue forbids changing a Topology's levels (unless the hostname stays last) and a
-topology-aware ResourceFlavor's nodeLabels and topologyName. tasgen's names embed the
-profile, so its own renders never do that; a difference means rendered/ was edited by hand
+topology-aware ResourceFlavor's nodeLabels, tolerations and topologyName (every release up to
+v0.19.2). tasgen's flavor names embed the profile and a hash of the tolerations, so its own
+renders never do that; a difference means rendered/ was edited by hand
 or written by an incompatible version, and patching would only fail in the cluster.
 """
 
@@ -15,7 +16,7 @@ from generator.load.files import ParseError, parse_text
 from generator.model import Finding, Manifest, Where
 
 #: kind -> the spec fields that cannot change under one name
-IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "topologyName")}
+IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "tolerations", "topologyName")}
 
 
 def drift(new: Iterable[Manifest], old_files: Mapping[str, str], out_label: str) -> list[Finding]:

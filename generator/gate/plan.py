@@ -22,6 +22,8 @@ def read_plan(path: Path) -> dict[str, dict[str, Any]]:
     queues: dict[str, dict[str, Any]] = {}
     for file in files:
         for doc in _documents(file):
+            if isinstance(doc, dict) and doc.get("kind") == "LocalQueue":
+                continue  # rendered/queues/ holds them beside the ClusterQueues
             name = _check(doc, file)
             if name in queues:
                 raise PlanError(f"{file}: ClusterQueue {name} appears twice in the plan")

@@ -75,16 +75,18 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     (they cannot fail, and they are most of the work)."""
     inventory = ctx.inventory
     assignment = assign(ctx)
-    queues, flavors, findings = plan_queues(inventory.plans.values(), inventory.nodes, assignment)
+    version = inventory.settings.kueue_api_version
+    queues, flavors, findings = plan_queues(inventory.plans.values(), inventory.nodes, assignment, version)
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
     objects = [
         *(manifests.node_features(inventory, ready) if node_features else []),
         *(manifests.profile_features(inventory, assignment) if node_features else []),
-        *manifests.topologies(assignment),
-        *manifests.resource_flavors(flavors),
+        *manifests.topologies(assignment, version),
+        *manifests.resource_flavors(flavors, version),
     ]
-    queue_objects = manifests.cluster_queues(queues)
+    queue_objects = manifests.cluster_queues(queues, version)
     objects += _gate(ctx, [m.body for m in queue_objects]) + queue_objects
+    objects += manifests.local_queues(queues, version)
     summary = _summary(ctx, assignment, queues)
     return Plan(objects, assignment.findings + findings, summary)
 
@@ -100,6 +102,7 @@ def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
 
 
 def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:
+    version = ctx.inventory.settings.kueue_api_version
     counts: dict[str, int] = {}
     for source in assignment.source_of.values():
         counts[source] = counts.get(source, 0) + 1
@@ -112,7 +115,7 @@ def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summa
     summary.queues = [
         {
             "name": q.plan.name,
-            "stopPolicy": manifests.cluster_queue(q)["spec"]["stopPolicy"],
+            "stopPolicy": manifests.cluster_queue(q, version)["spec"]["stopPolicy"],
             "flavors": [{"name": f.flavor.name, "nominalQuota": f.quota} for f in q.flavors],
         }
         for q in queues

@@ -6,7 +6,7 @@ by sync wave within one Application):
 - ``labels/``: NFD NodeFeatures, one file per writing source and one for profiles (wave 1)
 - ``kueue/``: Topologies and ResourceFlavors (wave 2; pruned last, once nothing refers to them)
 - ``gate/``: the drain gate Job and what it needs (wave 3)
-- ``queues/``: ClusterQueues (wave 4)
+- ``queues/``: ClusterQueues and their LocalQueues (wave 4)
 
 Few large files rather than one per object: writing 100k small files costs seconds, and a
 reviewer reads one diff per source.
@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from generator.model import PROFILE_KEY, Inventory, Manifest, Source
+from generator.model import PROFILE_KEY, Inventory, KueueVersion, Manifest, Source
 from generator.plan.profiles import Assignment
-from generator.plan.queues import Flavor, Queue
+from generator.plan.queues import Flavor, Queue, QueueFlavor
 from generator.validate.labels import READ_ONLY_PARENTS
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 SOURCE_LABEL = "topology.gpustack.ai/source"
@@ -97,12 +97,16 @@ def _kueue_meta(name: str, wave: str, *, prune_last: bool) -> dict[str, Any]:
     return {"name": name, "labels": dict(MANAGED_BY), "annotations": annotations}
 
 
-def topologies(assignment: Assignment) -> list[Manifest]:
+def kueue_api(version: KueueVersion) -> str:
+    return f"{KUEUE_GROUP}/{version}"
+
+
+def topologies(assignment: Assignment, version: KueueVersion = "v1beta2") -> list[Manifest]:
     return [
         Manifest(
             "kueue/topologies.yaml",
             {
-                "apiVersion": KUEUE_API,
+                "apiVersion": kueue_api(version),
                 "kind": "Topology",
                 "metadata": _kueue_meta(f"gpustack-{p.id}", "2", prune_last=True),
                 "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
@@ -112,42 +116,67 @@ def topologies(assignment: Assignment) -> list[Manifest]:
     ]
 
 
-def resource_flavors(flavors: dict[str, Flavor]) -> list[Manifest]:
+def resource_flavors(flavors: dict[str, Flavor], version: KueueVersion = "v1beta2") -> list[Manifest]:
     return [
         Manifest(
             "kueue/resourceflavors.yaml",
             {
-                "apiVersion": KUEUE_API,
+                "apiVersion": kueue_api(version),
                 "kind": "ResourceFlavor",
                 "metadata": _kueue_meta(f.name, "2", prune_last=True),
-                "spec": {
-                    "nodeLabels": dict(sorted({**dict(f.identity), PROFILE_KEY: f.profile.id}.items())),
-                    "topologyName": f"gpustack-{f.profile.id}",
-                },
+                "spec": _flavor_spec(f),
             },
         )
         for f in (flavors[name] for name in sorted(flavors))
     ]
 
 
-def cluster_queues(queues: list[Queue]) -> list[Manifest]:
-    return [Manifest("queues/clusterqueues.yaml", cluster_queue(q)) for q in queues]
+def _flavor_spec(flavor: Flavor) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeLabels": dict(sorted({**dict(flavor.identity), PROFILE_KEY: flavor.profile.id}.items()))
+    }
+    if flavor.node_taints:
+        spec["nodeTaints"] = [dict(t) for t in flavor.node_taints]
+    if flavor.tolerations:
+        spec["tolerations"] = [dict(t) for t in flavor.tolerations]
+    spec["topologyName"] = f"gpustack-{flavor.profile.id}"
+    return spec
 
 
-def cluster_queue(queue: Queue) -> dict[str, Any]:
+def cluster_queues(queues: list[Queue], version: KueueVersion = "v1beta2") -> list[Manifest]:
+    return [Manifest("queues/clusterqueues.yaml", cluster_queue(q, version)) for q in queues]
+
+
+def local_queues(queues: list[Queue], version: KueueVersion = "v1beta2") -> list[Manifest]:
+    """The LocalQueues each plan lists; their namespaces are not tasgen's (README)."""
+    found = [(lq.namespace, lq.name, q.plan.name) for q in queues for lq in q.plan.local_queues]
+    return [
+        Manifest(
+            "queues/localqueues.yaml",
+            {
+                "apiVersion": kueue_api(version),
+                "kind": "LocalQueue",
+                "metadata": _local_meta(namespace, name),
+                "spec": {"clusterQueue": cluster},
+            },
+        )
+        for namespace, name, cluster in sorted(found)
+    ]
+
+
+def _local_meta(namespace: str, name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, **_kueue_meta(name, "4", prune_last=False)}
+
+
+def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, Any]:
     plan = queue.plan
-    spec: dict[str, Any] = dict(sorted(plan.cluster_queue.items()))
+    spec: dict[str, Any] = spelled(plan.cluster_queue, version)
     if queue.flavors:
         spec["resourceGroups"] = [
             {
                 "coveredResources": list(plan.covered_resources),
                 "flavors": [
-                    {
-                        "name": qf.flavor.name,
-                        "resources": [
-                            {"name": r, "nominalQuota": qf.quota[r]} for r in plan.covered_resources
-                        ],
-                    }
+                    {"name": qf.flavor.name, "resources": _resources(qf, plan.covered_resources)}
                     for qf in queue.flavors
                 ],
             }
@@ -155,8 +184,40 @@ def cluster_queue(queue: Queue) -> dict[str, Any]:
     # A queue without resource groups admits every workload: an emptied plan stays held.
     spec["stopPolicy"] = plan.stop_policy if queue.flavors else "Hold"
     return {
-        "apiVersion": KUEUE_API,
+        "apiVersion": kueue_api(version),
         "kind": "ClusterQueue",
         "metadata": _kueue_meta(plan.name, "4", prune_last=False),
         "spec": spec,
     }
+
+
+def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]]:
+    result = []
+    for r in covered:
+        entry = {"name": r, "nominalQuota": qf.quota[r]}
+        if r in qf.borrowing_limit:
+            entry["borrowingLimit"] = qf.borrowing_limit[r]
+        if r in qf.lending_limit:
+            entry["lendingLimit"] = qf.lending_limit[r]
+        result.append(entry)
+    return result
+
+
+#: v1beta2 values of flavorFungibility that v1beta1 (before v0.17) spells differently
+_V1BETA1_FUNGIBILITY = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
+
+
+def spelled(fields: dict[str, Any], version: KueueVersion) -> dict[str, Any]:
+    """The pass-through ClusterQueue fields (held in v1beta2 spelling) as ``version`` spells
+    them: v1beta1 names cohortName ``cohort``, and Kueue v0.14 knows MayStopSearch as Borrow
+    and Preempt (later releases convert those to MayStopSearch)."""
+    if version == "v1beta2":
+        return dict(sorted(fields.items()))
+    result = {("cohort" if k == "cohortName" else k): v for k, v in fields.items()}
+    fungibility = result.get("flavorFungibility")
+    if isinstance(fungibility, dict):
+        result["flavorFungibility"] = {
+            k: (_V1BETA1_FUNGIBILITY[k] if v == "MayStopSearch" and k in _V1BETA1_FUNGIBILITY else v)
+            for k, v in fungibility.items()
+        }
+    return dict(sorted(result.items()))

@@ -14,8 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
-from generator.model import Finding, Hardware, Level, Node, QueuePlan
+from generator.model import Finding, Hardware, KueueVersion, Level, Node, QueuePlan
 from generator.plan.profiles import Assignment, Profile
 from generator.validate.quantities import format_units, parse, scale_for, to_units
 
@@ -27,12 +28,16 @@ class Flavor:
     name: str
     identity: tuple[tuple[str, str], ...]
     profile: Profile
+    tolerations: tuple[dict[str, Any], ...] = ()
+    node_taints: tuple[dict[str, str], ...] = ()
 
 
 @dataclass
 class QueueFlavor:
     flavor: Flavor
     quota: dict[str, str]  # covered resource -> quantity, in coveredResources order
+    borrowing_limit: dict[str, str] = field(default_factory=dict)  # declared resources only
+    lending_limit: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -41,17 +46,30 @@ class Queue:
     flavors: list[QueueFlavor] = field(default_factory=list)
 
 
-def flavor_name(identity: tuple[tuple[str, str], ...], profile: str) -> str:
-    """gpustack-<readable identity>-<identity hash>-<profile>: readable in kubectl, unique by
-    the hash, and embedding the profile so that its immutable fields never change."""
+def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tuple[Any, ...] = ()) -> str:
+    """gpustack-<readable identity>-<hash>-<profile>: readable in kubectl, unique by the hash,
+    and embedding the profile so that its immutable fields never change. The hash covers the
+    identity and, when there are any, the other spec fields Kueue will not update on a
+    topology-aware flavor (``frozen``: its tolerations, and on v1beta1 its nodeTaints), so that
+    changing them gives a new flavor, switched to through the drain gate."""
     readable = re.sub(r"[^a-z0-9]+", "-", "-".join(v for _, v in identity).lower()).strip("-")[:30]
-    digest = hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()[:6]
+    hashed: Any = [identity, frozen] if frozen else identity
+    digest = hashlib.sha256(json.dumps(hashed, separators=(",", ":")).encode()).hexdigest()[:6]
     return "-".join(p for p in ("gpustack", readable.strip("-"), digest, profile) if p)
 
 
 class Planner:
-    def __init__(self, nodes: dict[str, Node], assignment: Assignment, plans: list[QueuePlan]) -> None:
+    def __init__(
+        self,
+        nodes: dict[str, Node],
+        assignment: Assignment,
+        plans: list[QueuePlan],
+        version: KueueVersion = "v1beta2",
+    ) -> None:
         self.nodes, self.assignment = nodes, assignment
+        # Kueue v0.14 to v0.16 (the v1beta1 target) freeze a topology-aware flavor's whole
+        # spec; v0.17.0 to v0.19.2 let nodeTaints change in place but not tolerations.
+        self.frozen_taints = version == "v1beta1"
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
         self.profiles = assignment.profiles()
@@ -101,27 +119,62 @@ class Planner:
             )
             return []
         groups = [(pid, by_profile[pid]) for pid in sorted(by_profile)]
-        quotas = self._split(plan, hw, [nodes for _, nodes in groups])
-        return [
-            QueueFlavor(self._flavor(identity, pid), quota)
-            for (pid, _), quota in zip(groups, quotas, strict=True)
-        ]
+        parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
+        self._split(plan, hw, [nodes for _, nodes in groups], parts)
+        return parts
 
-    def _flavor(self, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
-        name = flavor_name(identity, profile_id)
+    def _flavor(self, hw: Hardware, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
+        frozen: tuple[Any, ...] = hw.tolerations
+        if self.frozen_taints and hw.node_taints:
+            frozen = (*hw.tolerations, {"nodeTaints": list(hw.node_taints)})
+        name = flavor_name(identity, profile_id, frozen)
         if name not in self.flavors:
-            self.flavors[name] = Flavor(name, identity, self.profiles[profile_id])
+            profile = self.profiles[profile_id]
+            self.flavors[name] = Flavor(name, identity, profile, hw.tolerations, hw.node_taints)
         return self.flavors[name]
 
-    def _split(self, plan: QueuePlan, hw: Hardware, groups: list[list[str]]) -> list[dict[str, str]]:
-        parts: list[dict[str, str]] = [{} for _ in groups]
+    def _split(
+        self, plan: QueuePlan, hw: Hardware, groups: list[list[str]], parts: list[QueueFlavor]
+    ) -> None:
         for resource in plan.covered_resources:
             weights = [self._allocatable(nodes, resource) for nodes in groups]
             declared = (hw.nominal_quota or {}).get(resource)
-            amounts = self._resource_split(plan, hw, resource, declared, weights)
-            for part, amount in zip(parts, amounts, strict=True):
-                part[resource] = amount
-        return parts
+            nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
+            for part, units in zip(parts, nominal, strict=True):
+                part.quota[resource] = format_units(units, scale, resource)
+            self._limits(plan, hw, resource, weights, (nominal, scale), parts)
+
+    def _limits(
+        self,
+        plan: QueuePlan,
+        hw: Hardware,
+        resource: str,
+        weights: list[Decimal],
+        nominal: tuple[list[int], int],
+        parts: list[QueueFlavor],
+    ) -> None:
+        """borrowingLimit and lendingLimit split as nominalQuota is; a flavor's lending part
+        never exceeds its nominal part (Kueue requires that of each flavor)."""
+        for field_name, declared in hw.limits:
+            if resource not in declared:
+                continue
+            total = parse(declared[resource])
+            scale = max(nominal[1], scale_for(resource, [total, *weights]))
+            caps = [u * (scale // nominal[1]) for u in nominal[0]] if field_name == "lendingLimit" else None
+            units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights], caps)
+            if units is None:
+                self._unplaceable(plan, hw, resource, f"{field_name}: {declared[resource]}", field_name)
+                units = [0] * len(weights)
+            for part, amount in zip(parts, units, strict=True):
+                limits = part.borrowing_limit if field_name == "borrowingLimit" else part.lending_limit
+                limits[resource] = format_units(amount, scale, resource)
+
+    def _unplaceable(self, plan: QueuePlan, hw: Hardware, resource: str, what: str, field_name: str) -> None:
+        message = (
+            f"queue {plan.name!r} declares {resource} {what} for {hw.identity}, but no matching "
+            f"node has allocatable {resource}; there is nowhere to put it"
+        )
+        self.findings.append(Finding(hw.where.at(field_name, resource), "quota-unplaceable", message))
 
     def _allocatable(self, nodes: list[str], resource: str) -> Decimal:
         # Fleets repeat a few allocatable values: count them, then parse each once.
@@ -131,38 +184,46 @@ class Planner:
 
     def _resource_split(
         self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
-    ) -> list[str]:
+    ) -> tuple[list[int], int]:
+        """The nominal quota's parts, in units, and the scale of the units."""
         total = parse(declared) if declared is not None else sum(weights, Decimal(0))
         scale = scale_for(resource, [total, *weights])
         units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights])
         if units is None:
-            message = (
-                f"queue {plan.name!r} declares {resource}: {declared} for {hw.identity}, but no "
-                f"matching node has allocatable {resource}; there is nowhere to put it"
-            )
-            self.findings.append(Finding(hw.where.at("nominalQuota", resource), "quota-unplaceable", message))
+            self._unplaceable(plan, hw, resource, f"nominalQuota: {declared}", "nominalQuota")
             units = [0] * len(weights)
-        return [format_units(u, scale, resource) for u in units]
+        return units, scale
 
 
-def largest_remainder(total: int, weights: list[int]) -> list[int] | None:
+def largest_remainder(total: int, weights: list[int], caps: list[int] | None = None) -> list[int] | None:
     """``total`` split in proportion to ``weights``; the parts sum to ``total`` exactly.
-    Remainders go to the largest fractions first, ties to the earlier part. None when
-    there is a positive total but no weight to carry it."""
+    Remainders go to the largest fractions first, ties to the earlier part. With ``caps``
+    (whose sum is at least ``total``), a part never exceeds its cap: a remainder unit skips a
+    part that is full (the parts of a smaller total can otherwise outgrow those of a larger
+    one, the Alabama paradox). None when there is a positive total but no weight to carry it."""
     weight = sum(weights)
     if weight == 0:
         return None if total > 0 else [0] * len(weights)
     floors = [total * w // weight for w in weights]
+    if caps is not None:
+        floors = [min(f, c) for f, c in zip(floors, caps, strict=True)]
     order = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % weight), i))
-    for i in order[: total - sum(floors)]:
-        floors[i] += 1
+    while sum(floors) < total:
+        room = [i for i in order if caps is None or floors[i] < caps[i]]
+        if not room:
+            break  # only when caps sum below total, which validation rules out
+        for i in room[: total - sum(floors)]:
+            floors[i] += 1
     return floors
 
 
 def plan_queues(
-    plans: Iterable[QueuePlan], nodes: dict[str, Node], assignment: Assignment
+    plans: Iterable[QueuePlan],
+    nodes: dict[str, Node],
+    assignment: Assignment,
+    version: KueueVersion = "v1beta2",
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
     ordered = sorted(plans, key=lambda p: p.name)
-    planner = Planner(nodes, assignment, ordered)
+    planner = Planner(nodes, assignment, ordered, version)
     queues = [planner.queue(plan) for plan in ordered]
     return queues, planner.flavors, planner.findings

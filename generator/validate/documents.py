@@ -7,6 +7,7 @@ semantic rules (:mod:`generator.validate.rules`) then run on the typed inventory
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from generator.model import (
     Document,
     Finding,
     Hardware,
+    LocalQueue,
     Node,
     QueuePlan,
     Requirement,
@@ -22,12 +24,14 @@ from generator.model import (
     Settings,
     Source,
     SourceType,
+    Where,
 )
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
 
 #: v1beta1 spellings of ClusterQueue fields accepted in ``spec.clusterQueue``
 _V1BETA1_NAMES = {"cohort": "cohortName", "admissionChecks": "admissionChecksStrategy"}
+_V1BETA1_VALUES = {("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")}
 
 
 @dataclass
@@ -108,6 +112,7 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         admin_label_prefix=spec.get("adminLabelPrefix"),
         node_feature_namespace=spec.get("nodeFeatureNamespace", defaults.node_feature_namespace),
         gate=dict(spec.get("gate", {})),
+        kueue_api_version=spec.get("kueueAPIVersion", defaults.kueue_api_version),
         where=docs[0].where("spec"),
     ), findings
 
@@ -124,7 +129,10 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
                 findings.append(Finding(where.at("name"), "duplicate-node", message))
                 continue
             allocatable = {k: str(v) for k, v in entry.get("allocatable", {}).items()}
-            found[name] = Node(name, entry["labels"], allocatable, where)
+            taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in entry.get("taints", ()))
+            found[name] = Node(
+                name, entry["labels"], allocatable, where, taints, bool(entry.get("unschedulable", False))
+            )
     return found, findings
 
 
@@ -160,9 +168,10 @@ def selector(raw: dict[str, Any]) -> Selector:
 
 def plan(doc: Document) -> QueuePlan:
     spec = doc.body["spec"]
-    hardware = tuple(
-        Hardware(dict(h["identity"]), _quota(h.get("nominalQuota")), doc.where("spec", "hardware", i))
-        for i, h in enumerate(spec["hardware"])
+    hardware = tuple(_hardware(h, doc.where("spec", "hardware", i)) for i, h in enumerate(spec["hardware"]))
+    local_queues = tuple(
+        LocalQueue(q["namespace"], q.get("name", doc.name), doc.where("spec", "localQueues", i))
+        for i, q in enumerate(spec.get("localQueues", ()))
     )
     return QueuePlan(
         name=doc.name,
@@ -171,8 +180,33 @@ def plan(doc: Document) -> QueuePlan:
         cluster_queue=cluster_queue_fields(spec.get("clusterQueue", {})),
         stop_policy=spec.get("stopPolicy", "None"),
         where=doc.where(),
+        local_queues=local_queues,
         spec=spec,
     )
+
+
+def _hardware(raw: dict[str, Any], where: Where) -> Hardware:
+    return Hardware(
+        dict(raw["identity"]),
+        _quota(raw.get("nominalQuota")),
+        where,
+        borrowing_limit=_quota(raw.get("borrowingLimit")) or {},
+        lending_limit=_quota(raw.get("lendingLimit")) or {},
+        tolerations=_canonical(raw.get("tolerations", ()), _TOLERATION_FIELDS),
+        node_taints=_canonical(raw.get("nodeTaints", ()), _TAINT_FIELDS),
+    )
+
+
+#: field order of a Toleration and a Taint as Kubernetes writes them
+_TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
+_TAINT_FIELDS = ("key", "value", "effect")
+
+
+def _canonical(entries: Iterable[dict[str, Any]], fields: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    """Entries with their fields in Kubernetes' order, sorted and without repeats: the order
+    of a list of tolerations means nothing, so reordering it changes no flavor."""
+    unique = {json.dumps([[f, e[f]] for f in fields if f in e]): e for e in entries}
+    return tuple({f: unique[k][f] for f in fields if f in unique[k]} for k in sorted(unique))
 
 
 def _quota(raw: dict[str, Any] | None) -> dict[str, str] | None:
@@ -187,4 +221,10 @@ def cluster_queue_fields(raw: dict[str, Any]) -> dict[str, Any]:
     if "admissionChecks" in raw:
         checks = [{"name": name} for name in raw["admissionChecks"]]
         fields.setdefault("admissionChecksStrategy", {"admissionChecks": checks})
+    fungibility = fields.get("flavorFungibility")
+    if isinstance(fungibility, dict):
+        # v1beta1's Borrow and Preempt are v1beta2's MayStopSearch (Kueue's own conversion)
+        fields["flavorFungibility"] = {
+            k: "MayStopSearch" if (k, v) in _V1BETA1_VALUES else v for k, v in fungibility.items()
+        }
     return fields

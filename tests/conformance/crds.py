@@ -54,6 +54,11 @@ except ImportError:  # PyYAML built without libyaml
 KUEUE_MODULE: Final = "sigs.k8s.io/kueue"
 NFD_MODULE: Final = "sigs.k8s.io/node-feature-discovery"
 KUEUE_VERSIONS: Final = ("v0.17.0", "v0.19.2")
+#: the newest release that serves kueue.x-k8s.io/v1beta1 only (v0.15.0 added v1beta2): the
+#: target of GeneratorConfig kueueAPIVersion v1beta1
+KUEUE_V1BETA1_VERSION: Final = "v0.14.8"
+#: Kueue API version -> the pinned releases that serve it
+SERVING: Final = {"v1beta2": KUEUE_VERSIONS, "v1beta1": (KUEUE_V1BETA1_VERSION, *KUEUE_VERSIONS)}
 NFD_VERSION: Final = "v0.19.0"
 KUEUE_CRD_DIR: Final = "config/components/crd/bases"
 NFD_CRD_FILE: Final = "deployment/base/nfd-crds/nfd-api-crds.yaml"

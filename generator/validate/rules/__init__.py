@@ -7,7 +7,7 @@ so that the catalogue is complete.
 
 from __future__ import annotations
 
-from generator.validate.rules import hierarchy, nodes, plans, snapshots, sources
+from generator.validate.rules import hierarchy, limits, localqueues, nodes, plans, snapshots, sources, taints
 from generator.validate.rules.base import Context, Rule
 
 RULES: tuple[Rule, ...] = (
@@ -16,6 +16,9 @@ RULES: tuple[Rule, ...] = (
     *snapshots.RULES,
     *hierarchy.RULES,
     *plans.RULES,
+    *limits.RULES,
+    *taints.RULES,
+    *localqueues.RULES,
 )
 
 #: rule ID -> summary, for rules reported outside this registry (loading, schema, planning,

@@ -54,13 +54,19 @@ def _overlap_finding(plan: QueuePlan, hw: Hardware, earlier: Hardware) -> Findin
 def _quota(ctx: Context) -> Iterable[Finding]:
     for plan in ctx.inventory.plans.values():
         for hw in plan.hardware:
-            for resource, value in (hw.nominal_quota or {}).items():
-                where = hw.where.at("nominalQuota", resource)
+            for field, resource, value in _amounts(hw):
+                where = hw.where.at(field, resource)
                 if resource not in plan.covered_resources:
                     covered = ", ".join(plan.covered_resources)
                     yield Finding(where, "plan-quota", f"{resource!r} is not a covered resource ({covered})")
                 elif quantity_error(value):
                     yield Finding(where, "quantity", f"{resource}: {quantity_error(value)}")
+
+
+def _amounts(hw: Hardware) -> Iterable[tuple[str, str, str]]:
+    for field, declared in (("nominalQuota", hw.nominal_quota or {}), *hw.limits):
+        for resource, value in declared.items():
+            yield field, resource, value
 
 
 def _cluster_queue(ctx: Context) -> Iterable[Finding]:
@@ -108,7 +114,7 @@ RULES = (
         _identity,
     ),
     Rule("flavor-overlap", "No two identities of a queue can select the same node.", _overlap),
-    Rule("plan-quota", "nominalQuota names only covered resources.", _quota),
+    Rule("plan-quota", "nominalQuota, borrowingLimit and lendingLimit name only covered resources.", _quota),
     Rule(
         "plan-cluster-queue",
         "clusterQueue gives a field in one spelling (v1beta2 or v1beta1).",

@@ -1,0 +1,70 @@
+"""Rules on borrowingLimit and lendingLimit, as Kueue's ClusterQueue webhook checks them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from generator.model import Finding, Hardware, Node
+from generator.validate.quantities import parse, quantity_error
+from generator.validate.rules.base import Context, Rule
+
+
+def _cohort(ctx: Context) -> Iterable[Finding]:
+    """Kueue: a limit 'must be nil when cohort is empty' (there is nobody to borrow from)."""
+    for plan in ctx.inventory.plans.values():
+        if plan.cluster_queue.get("cohortName"):
+            continue
+        for hw in plan.hardware:
+            for field, declared in hw.limits:
+                if declared:
+                    message = (
+                        f"queue {plan.name!r} has no cohort, so {field} has nothing to borrow from or "
+                        "lend to and Kueue refuses it: set clusterQueue.cohortName or drop the limit"
+                    )
+                    yield Finding(hw.where.key_of(field), "plan-limit-cohort", message)
+
+
+def _lending(ctx: Context) -> Iterable[Finding]:
+    """Kueue: lendingLimit 'must be less than or equal to the nominalQuota'. tasgen splits both
+    with the same weights and caps each flavor's lending part at its nominal part, so the
+    total is what needs checking."""
+    for plan in ctx.inventory.plans.values():
+        for hw in plan.hardware:
+            for resource, value in hw.lending_limit.items():
+                if resource not in plan.covered_resources or quantity_error(value):
+                    continue  # reported by plan-quota / quantity
+                nominal, source = _nominal(ctx, hw, resource)
+                if parse(value) > nominal:
+                    message = (
+                        f"lendingLimit {resource}: {value} exceeds the nominalQuota {source}; a queue "
+                        "cannot lend more than it has"
+                    )
+                    yield Finding(hw.where.at("lendingLimit", resource), "lending-limit", message)
+
+
+def _nominal(ctx: Context, hw: Hardware, resource: str) -> tuple[Decimal, str]:
+    declared = (hw.nominal_quota or {}).get(resource)
+    if declared is not None and not quantity_error(declared):
+        return parse(declared), declared
+    nodes = [n for n in ctx.inventory.nodes.values() if _matches(n, hw.identity)]
+    total = sum((parse(n.allocatable[resource]) for n in nodes if resource in n.allocatable), Decimal(0))
+    return total, f"{total} (the matching nodes' allocatable)"
+
+
+def _matches(node: Node, identity: dict[str, str]) -> bool:
+    return all(node.labels.get(k) == v for k, v in identity.items())
+
+
+RULES = (
+    Rule(
+        "plan-limit-cohort",
+        "borrowingLimit and lendingLimit need a cohort (clusterQueue.cohortName).",
+        _cohort,
+    ),
+    Rule(
+        "lending-limit",
+        "lendingLimit is at most nominalQuota (declared, else the matching nodes' allocatable).",
+        _lending,
+    ),
+)
