@@ -14,7 +14,7 @@ from kubernetes.config import ConfigException
 
 from generator.gate.decision import decide
 from generator.gate.kube import Deadline, Queues, load_client
-from generator.gate.plan import PlanError, read_plan
+from generator.gate.plan import PlanError, plan_version, read_plan
 from generator.gate.runner import Gate, JsonLog
 
 
@@ -81,7 +81,7 @@ def gate(
     except (PlanError, ConfigException, OSError) as err:
         log("error", message=str(err))
         sys.exit(2)
-    queues = Queues(api, event_namespace)
+    queues = Queues(api, event_namespace, plan_version(desired))
     log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
     if dry_run:
         sys.exit(_dry_run(queues, desired, log))

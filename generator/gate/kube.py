@@ -22,6 +22,9 @@ from urllib3.exceptions import HTTPError
 from generator.gate.decision import CONDITION_TYPE, Condition
 
 GROUP, VERSION, PLURAL, KIND = "kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue"
+#: the Kueue API versions the gate can speak: a plan rendered for kueueAPIVersion v1beta1 (a
+#: Kueue release before v0.15 serves no v1beta2) is read and written in v1beta1
+VERSIONS = ("v1beta2", "v1beta1")
 FIELD_MANAGER = "tasgen-gate"
 T = TypeVar("T")
 
@@ -87,13 +90,16 @@ def with_backoff(call: Callable[[], T], deadline: Deadline, on_retry: Callable[[
 class Queues:
     """ClusterQueue reads and writes, and Events about them."""
 
-    def __init__(self, api: client.ApiClient, event_namespace: str = "default") -> None:
+    def __init__(
+        self, api: client.ApiClient, event_namespace: str = "default", version: str = VERSION
+    ) -> None:
         self._custom = client.CustomObjectsApi(api)
         self._event_namespace = event_namespace
+        self._version = version  # the plan's: the live queue is compared in its spelling
 
     def get(self, name: str) -> dict[str, Any] | None:
         try:
-            obj = self._custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            obj = self._custom.get_cluster_custom_object(GROUP, self._version, PLURAL, name)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -104,7 +110,7 @@ class Queues:
         """PUT the whole object; its metadata.resourceVersion makes the write conditional."""
         name = body["metadata"]["name"]
         new = self._custom.replace_cluster_custom_object(
-            GROUP, VERSION, PLURAL, name, dict(body), field_manager=FIELD_MANAGER
+            GROUP, self._version, PLURAL, name, dict(body), field_manager=FIELD_MANAGER
         )
         return cast(dict[str, Any], new)
 
@@ -122,14 +128,14 @@ class Queues:
         """
         meta = live["metadata"]
         body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
+            "apiVersion": f"{GROUP}/{self._version}",
             "kind": KIND,
             "metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]},
             "status": {"conditions": [condition_body(live, cond, now)]},
         }
         new = self._custom.patch_cluster_custom_object_status(
             GROUP,
-            VERSION,
+            self._version,
             PLURAL,
             meta["name"],
             body,
@@ -151,7 +157,7 @@ class Queues:
             # ends in a dot): the object's name and the time in hex nanoseconds.
             "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": self._event_namespace},
             "regarding": {
-                "apiVersion": f"{GROUP}/{VERSION}",
+                "apiVersion": f"{GROUP}/{self._version}",
                 "kind": KIND,
                 "name": meta["name"],
                 "uid": meta.get("uid"),

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from generator.gate.kube import GROUP, KIND, VERSION
+from generator.gate.kube import GROUP, KIND, VERSION, VERSIONS
 
 
 class PlanError(Exception):
@@ -28,7 +28,18 @@ def read_plan(path: Path) -> dict[str, dict[str, Any]]:
             if name in queues:
                 raise PlanError(f"{file}: ClusterQueue {name} appears twice in the plan")
             queues[name] = doc
+    versions = {doc["apiVersion"] for doc in queues.values()}
+    if len(versions) > 1:
+        raise PlanError(
+            f"{path}: the plan mixes {' and '.join(sorted(versions))}; render it for one Kueue version"
+        )
     return queues
+
+
+def plan_version(queues: dict[str, dict[str, Any]]) -> str:
+    """The Kueue API version the plan is written in (the gate reads and writes the live queues
+    in it, so that both sides are spelled alike); v1beta2 for an empty plan."""
+    return next((str(q["apiVersion"]).rpartition("/")[2] for q in queues.values()), VERSION)
 
 
 def _files(path: Path) -> list[Path]:
@@ -60,9 +71,9 @@ def _check(doc: Any, file: Path) -> str:
     """A ClusterQueue of the Kueue version the gate writes, with a name."""
     if not isinstance(doc, dict):
         raise PlanError(f"{file}: a document is not a mapping")
-    if doc.get("apiVersion") != f"{GROUP}/{VERSION}" or doc.get("kind") != KIND:
+    if doc.get("apiVersion") not in [f"{GROUP}/{v}" for v in VERSIONS] or doc.get("kind") != KIND:
         raise PlanError(
-            f"{file}: expected {GROUP}/{VERSION} {KIND} documents only, "
+            f"{file}: expected {GROUP}/{VERSION} (or v1beta1) {KIND} documents only, "
             f"got {doc.get('apiVersion')} {doc.get('kind')}"
         )
     name = (doc.get("metadata") or {}).get("name")

@@ -9,7 +9,7 @@ from kubernetes.client.exceptions import ApiException
 
 from generator.gate import kube
 from generator.gate.kube import Conflict, Deadline, with_backoff
-from generator.gate.plan import PlanError, read_plan
+from generator.gate.plan import PlanError, plan_version, read_plan
 
 CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {}}}\nspec: {{}}\n"
 
@@ -30,6 +30,19 @@ def test_rendered_queues_folder_is_a_plan() -> None:
     assert all(q["kind"] == "ClusterQueue" for q in read_plan(rendered).values())
 
 
+def test_a_v1beta1_plan_is_read_and_spoken_in_v1beta1(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(CQ.format("q1").replace("v1beta2", "v1beta1"))
+    plan = read_plan(path)
+    assert list(plan) == ["q1"] and plan_version(plan) == "v1beta1"
+    assert plan_version(read_plan(_write(tmp_path / "b.yaml", CQ.format("q2")))) == "v1beta2"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
 def test_plan_single_file_and_empty_documents(tmp_path: Path) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text("---\n" + CQ.format("q1") + "---\n")
@@ -42,8 +55,13 @@ def test_plan_single_file_and_empty_documents(tmp_path: Path) -> None:
         (CQ.format("q1") + "---\n" + CQ.format("q1"), "appears twice"),
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ClusterQueue documents only"),
         (
-            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\n",
+            "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: ClusterQueue\nmetadata: {name: x}\n",
             "ClusterQueue documents only",
+        ),
+        (
+            CQ.format("q1")
+            + "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\n",
+            "mixes kueue.x-k8s.io/v1beta1 and kueue.x-k8s.io/v1beta2",
         ),
         ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {}\n", "no metadata.name"),
         ("- a\n- b\n", "not a mapping"),
