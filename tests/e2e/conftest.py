@@ -83,8 +83,12 @@ def applied(dyn: DynamicClient, fleet: Fleet, fleet_nodes: list[str]) -> list[tu
     Nodes already exist (as in a real one): each object with the server's answer or error.
 
     NFD's installation owns the NodeFeature namespace, so it is created first, as NFD's
-    deployment manifests would."""
-    kube.ensure_namespace(client.CoreV1Api(dyn.client), fleet.node_feature_namespace)
+    deployment manifests would; the teams' namespaces of the LocalQueues exist before the sync
+    too (tasgen does not create them), labelled as their ClusterQueue selects them."""
+    core = client.CoreV1Api(dyn.client)
+    kube.ensure_namespace(core, fleet.node_feature_namespace)
+    for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+        kube.ensure_namespace(core, namespace, labels=labels or None)
     results: list[tuple[Obj, Obj | ApiException]] = []
     for obj in fleet.rendered:
         try:

@@ -38,6 +38,7 @@ class Node:
     name: str
     labels: dict[str, str]
     allocatable: dict[str, str]
+    taints: tuple[dict[str, str], ...] = ()  # as in the NodeInventory: key, value, effect
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,18 @@ class Fleet:
         if self.admin_label_prefix:
             namespaces.append(self.admin_label_prefix.split("/", 1)[0])
         return namespaces
+
+    def local_queue_namespaces(self) -> dict[str, dict[str, str]]:
+        """The namespaces of the rendered LocalQueues, with the labels their ClusterQueue's
+        namespaceSelector matches: what an administrator creates before the sync (README)."""
+        selectors = {
+            q["metadata"]["name"]: q["spec"].get("namespaceSelector") or {}
+            for q in self.of_kind("ClusterQueue")
+        }
+        return {
+            lq["metadata"]["namespace"]: dict(selectors[lq["spec"]["clusterQueue"]].get("matchLabels") or {})
+            for lq in self.of_kind("LocalQueue")
+        }
 
     def of_kind(self, kind: str) -> list[Obj]:
         return [obj for obj in self.rendered if obj["kind"] == kind]
@@ -96,7 +109,12 @@ def apply_order(obj: Obj) -> tuple[int, int, str]:
 def load_fleet() -> Fleet:
     inventory = _inventory_documents()
     nodes = [
-        Node(name=n["name"], labels=dict(n.get("labels", {})), allocatable=dict(n.get("allocatable", {})))
+        Node(
+            name=n["name"],
+            labels=dict(n.get("labels", {})),
+            allocatable=dict(n.get("allocatable", {})),
+            taints=tuple(n.get("taints", ())),
+        )
         for doc in inventory
         if doc["kind"] == "NodeInventory"
         for n in doc.get("nodes", [])

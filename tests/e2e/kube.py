@@ -61,7 +61,9 @@ def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
     """Register a Node with its inventory labels, then report it Ready with its allocatable,
     as a kubelet does: the status is a subresource, so it takes a second call."""
     meta = client.V1ObjectMeta(name=node.name, labels=node.labels, annotations=KUBELET_ANNOTATIONS)
-    core.create_node(client.V1Node(metadata=meta))
+    # A kubelet registers its Node with the taints it is configured with (--register-with-taints).
+    taints = [client.V1Taint(key=t["key"], value=t.get("value"), effect=t["effect"]) for t in node.taints]
+    core.create_node(client.V1Node(metadata=meta, spec=client.V1NodeSpec(taints=taints or None)))
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ready = {
         "type": "Ready",
