@@ -45,14 +45,20 @@ def _summary_text(result: Result) -> str:
 
 
 def _queue_line(queue: dict[str, Any]) -> str:
-    flavors = (
-        "; ".join(
-            f"{f['name']} {', '.join(f'{r}={q}' for r, q in f['nominalQuota'].items())}"
-            for f in queue["flavors"]
-        )
-        or "no flavors"
-    )
-    return f"  {queue['name']} (stopPolicy {queue['stopPolicy']}): {flavors}"
+    flavors = "; ".join(_flavor_text(f) for f in queue["flavors"]) or "no flavors"
+    local = queue.get("localQueues")
+    reached = f"; LocalQueues {', '.join(local)}" if local else ""
+    return f"  {queue['name']} (stopPolicy {queue['stopPolicy']}): {flavors}{reached}"
+
+
+def _flavor_text(flavor: dict[str, Any]) -> str:
+    text = f"{flavor['name']} {_amounts(flavor['nominalQuota'])}"
+    limits = [f"{key} {_amounts(flavor[key])}" for key in ("borrowingLimit", "lendingLimit") if key in flavor]
+    return f"{text} ({'; '.join(limits)})" if limits else text
+
+
+def _amounts(amounts: dict[str, str]) -> str:
+    return ", ".join(f"{r}={q}" for r, q in amounts.items())
 
 
 def _verdict(result: Result, command: str) -> str:

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.model import Finding, Level, Manifest, Source, Where
+from generator.model import Finding, KueueVersion, Level, Manifest, Source, Where
 from generator.plan import gate_wiring, manifests
 from generator.plan.profiles import Assignment, assign
-from generator.plan.queues import Queue, plan_queues
+from generator.plan.queues import Queue, QueueFlavor, plan_queues
 from generator.validate.rules import Context
 from generator.validate.rules.hierarchy import conflicts
 
@@ -112,15 +112,28 @@ def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summa
         {"id": p.id, "levels": list(p.keys), "nodes": len(by_profile[p.id])}
         for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
     ]
-    summary.queues = [
-        {
-            "name": q.plan.name,
-            "stopPolicy": manifests.cluster_queue(q, version)["spec"]["stopPolicy"],
-            "flavors": [{"name": f.flavor.name, "nominalQuota": f.quota} for f in q.flavors],
-        }
-        for q in queues
-    ]
+    summary.queues = [_queue_summary(q, version) for q in queues]
     return summary
+
+
+def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "name": queue.plan.name,
+        "stopPolicy": manifests.cluster_queue(queue, version)["spec"]["stopPolicy"],
+        "flavors": [_flavor_summary(f) for f in queue.flavors],
+    }
+    if queue.plan.local_queues:
+        found["localQueues"] = [f"{lq.namespace}/{lq.name}" for lq in queue.plan.local_queues]
+    return found
+
+
+def _flavor_summary(flavor: QueueFlavor) -> dict[str, Any]:
+    found: dict[str, Any] = {"name": flavor.flavor.name, "nominalQuota": flavor.quota}
+    if flavor.borrowing_limit:
+        found["borrowingLimit"] = flavor.borrowing_limit
+    if flavor.lending_limit:
+        found["lendingLimit"] = flavor.lending_limit
+    return found
 
 
 def source_statuses(
