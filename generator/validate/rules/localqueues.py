@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
-from generator.model import Finding, Level, LocalQueue, QueuePlan
+from generator.model import Finding, Level, LocalQueue, QueuePlan, Selector
+from generator.validate.documents import selector
+from generator.validate.labels import selects
 from generator.validate.rules.base import Context, Rule
 
 #: the label the API server puts on every Namespace, with its name as value
@@ -54,6 +57,47 @@ def _namespace_selector(ctx: Context) -> Iterable[Finding]:
         yield Finding(plan.where.key_of("spec"), "namespace-selector-missing", message, Level.WARNING)
 
 
+def _unselected(ctx: Context) -> Iterable[Finding]:
+    """A LocalQueue whose namespace the queue's namespaceSelector refuses admits nothing. Only
+    decidable when the selector reads the namespace's name alone (the one label tasgen knows)."""
+    for plan in ctx.inventory.plans.values():
+        selector = _name_selector(plan.cluster_queue.get("namespaceSelector"))
+        if selector is None:
+            continue
+        for lq in plan.local_queues:
+            if not selects(selector, {NAMESPACE_NAME_KEY: lq.namespace}):
+                message = (
+                    f"queue {plan.name!r} does not select namespace {lq.namespace!r} (its namespaceSelector "
+                    f"reads {NAMESPACE_NAME_KEY}): workloads of LocalQueue {lq.namespace}/{lq.name} are "
+                    "never admitted; add the namespace to the selector"
+                )
+                yield Finding(lq.where.at("namespace"), "local-queue-unselected", message, Level.WARNING)
+
+
+def _name_selector(raw: Any) -> Selector | None:
+    """The selector, when it is well-formed and constrains kubernetes.io/metadata.name only."""
+    if not isinstance(raw, dict) or not raw or set(raw) - {"matchLabels", "matchExpressions"}:
+        return None
+    labels, expressions = raw.get("matchLabels") or {}, raw.get("matchExpressions") or []
+    if not isinstance(labels, dict) or not isinstance(expressions, list):
+        return None
+    if not all(isinstance(e, dict) and _well_formed(e) for e in expressions):
+        return None
+    if {*labels, *(e["key"] for e in expressions)} != {NAMESPACE_NAME_KEY}:
+        return None
+    return selector(raw)
+
+
+def _well_formed(expression: dict[str, Any]) -> bool:
+    values = expression.get("values", [])
+    return (
+        isinstance(expression.get("key"), str)
+        and expression.get("operator") in ("In", "NotIn", "Exists", "DoesNotExist")
+        and isinstance(values, list)
+        and all(isinstance(v, str) for v in values)
+    )
+
+
 RULES = (
     Rule(
         "local-queue",
@@ -64,6 +108,12 @@ RULES = (
         "namespace-selector-missing",
         "A ClusterQueue sets namespaceSelector; without one Kueue admits from no namespace (warning).",
         _namespace_selector,
+        Level.WARNING,
+    ),
+    Rule(
+        "local-queue-unselected",
+        "A LocalQueue's namespace is one its ClusterQueue's namespaceSelector selects (warning).",
+        _unselected,
         Level.WARNING,
     ),
 )
