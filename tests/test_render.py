@@ -142,3 +142,16 @@ def test_source_date_epoch_fixes_the_time(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1814400000")  # 2027-07-01
     run = tasgen("validate", "-i", str(inventory))
     assert "[source-expired]" in run.output
+
+
+def test_a_hand_edited_toleration_is_drift_not_a_patch(inventory: Path, tmp_path: Path) -> None:
+    """Kueue refuses a tolerations update on a topology-aware flavor: under one name they never
+    change, so a difference is an edit of rendered/."""
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    target = out / "kueue" / "resourceflavors.yaml"
+    original = target.read_text()
+    assert "operator: Exists" in original
+    target.write_text(original.replace("operator: Exists", "operator: Equal"))
+    code, output = render(inventory, out)
+    assert code == 1 and "spec.tolerations" in output and "[immutable-field]" in output

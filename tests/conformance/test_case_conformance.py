@@ -126,3 +126,39 @@ def rendered_at(case: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[
         for d in crds.load_documents(p.read_text())
         if isinstance(d, dict)
     ]
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+def test_changing_tolerations_and_taints_never_asks_for_a_refused_update(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every object that keeps its name across the change is an update each release serving
+    the target accepts (CEL transition rules included); what Kueue would refuse got a new name."""
+    case = tmp_path / "case"
+    shutil.copytree(CASES / "flavor-tolerations", case)
+    (case / "inventory" / "config.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: GeneratorConfig\nmetadata: {name: c}\n"
+        f"spec: {{kueueAPIVersion: {version}}}\n"
+    )
+    before = _by_name(rendered_at(case, tmp_path / "a", monkeypatch))
+    for name in ("queue.yaml", "queue-2.yaml"):
+        path = case / "inventory" / name
+        text = path.read_text().replace("tolerationSeconds: 300", "tolerationSeconds: 600")
+        path.write_text(text.replace("value: training", "value: serving"))
+    after = _by_name(rendered_at(case, tmp_path / "b", monkeypatch))
+    kept = sorted(set(before) & set(after))
+    assert ("ClusterQueue", "", "training") in kept  # the queues update in place...
+    renamed = {k for k in before if k[0] == "ResourceFlavor"} - set(after)
+    assert renamed  # ...the flavors do not
+    for release in crds.SERVING[version]:
+        cat = crds.catalog(release)
+        problems = [f"{k}: {p}" for k in kept for p in cat.validate(after[k], old=before[k])]
+        assert problems == [], release
+
+
+def _by_name(objects: list[Obj]) -> dict[tuple[str, str, str], Obj]:
+    return {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+        for o in objects
+        if o["apiVersion"].startswith("kueue")
+    }
