@@ -126,6 +126,7 @@ def _queues() -> list[dict[str, object]]:
             "spec": {
                 "coveredResources": covered,
                 "hardware": [{"identity": {"nvidia.com/gpu.product": p}} for p in products[name]],
+                "clusterQueue": {"namespaceSelector": {}},  # else every queue is a warning
             },
         }
         for name in products
