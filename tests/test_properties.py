@@ -126,6 +126,10 @@ def inventories(draw: st.DrawFn) -> list[dict[str, Any]]:
         "spec": {"hardwareIdentityKeys": ["gpu"]},
     }
     documents.append(config)
+    # One identity, one setting (flavor-settings-conflict): tolerations drawn per identity.
+    tolerations = {
+        g: draw(st.sampled_from([[], [GPU_TOLERATION], [GPU_TOLERATION, DRAIN_TOLERATION]])) for g in "AB"
+    }
     for q in range(draw(st.integers(1, 2))):
         hardware = [
             {"identity": {"gpu": g}}
@@ -134,17 +138,25 @@ def inventories(draw: st.DrawFn) -> list[dict[str, Any]]:
                 if draw(st.booleans())
                 else {}
             )
+            | ({"tolerations": tolerations[g]} if tolerations[g] else {})
+            | draw(
+                st.sampled_from(
+                    [{}, {"borrowingLimit": {"nvidia.com/gpu": "5"}}, {"lendingLimit": {"cpu": "1"}}]
+                )
+            )
             for g in draw(st.lists(st.sampled_from(["A", "B"]), unique=True, min_size=1))
         ]
+        spec = {"coveredResources": ["cpu", "nvidia.com/gpu"], "hardware": hardware}
+        spec["clusterQueue"] = {"cohortName": "fleet", "namespaceSelector": {}}
+        spec["localQueues"] = [{"namespace": f"team-{q}"}]
         documents.append(
-            {
-                "apiVersion": API,
-                "kind": "ClusterQueuePlan",
-                "metadata": {"name": f"q{q}"},
-                "spec": {"coveredResources": ["cpu", "nvidia.com/gpu"], "hardware": hardware},
-            }
+            {"apiVersion": API, "kind": "ClusterQueuePlan", "metadata": {"name": f"q{q}"}, "spec": spec}
         )
     return documents
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+DRAIN_TOLERATION = {"key": "example.com/drain", "operator": "Equal", "value": "x", "effect": "NoExecute"}
 
 
 def write(folder: Path, documents: list[dict[str, Any]], *, layout: int) -> Path:
@@ -247,6 +259,30 @@ def _quota_is_conserved(documents: list[dict[str, Any]], objects: list[dict[str,
                     else sum((parse(n["allocatable"][resource]) for n in matching), Decimal(0))
                 )
                 assert given_ == (expected if matching else 0)
+                _limits_are_conserved(hw, groups[0]["flavors"], flavors, resource, bool(matching))
+
+
+def _limits_are_conserved(
+    hw: dict[str, Any],
+    cq_flavors: list[dict[str, Any]],
+    flavors: dict[str, str],
+    resource: str,
+    matched: bool,
+) -> None:
+    """Each limit's parts sum to the declared total; no flavor lends more than it has."""
+    entries = [
+        r
+        for f in cq_flavors
+        if flavors[f["name"]] == hw["identity"]["gpu"]
+        for r in f["resources"]
+        if r["name"] == resource
+    ]
+    for field in ("borrowingLimit", "lendingLimit"):
+        declared = hw.get(field, {}).get(resource)
+        parts = [parse(r[field]) for r in entries if field in r]
+        assert sum(parts, Decimal(0)) == (parse(declared) if declared and matched else 0)
+        assert len(parts) == (len(entries) if declared else 0)
+    assert all(parse(r["lendingLimit"]) <= parse(r["nominalQuota"]) for r in entries if "lendingLimit" in r)
 
 
 @SETTINGS
