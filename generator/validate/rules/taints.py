@@ -81,12 +81,17 @@ def _conflict(
 ) -> Finding:
     other_plan, j, theirs = other
     message = (
-        f"queue {plan.name!r} gives identity {hw.identity} {field} {list(mine)}, but queue "
-        f"{other_plan.name!r} ({other_plan.where.file}, spec.hardware[{j}]) gives {list(theirs)}: "
+        f"queue {plan.name!r} gives identity {hw.identity} {field} {_flow(mine)}, but queue "
+        f"{other_plan.name!r} ({other_plan.where.file}, spec.hardware[{j}]) gives {_flow(theirs)}: "
         "the queues share this identity's ResourceFlavors, so every entry for it must state "
         f"the same {field}"
     )
     return Finding(where, "flavor-settings-conflict", message)
+
+
+def _flow(entries: Iterable[dict[str, Any]]) -> str:
+    """Entries as YAML flow mappings, as a user writes them."""
+    return "[" + ", ".join("{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in entries) + "]"
 
 
 def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
