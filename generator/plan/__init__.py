@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.model import Finding, KueueVersion, Level, Manifest, Source, Where
-from generator.plan import gate_wiring, manifests
+from generator.plan import gate_wiring, manifests, sync_wiring
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
 from generator.validate.rules import Context
@@ -93,12 +93,14 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
 
 def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
     gate = ctx.inventory.settings.gate
-    return gate_wiring.gate_manifests(
+    timeout = gate.get("timeoutSeconds", DEFAULT_GATE_TIMEOUT)
+    objects = gate_wiring.gate_manifests(
         queues,
         namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
         image=gate.get("image", DEFAULT_GATE_IMAGE),
-        timeout_seconds=gate.get("timeoutSeconds", DEFAULT_GATE_TIMEOUT),
+        timeout_seconds=timeout,
     )
+    return objects + sync_wiring.flux_chain("./rendered", "flux-system", "flux-system", timeout)
 
 
 def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:

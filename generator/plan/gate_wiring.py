@@ -1,4 +1,5 @@
-"""The GitOps wiring of the drain gate: the objects of ``rendered/gate/`` and ``rendered/flux/``.
+"""The drain gate's objects: everything in ``rendered/gate/`` (the engines' wiring that orders
+it among the other paths is in :mod:`generator.plan.sync_wiring`).
 
 Order of a sync, in both engines: NodeFeatures (labels/) -> new Topologies and ResourceFlavors
 (kueue/) -> the gate Job, which drains and switches the live ClusterQueues and restores their
@@ -9,12 +10,12 @@ them.
 - Argo CD syncs the root kustomization: the gate's ConfigMap and RBAC are in wave 2, the Job is a
   ``Sync`` hook in wave 3 (recreated each sync: ``BeforeHookCreation``), the queues are in wave
   4. A failed or timed-out Job fails the sync, so wave 4 never applies the new queues.
-- Flux applies ``rendered/flux/``: one Kustomization per folder, chained with ``dependsOn`` and
-  ``wait: true``, so the queues' Kustomization waits for the gate's to be Ready, i.e. for the Job
-  to complete. The Job's pod template carries the plan's hash, so a new plan changes the
-  immutable template and ``force: true`` recreates the Job. A finished Job is removed after
-  ``ttlSecondsAfterFinished``; Flux then recreates it, so a drain that outlasted the timeout is
-  resumed without a person deleting the Job (and a finished gate re-runs as a no-op).
+- Flux applies ``rendered/flux/`` (see sync_wiring): the queues' Kustomization waits for the
+  gate's to be Ready, i.e. for the Job to complete. The Job's pod template carries the plan's
+  hash, so a new plan changes the immutable template and ``force: true`` recreates the Job. A
+  finished Job is removed after ``ttlSecondsAfterFinished``; Flux then recreates it, so a drain
+  that outlasted the timeout is resumed without a person deleting the Job (and a finished gate
+  re-runs as a no-op).
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
 WAVE = "argocd.argoproj.io/sync-wave"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 RBAC_API = "rbac.authorization.k8s.io/v1"
-FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
-FOLDERS = ("labels", "kueue", "gate", "queues")
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
 JOB_TTL_SECONDS = 900
 #: Grace beyond the gate's own timeout for the pod to start and report.
@@ -49,14 +48,11 @@ def gate_manifests(
     namespace: str,
     image: str,
     timeout_seconds: int,
-    repo_path: str = "./rendered",
-    flux_namespace: str = "flux-system",
-    flux_source: str = "flux-system",
     event_namespace: str = "default",
     create_namespace: bool = True,
     name: str = NAME,
 ) -> list[Manifest]:
-    """Everything the gate needs in rendered/gate/ and the Flux chain in rendered/flux/.
+    """Everything the gate needs in rendered/gate/.
 
     ``create_namespace``: render the Namespace (a namespace dedicated to the gate, which the
     GitOps engine then owns); turn it off to use a namespace that exists already.
@@ -68,7 +64,7 @@ def gate_manifests(
     gate = _Gate(name, namespace, image, timeout_seconds, event_namespace)
     queues = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
     plan = plan_text(cluster_queues)
-    found = [
+    return [
         *([Manifest("gate/namespace.yaml", gate.namespace_object())] if create_namespace else []),
         Manifest("gate/serviceaccount.yaml", gate.object("v1", "ServiceAccount", namespace)),
         Manifest("gate/clusterrole.yaml", gate.cluster_role(queues)),
@@ -78,7 +74,6 @@ def gate_manifests(
         Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
         Manifest("gate/job.yaml", gate.job(plan)),
     ]
-    return found + flux_chain(repo_path, flux_namespace, flux_source, timeout_seconds)
 
 
 def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
@@ -218,32 +213,3 @@ class _Gate:
             ],
             "volumes": [{"name": "plan", "configMap": {"name": f"{self.name}-plan"}}],
         }
-
-
-def flux_chain(repo_path: str, flux_namespace: str, flux_source: str, timeout_seconds: int) -> list[Manifest]:
-    """labels -> kueue -> gate -> queues, each waiting for the one before to be Ready."""
-    result: list[Manifest] = []
-    for i, folder in enumerate(FOLDERS):
-        spec: dict[str, Any] = {
-            "interval": "10m",
-            "retryInterval": "1m",
-            "timeout": "5m",
-            "path": f"{repo_path.rstrip('/')}/{folder}",
-            "prune": True,
-            "wait": True,
-            "sourceRef": {"kind": "GitRepository", "name": flux_source},
-        }
-        if i:
-            spec["dependsOn"] = [{"name": f"tasgen-{FOLDERS[i - 1]}"}]
-        if folder == "gate":
-            # The Job is immutable: a new plan hash in its template makes Flux recreate it.
-            spec["force"] = True
-            spec["timeout"] = f"{timeout_seconds + START_GRACE_SECONDS + 60}s"
-        meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace, "labels": dict(MANAGED_BY)}
-        result.append(
-            Manifest(
-                f"flux/{folder}.yaml",
-                {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec},
-            )
-        )
-    return result

@@ -1,11 +1,9 @@
-"""The gate's GitOps wiring: what rendered/gate/ and rendered/flux/ hold, and how it is ordered."""
+"""The gate's objects: what rendered/gate/ holds."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from generator.gate.plan import read_plan
 from generator.model import Manifest
@@ -44,7 +42,7 @@ def render(queues: list[dict[str, Any]], **kw: Any) -> dict[tuple[str, str], Man
 QUEUES = [cq("team-b", ["f2"]), cq("team-a", ["f1", "f2"])]
 
 
-def test_files_are_in_gate_and_flux_folders() -> None:
+def test_files_are_in_the_gate_folder() -> None:
     files = {m.file for m in gate_manifests(QUEUES, namespace="n", image="i", timeout_seconds=1)}
     assert files == {
         "gate/namespace.yaml",
@@ -55,10 +53,6 @@ def test_files_are_in_gate_and_flux_folders() -> None:
         "gate/rolebinding-events.yaml",
         "gate/configmap-plan.yaml",
         "gate/job.yaml",
-        "flux/labels.yaml",
-        "flux/kueue.yaml",
-        "flux/gate.yaml",
-        "flux/queues.yaml",
     }
 
 
@@ -134,24 +128,6 @@ def test_configmap_plan_reads_back_with_the_gate_reader(tmp_path: Path) -> None:
     plan = read_plan(tmp_path)
     assert sorted(plan) == ["team-a", "team-b"]
     assert plan["team-a"]["spec"] == QUEUES[1]["spec"]
-
-
-@pytest.mark.parametrize("repo_path", ["./rendered", "./clusters/prod/rendered/"])
-def test_flux_chain(repo_path: str) -> None:
-    found = render(QUEUES, repo_path=repo_path)
-    chain = [found[("Kustomization", f"flux/{f}.yaml")].body for f in ("labels", "kueue", "gate", "queues")]
-    assert [k["spec"]["path"] for k in chain] == [
-        f"{repo_path.rstrip('/')}/{f}" for f in ("labels", "kueue", "gate", "queues")
-    ]
-    assert [k["spec"].get("dependsOn") for k in chain] == [
-        None,
-        [{"name": "tasgen-labels"}],
-        [{"name": "tasgen-kueue"}],
-        [{"name": "tasgen-gate"}],
-    ]
-    assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
-    assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
-    assert chain[2]["spec"]["timeout"] == "780s"
 
 
 def test_name_sets_every_object_and_reference() -> None:
