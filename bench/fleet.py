@@ -9,6 +9,7 @@ scalar, the webhook snapshot as the JSON its endpoint answers.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from generator.emit import yaml
@@ -44,8 +45,23 @@ def _node(i: int, n: int) -> dict[str, object]:
     return {"name": name, "labels": dict(sorted(labels.items())), "allocatable": allocatable}
 
 
-def write_fleet(root: Path, n: int) -> None:
+def shards_for(n: int) -> int:
+    """The labels shard count a fleet of n nodes needs: ~1.7 NodeFeatures per node here,
+    about 1,000 per shard on average (hashing spreads racks unevenly), a power of two."""
+    return 1 << max(0, math.ceil(math.log2(n * 1.7 / 1000))) if n > 600 else 1
+
+
+def write_fleet(root: Path, n: int, shards: int | None = None) -> None:
+    """The fleet's inventory in root; a GeneratorConfig with ``shards`` labels shards
+    (default: shards_for(n))."""
     root.mkdir(parents=True, exist_ok=True)
+    config = {
+        "apiVersion": API,
+        "kind": "GeneratorConfig",
+        "metadata": {"name": "bench"},
+        "spec": {"output": {"nodeFeatureShards": shards or shards_for(n)}},
+    }
+    (root / "config.yaml").write_text(yaml.dump(config))
     nodes = [_node(i, n) for i in range(n)]
     inventory = {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "fleet"}, "nodes": nodes}
     (root / "nodes.yaml").write_text(yaml.dump(inventory))

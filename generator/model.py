@@ -211,6 +211,8 @@ class Settings:
     node_feature_namespace: str = "node-feature-discovery"
     gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
     kueue_api_version: KueueVersion = "v1beta2"
+    output: dict[str, Any] = field(default_factory=dict)  # nodeFeatureShards, maxObjectsPerShard
+    sync: dict[str, Any] = field(default_factory=dict)  # path, flux, argocd
     where: Where | None = None
 
 

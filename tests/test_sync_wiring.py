@@ -1,18 +1,41 @@
-"""The engines' wiring: the Flux chain of rendered/flux/."""
+"""The engines' wiring: the Flux Kustomizations of rendered/flux/ and the Argo CD ApplicationSet
+of rendered/argocd/, for one labels folder and for shards."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
-from generator.plan.sync_wiring import flux_chain
+from generator.model import Manifest
+from generator.plan.sync_wiring import (
+    LAST_APPLIED_LIMIT,
+    STEP_LABEL,
+    SYNC_OPTIONS,
+    Paths,
+    application_set,
+    flux_kustomizations,
+    server_side_where_needed,
+    wiring,
+)
+
+SHARDS = ("labels/shard-0", "labels/shard-2", "labels/shard-1")
 
 
-@pytest.mark.parametrize("repo_path", ["./rendered", "./clusters/prod/rendered/"])
-def test_flux_chain(repo_path: str) -> None:
-    found = {m.file: m.body for m in flux_chain(repo_path, "flux-system", "flux-system", 600)}
-    chain = [found[f"flux/{f}.yaml"] for f in ("labels", "kueue", "gate", "queues")]
+def flux(paths: Paths, **settings: Any) -> dict[str, dict[str, Any]]:
+    return {m.body["metadata"]["name"]: m.body for m in flux_kustomizations(paths, settings, 600)}
+
+
+@pytest.mark.parametrize(
+    ("repo_path", "shown"),
+    [("rendered", "./rendered"), ("./clusters/prod/rendered/", "./clusters/prod/rendered"), (".", ".")],
+)
+def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
+    found = flux(Paths.of(repo_path, ["labels"]))
+    chain = [found[f"tasgen-{f}"] for f in ("labels", "kueue", "gate", "queues")]
     assert [k["spec"]["path"] for k in chain] == [
-        f"{repo_path.rstrip('/')}/{f}" for f in ("labels", "kueue", "gate", "queues")
+        f"{shown}/{f}" for f in ("labels", "kueue", "gate", "queues")
     ]
     assert [k["spec"].get("dependsOn") for k in chain] == [
         None,
@@ -23,3 +46,137 @@ def test_flux_chain(repo_path: str) -> None:
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
     assert chain[2]["spec"]["timeout"] == "780s"
+
+
+def test_flux_shards_each_get_a_kustomization_and_kueue_waits_for_all() -> None:
+    found = flux(Paths.of("rendered", SHARDS))
+    shards = [found[f"tasgen-labels-shard-{i}"] for i in range(3)]
+    assert [k["spec"]["path"] for k in shards] == [f"./rendered/labels/shard-{i}" for i in range(3)]
+    assert all("dependsOn" not in k["spec"] for k in shards)
+    assert found["tasgen-kueue"]["spec"]["dependsOn"] == [
+        {"name": f"tasgen-labels-shard-{i}"} for i in range(3)
+    ]
+    assert set(found) == {
+        *(f"tasgen-labels-shard-{i}" for i in range(3)),
+        "tasgen-kueue",
+        "tasgen-gate",
+        "tasgen-queues",
+    }
+
+
+def test_flux_files_keep_shards_together() -> None:
+    files = [m.file for m in flux_kustomizations(Paths.of("rendered", SHARDS), {}, 60)]
+    assert files == ["flux/labels.yaml"] * 3 + ["flux/kueue.yaml", "flux/gate.yaml", "flux/queues.yaml"]
+
+
+def test_flux_settings_come_from_the_config() -> None:
+    found = flux(
+        Paths.of("rendered", ["labels"]),
+        namespace="gitops",
+        interval="3m",
+        sourceRef={"kind": "OCIRepository", "name": "fleet", "namespace": "sources"},
+    )
+    for kustomization in found.values():
+        assert kustomization["metadata"]["namespace"] == "gitops"
+        assert kustomization["spec"]["interval"] == "3m"
+        assert kustomization["spec"]["sourceRef"] == {
+            "kind": "OCIRepository",
+            "name": "fleet",
+            "namespace": "sources",
+        }
+
+
+def test_flux_defaults() -> None:
+    labels = flux(Paths.of("rendered", ["labels"]))["tasgen-labels"]
+    assert labels["metadata"]["namespace"] == "flux-system"
+    assert labels["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
+
+
+ARGO = {"repoURL": "https://git.example.com/fleet.git"}
+
+
+def test_argocd_is_rendered_only_when_configured() -> None:
+    paths = Paths.of("rendered", ["labels"])
+    assert {m.file for m in wiring(paths, {}, 60)} == {
+        f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues")
+    }
+    assert "argocd/applicationset.yaml" in {m.file for m in wiring(paths, {"argocd": ARGO}, 60)}
+
+
+@pytest.mark.parametrize(
+    ("repo_path", "labels", "pattern", "depth"),
+    [
+        ("rendered", ["labels"], "rendered/labels", 1),
+        ("clusters/prod/rendered", SHARDS, "clusters/prod/rendered/labels/*", 3),
+        (".", SHARDS, "labels/*", 0),
+    ],
+)
+def test_argocd_generator_covers_every_synced_path(
+    repo_path: str, labels: list[str], pattern: str, depth: int
+) -> None:
+    spec = application_set(Paths.of(repo_path, labels), ARGO)["spec"]
+    prefix = "" if repo_path == "." else f"{repo_path}/"
+    assert spec["generators"][0]["git"]["directories"] == [
+        {"path": pattern},
+        *({"path": f"{prefix}{step}"} for step in ("kueue", "gate", "queues")),
+    ]
+    # The step label is the path's first segment below rendered/.
+    template = spec["template"]
+    assert template["metadata"]["labels"][STEP_LABEL] == f"{{{{ index .path.segments {depth} }}}}"
+
+
+def test_argocd_rolling_sync_steps_run_in_order() -> None:
+    spec = application_set(Paths.of("rendered", ["labels"]), ARGO)["spec"]
+    assert spec["strategy"]["type"] == "RollingSync"
+    steps = spec["strategy"]["rollingSync"]["steps"]
+    assert [s["matchExpressions"] for s in steps] == [
+        [{"key": STEP_LABEL, "operator": "In", "values": [step]}]
+        for step in ("labels", "kueue", "gate", "queues")
+    ]
+    # RollingSync triggers each sync with the template's prune setting.
+    assert spec["template"]["spec"]["syncPolicy"]["automated"]["prune"] is True
+
+
+def test_argocd_settings_come_from_the_config() -> None:
+    argo = {
+        **ARGO,
+        "targetRevision": "main",
+        "namespace": "gitops",
+        "name": "gpu",
+        "project": "platform",
+        "destination": {"name": "prod"},
+    }
+    appset = application_set(Paths.of("rendered", ["labels"]), argo)
+    assert appset["metadata"]["namespace"] == "gitops"
+    assert appset["metadata"]["name"] == "gpu"
+    template = appset["spec"]["template"]
+    assert template["metadata"]["name"].startswith("gpu-")
+    assert template["spec"]["project"] == "platform"
+    assert template["spec"]["destination"] == {"name": "prod"}
+    assert template["spec"]["source"]["targetRevision"] == "main"
+    assert appset["spec"]["generators"][0]["git"]["revision"] == "main"
+
+
+def configmap(size: int, annotations: dict[str, str] | None = None) -> Manifest:
+    meta: dict[str, Any] = {"name": "plan", **({"annotations": annotations} if annotations else {})}
+    return Manifest(
+        "gate/configmap-plan.yaml",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "x" * size}},
+    )
+
+
+def test_server_side_apply_only_where_client_side_apply_cannot() -> None:
+    small, large = configmap(1000), configmap(LAST_APPLIED_LIMIT, {"argocd.argoproj.io/sync-wave": "2"})
+    server_side_where_needed([small, large])
+    assert "annotations" not in small.body["metadata"]
+    assert len(json.dumps(large.body)) > LAST_APPLIED_LIMIT
+    assert large.body["metadata"]["annotations"] == {
+        "argocd.argoproj.io/sync-wave": "2",
+        SYNC_OPTIONS: "ServerSideApply=true",
+    }
+
+
+def test_server_side_apply_keeps_other_sync_options() -> None:
+    large = configmap(LAST_APPLIED_LIMIT, {SYNC_OPTIONS: "PruneLast=true"})
+    server_side_where_needed([large])
+    assert large.body["metadata"]["annotations"][SYNC_OPTIONS] == "PruneLast=true,ServerSideApply=true"

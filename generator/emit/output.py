@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator.emit.tree import HEADER, Tree
+from generator.load.files import ParseError, parse_text
+from generator.plan.manifests import NODE_NAME_LABEL
 
-FEATURE_FILES = "labels/nodefeatures-"
-
-_NAME = re.compile(r"^  name: (.+)$", re.MULTILINE)
-_NODE = re.compile(r"^    nfd\.node\.kubernetes\.io/node-name: (.+)$", re.MULTILINE)
+FEATURE_FILES = "nodefeatures-"
 
 
 def owned_files(out_dir: Path) -> dict[str, str]:
@@ -60,30 +58,36 @@ def first_difference(old: str, new: str) -> int:
 
 def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
     """How many nodes have a NodeFeature that is new, changed or gone (seed's
-    status.mutatedNodes). Only files that changed are read document by document."""
-    nodes: set[str] = set()
-    paths = set(tree.features) | {p for p in old if p.startswith(FEATURE_FILES)}
-    for path in paths:
-        if tree.files.get(path) == old.get(path):
-            continue
-        after = {name: (node, text) for name, node, text in tree.features.get(path, [])}
-        before = _features(old.get(path, ""))
-        nodes.update(
-            node
-            for name, (node, text) in (before | after).items()
-            if before.get(name, ("", ""))[1] != after.get(name, ("", ""))[1]
-        )
+    status.mutatedNodes). Only NodeFeature files that changed are looked at, and a document is
+    compared as a whole: the new ones come with their node from the tree; an old one that is
+    no longer written is parsed to learn its node (a node that left, or a label change)."""
+    paths = set(tree.features) | {p for p in old if _is_feature_file(p)}
+    changed = [p for p in paths if tree.files.get(p) != old.get(p)]
+    after = {text: node for p in changed for _, node, text in tree.features.get(p, [])}
+    before = {d for p in changed for d in _documents(old.get(p, ""))}
+    nodes = {node for text, node in after.items() if text not in before}
+    nodes.update(_node_of(d) for d in before if d not in after)
+    nodes.discard("")
     return len(nodes)
 
 
-def _features(text: str) -> dict[str, tuple[str, str]]:
-    """NodeFeature name -> (node, document text), read from the text tasgen itself wrote."""
-    result: dict[str, tuple[str, str]] = {}
-    for document in text.rstrip("\n").split("\n---\n")[1:]:
-        name, node = _NAME.search(document), _NODE.search(document)
-        if name and node:
-            result[name[1]] = (node[1].strip('"'), document)
-    return result
+def _is_feature_file(path: str) -> bool:
+    return path.startswith("labels/") and path.rpartition("/")[2].startswith(FEATURE_FILES)
+
+
+def _documents(text: str) -> list[str]:
+    """The documents of a file tasgen wrote, as the tree made them (header dropped)."""
+    return text.rstrip("\n").split("\n---\n")[1:] if text else []
+
+
+def _node_of(document: str) -> str:
+    try:
+        bodies = parse_text(document)
+    except ParseError:
+        return ""  # an unreadable old document (a hand edit) is simply replaced
+    body = bodies[0] if bodies else None
+    labels = body.get("metadata", {}).get("labels", {}) if isinstance(body, dict) else {}
+    return str(labels.get(NODE_NAME_LABEL, "")) if isinstance(labels, dict) else ""
 
 
 def write(out_dir: Path, update: Changes) -> None:

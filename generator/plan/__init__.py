@@ -10,12 +10,16 @@ from generator.model import Finding, KueueVersion, Level, Manifest, Source, Wher
 from generator.plan import gate_wiring, manifests, sync_wiring
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
+from generator.plan.shards import Sharding, objects_per_folder, oversized
 from generator.validate.rules import Context
 from generator.validate.rules.hierarchy import conflicts
 
 DEFAULT_GATE_NAMESPACE = "tasgen-system"
 DEFAULT_GATE_IMAGE = "ghcr.io/tasgen/tasgen-gate:0.1.0"
 DEFAULT_GATE_TIMEOUT = 1800
+#: rendered/'s path in the repository, for the engines' wiring. A constant rather than the
+#: output folder's place: the same inventory renders the same bytes wherever it is written.
+DEFAULT_SYNC_PATH = "rendered"
 
 
 @dataclass
@@ -78,29 +82,41 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     version = inventory.settings.kueue_api_version
     queues, flavors, findings = plan_queues(inventory.plans.values(), inventory.nodes, assignment, version)
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
-    objects = [
-        *(manifests.node_features(inventory, ready) if node_features else []),
-        *(manifests.profile_features(inventory, assignment) if node_features else []),
-        *manifests.topologies(assignment, version),
-        *manifests.resource_flavors(flavors, version),
+    sharding = Sharding.of(inventory.settings.output)
+    folder_of = sharding.folders_of(inventory.nodes, assignment.domain_of)
+    findings += oversized(sharding, objects_per_folder(folder_of, ready), inventory)
+    features = [
+        *(manifests.node_features(inventory, ready, folder_of) if node_features else []),
+        *(manifests.profile_features(inventory, assignment, folder_of) if node_features else []),
     ]
     queue_objects = manifests.cluster_queues(queues, version)
-    objects += _gate(ctx, [m.body for m in queue_objects]) + queue_objects
-    objects += manifests.local_queues(queues, version)
+    control = [
+        *manifests.topologies(assignment, version),
+        *manifests.resource_flavors(flavors, version),
+        *_gate(ctx, [m.body for m in queue_objects]),
+        *queue_objects,
+        *manifests.local_queues(queues, version),
+    ]
+    sync_wiring.server_side_where_needed(control)  # NodeFeatures are small by construction
+    objects = features + control
+    paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
+    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
     summary = _summary(ctx, assignment, queues)
     return Plan(objects, assignment.findings + findings, summary)
 
 
+def _gate_timeout(ctx: Context) -> int:
+    return int(ctx.inventory.settings.gate.get("timeoutSeconds", DEFAULT_GATE_TIMEOUT))
+
+
 def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
     gate = ctx.inventory.settings.gate
-    timeout = gate.get("timeoutSeconds", DEFAULT_GATE_TIMEOUT)
-    objects = gate_wiring.gate_manifests(
+    return gate_wiring.gate_manifests(
         queues,
         namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
         image=gate.get("image", DEFAULT_GATE_IMAGE),
-        timeout_seconds=timeout,
+        timeout_seconds=_gate_timeout(ctx),
     )
-    return objects + sync_wiring.flux_chain("./rendered", "flux-system", "flux-system", timeout)
 
 
 def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:

@@ -1,20 +1,20 @@
 """The objects of rendered/, each with the file it belongs in.
 
-Layout (one folder per sync step, so that Flux can chain them and Argo CD can order them
-by sync wave within one Application):
+Layout (one folder per sync step; each folder is one path an engine syncs, see sync_wiring):
 
-- ``labels/``: NFD NodeFeatures, one file per writing source and one for profiles (wave 1)
-- ``kueue/``: Topologies and ResourceFlavors (wave 2; pruned last, once nothing refers to them)
-- ``gate/``: the drain gate Job and what it needs (wave 3)
-- ``queues/``: ClusterQueues and their LocalQueues (wave 4)
+- ``labels/`` or, with several shards, ``labels/shard-NNN/``: NFD NodeFeatures, one file per
+  writing source and one for profiles in each (see shards.py for which node goes where)
+- ``kueue/``: Topologies and ResourceFlavors
+- ``gate/``: the drain gate Job and what it needs
+- ``queues/``: ClusterQueues and their LocalQueues
 
 Few large files rather than one per object: writing 100k small files costs seconds, and a
-reviewer reads one diff per source.
+reviewer reads one diff per source and shard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from generator.model import PROFILE_KEY, Inventory, KueueVersion, Manifest, Source
@@ -27,44 +27,46 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 SOURCE_LABEL = "topology.gpustack.ai/source"
-REVISION_ANNOTATION = "topology.gpustack.ai/revision"
+#: Topologies and flavors have no health of their own; a retired one waits, being deleted, for
+#: Kueue's resource-in-use finalizer, and must not hold its Application at Progressing meanwhile
+IGNORE_HEALTH = "argocd.argoproj.io/ignore-healthcheck"
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-PROFILE_FEATURE_FILE = "labels/nodefeatures-profiles.yaml"
+PROFILE_FEATURES = "nodefeatures-profiles.yaml"
 
 
-def source_feature_file(source: str) -> str:
-    return f"labels/nodefeatures-{source}.yaml"
+def source_features(source: str) -> str:
+    return f"nodefeatures-{source}.yaml"
 
 
-def node_features(inventory: Inventory, ready: Iterable[Source]) -> list[Manifest]:
-    """One NodeFeature per Ready writing source per node its snapshot describes."""
+def node_features(
+    inventory: Inventory, ready: Iterable[Source], folder_of: Mapping[str, str]
+) -> list[Manifest]:
+    """One NodeFeature per Ready writing source per node its snapshot describes, in the node's
+    labels folder. No revision annotation: a new snapshot revision would then rewrite every
+    shard, not only those of the racks that changed (the status summary reports revisions)."""
     namespace = inventory.settings.node_feature_namespace
     result: list[Manifest] = []
     for source in ready:
         assert source.snapshot is not None
-        file = source_feature_file(source.name)
-        revision = source.snapshot.revision
+        file = source_features(source.name)
         for node in sorted(source.snapshot.nodes):
             stated = source.snapshot.nodes[node]
             labels = {k: stated[k] for k in sorted(stated) if k not in READ_ONLY_PARENTS}
-            name = f"tasgen.{source.name}.{node}"
-            result.append(Manifest(file, _node_feature(name, namespace, node, labels, source.name, revision)))
+            body = _node_feature(f"tasgen.{source.name}.{node}", namespace, node, labels, source.name)
+            result.append(Manifest(f"{folder_of[node]}/{file}", body))
     return result
 
 
-def profile_features(inventory: Inventory, assignment: Assignment) -> list[Manifest]:
+def profile_features(
+    inventory: Inventory, assignment: Assignment, folder_of: Mapping[str, str]
+) -> list[Manifest]:
     namespace = inventory.settings.node_feature_namespace
     return [
         Manifest(
-            PROFILE_FEATURE_FILE,
+            f"{folder_of[node]}/{PROFILE_FEATURES}",
             _node_feature(
-                f"tasgen-profile.{node}",
-                namespace,
-                node,
-                {PROFILE_KEY: assignment.profile_of[node].id},
-                None,
-                None,
+                f"tasgen-profile.{node}", namespace, node, {PROFILE_KEY: assignment.profile_of[node].id}, None
             ),
         )
         for node in sorted(assignment.profile_of)
@@ -72,18 +74,15 @@ def profile_features(inventory: Inventory, assignment: Assignment) -> list[Manif
 
 
 def _node_feature(
-    name: str, namespace: str, node: str, labels: dict[str, str], source: str | None, revision: str | None
+    name: str, namespace: str, node: str, labels: dict[str, str], source: str | None
 ) -> dict[str, Any]:
     meta_labels = {**MANAGED_BY, NODE_NAME_LABEL: node}
     if source is not None:
         meta_labels[SOURCE_LABEL] = source
-    annotations = {WAVE: "1"}
-    if revision is not None:
-        annotations[REVISION_ANNOTATION] = revision
     return {
         "apiVersion": NFD_API,
         "kind": "NodeFeature",
-        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels, "annotations": annotations},
+        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels},
         "spec": {"labels": labels},
     }
 
@@ -94,6 +93,7 @@ def _kueue_meta(name: str, wave: str, *, prune_last: bool) -> dict[str, Any]:
         # Kueue's resource-in-use finalizer holds an old flavor until queues drop it; pruning
         # it last lets the new plan land first.
         annotations[SYNC_OPTIONS] = "PruneLast=true"
+        annotations[IGNORE_HEALTH] = "true"
     return {"name": name, "labels": dict(MANAGED_BY), "annotations": annotations}
 
 

@@ -40,6 +40,9 @@ class Assignment:
 
     profile_of: dict[str, Profile] = field(default_factory=dict)  # node name -> profile
     source_of: dict[str, str] = field(default_factory=dict)  # node name -> the one source
+    #: node name -> its rack path: the node's values of its profile's levels above the
+    #: hostname ("" for a hostname-only node); what labels shards are keyed on
+    domain_of: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
     def nodes_by_profile(self) -> dict[str, list[str]]:
@@ -63,6 +66,7 @@ def assign(ctx: Context) -> Assignment:
         keys = _keys(*mine[0]) if len(mine) == 1 else (HOSTNAME_KEY,)
         if len(mine) == 1:
             result.source_of[name] = mine[0][0].name
+            result.domain_of[name] = _domain(keys, mine[0][1])
         elif mine:
             ambiguous[tuple(s.name for s, _ in mine)].append(name)
         result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(
@@ -84,6 +88,10 @@ def _candidates(ctx: Context, ready: list[Source]) -> dict[str, list[tuple[Sourc
 
 def _keys(source: Source, values: dict[str, str]) -> tuple[str, ...]:
     return (*populated_prefix(source.levels, values), HOSTNAME_KEY)
+
+
+def _domain(keys: tuple[str, ...], values: dict[str, str]) -> str:
+    return "".join(f"{key}={values[key]}\n" for key in keys[:-1])
 
 
 def _ambiguity_warnings(ctx: Context, ambiguous: dict[tuple[str, ...], list[str]]) -> Iterable[Finding]:

@@ -113,6 +113,8 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         node_feature_namespace=spec.get("nodeFeatureNamespace", defaults.node_feature_namespace),
         gate=dict(spec.get("gate", {})),
         kueue_api_version=spec.get("kueueAPIVersion", defaults.kueue_api_version),
+        output=dict(spec.get("output", {})),
+        sync=dict(spec.get("sync", {})),
         where=docs[0].where("spec"),
     ), findings
 

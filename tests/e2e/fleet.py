@@ -91,11 +91,13 @@ def _inventory_documents() -> list[Obj]:
 
 
 def _rendered_files() -> list[Path]:
-    """Every manifest of rendered/ that a sync applies: not the kustomizations, not flux/."""
+    """Every manifest of rendered/ that a sync applies: not the kustomizations, not the
+    engines' wiring (flux/, argocd/)."""
     return [
         path
         for path in sorted(RENDERED_DIR.rglob("*.yaml"))
-        if path.name != "kustomization.yaml" and "flux" not in path.relative_to(RENDERED_DIR).parts
+        if path.name != "kustomization.yaml"
+        and not {"flux", "argocd"} & set(path.relative_to(RENDERED_DIR).parts)
     ]
 
 

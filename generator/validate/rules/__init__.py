@@ -47,6 +47,7 @@ OTHER_RULES: dict[str, str] = {
     "quota-unplaceable": "A declared quota has matching nodes with allocatable of that resource.",
     "flavor-limit": "A ClusterQueue has at most 64 flavors (hardware identities x profiles).",
     "queue-empty": "A ClusterQueue with no flavor stays held (warning).",
+    "shard-size": "A labels shard holds at most maxObjectsPerShard NodeFeatures (raise nodeFeatureShards).",
     "immutable-field": "A render never changes an immutable field of an object already in rendered/.",
     "stale-render": "rendered/ is what 'tasgen render' would write (tasgen check).",
     "output-unwritable": "rendered/ can be written.",

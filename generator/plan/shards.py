@@ -1,0 +1,93 @@
+"""Which labels folder holds a node's NodeFeatures (GeneratorConfig ``output``).
+
+Argo CD and Flux run ``kustomize build`` on every path they sync, and its time grows faster
+than linearly with the objects in a path; one Argo CD Application also keeps a status entry per
+object. So NodeFeatures are spread over a fixed number of shards, each its own kustomization.
+
+A node's shard is a stable hash of its rack path (its values of its profile's levels above the
+hostname; the node's name when it has none) into ``nodeFeatureShards`` buckets. Hence all
+NodeFeatures of one rack share one shard, and a node changes shard only when its own rack path
+or the bucket count changes, never because other nodes came or went. The bucket count is fixed
+in the config rather than derived from the fleet size for that reason; a shard that outgrows
+``maxObjectsPerShard`` is an error that says which count would fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from generator.model import Finding, Inventory, Source, Where
+
+DEFAULT_SHARDS = 1
+DEFAULT_MAX_OBJECTS = 2000
+LABELS = "labels"
+
+
+@dataclass
+class Sharding:
+    count: int = DEFAULT_SHARDS
+    max_objects: int = DEFAULT_MAX_OBJECTS
+    _folders: dict[str, str] = field(default_factory=dict, repr=False)  # domain -> folder
+
+    @staticmethod
+    def of(output: Mapping[str, int]) -> Sharding:
+        return Sharding(
+            output.get("nodeFeatureShards", DEFAULT_SHARDS),
+            output.get("maxObjectsPerShard", DEFAULT_MAX_OBJECTS),
+        )
+
+    def folder(self, domain: str) -> str:
+        """labels/ itself with one shard (a small fleet's layout), else labels/shard-NNN."""
+        found = self._folders.get(domain)
+        if found is None:
+            found = self._folders[domain] = self._folder(domain)
+        return found
+
+    def _folder(self, domain: str) -> str:
+        if self.count == 1:
+            return LABELS
+        bucket = int.from_bytes(hashlib.sha256(domain.encode()).digest()[:8], "big") % self.count
+        return f"{LABELS}/shard-{bucket:0{len(str(self.count - 1))}d}"
+
+    def folders_of(self, nodes: Iterable[str], domain_of: Mapping[str, str]) -> dict[str, str]:
+        """Node name -> its labels folder."""
+        return {node: self.folder(domain_of.get(node) or node) for node in nodes}
+
+
+def objects_per_folder(folder_of: Mapping[str, str], ready: Iterable[Source]) -> Counter[str]:
+    """NodeFeatures per labels folder: one profile object per node, one per writing source
+    that states the node."""
+    counts = Counter(folder_of.values())
+    for source in ready:
+        assert source.snapshot is not None
+        counts.update(folder_of[node] for node in source.snapshot.nodes)
+    return counts
+
+
+def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) -> list[Finding]:
+    """A shard-size error for the fullest folder over the bound, naming a count that fits."""
+    if not counts:
+        return []
+    folder, most = counts.most_common(1)[0]
+    if most <= sharding.max_objects:
+        return []
+    # Hashing spreads racks unevenly: aim at half the bound on average.
+    suggested = min(1000, 2 ** math.ceil(math.log2(max(1, 2 * sum(counts.values()) / sharding.max_objects))))
+    message = (
+        f"{folder}/ would hold {most} NodeFeatures, over maxObjectsPerShard {sharding.max_objects} "
+        f"(kustomize build and Argo CD slow down steeply past it); set GeneratorConfig "
+        f"spec.output.nodeFeatureShards to {min(1000, max(suggested, 2 * sharding.count))} or more "
+        f"(now {sharding.count}; {sum(counts.values())} NodeFeatures in all)"
+    )
+    return [Finding(_where(inventory), "shard-size", message)]
+
+
+def _where(inventory: Inventory) -> Where:
+    settings = inventory.settings
+    if settings.where is not None:
+        return settings.where.at("output") if settings.output else settings.where
+    return next(iter(inventory.nodes.values())).where

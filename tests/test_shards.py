@@ -1,0 +1,130 @@
+"""Labels shards on a generated fleet: every rack in one shard, every shard within its bound,
+a node's shard independent of the other nodes, and a one-rack change touching only its shards."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bench.fleet import write_fleet
+from generator.emit import yaml as tasgen_yaml
+from generator.model import Inventory, Settings, Where
+from generator.plan.shards import Sharding, objects_per_folder, oversized
+from tests.conftest import NOW, tasgen
+
+NODES = 1200
+SHARDS = 8
+NODE_LABEL = "nfd.node.kubernetes.io/node-name"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fleet")
+    write_fleet(root / "inventory", NODES, SHARDS)
+    return root
+
+
+def render(inventory: Path, out: Path) -> list[str]:
+    run = tasgen(
+        "render", "-i", str(inventory), "-o", str(out), "--now", NOW, "--no-cache", "--format", "json"
+    )
+    assert run.exit_code == 0, run.output
+    written: list[str] = run.json()["written"]
+    return written
+
+
+def features_by_folder(out: Path) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted((out / "labels").rglob("nodefeatures-*.yaml")):
+        folder = path.parent.relative_to(out).as_posix()
+        found[folder] += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return found
+
+
+def rack_of(inventory: Path) -> dict[str, str]:
+    """Node -> its rack path, from the h100 snapshot (the configMap source)."""
+    documents = list(yaml.safe_load_all((inventory / "sources.yaml").read_text()))
+    configmap = next(d for d in documents if d["kind"] == "ConfigMap")
+    snapshot = yaml.safe_load(configmap["data"]["snapshot.yaml"])
+    return {
+        node: f"{v['topology.gpustack.ai/block']}/{v['topology.gpustack.ai/rack']}"
+        for node, v in snapshot["nodes"].items()
+    }
+
+
+def test_each_rack_is_in_one_shard_and_shards_are_kustomizations(fleet: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(fleet / "inventory", out)
+    by_folder = features_by_folder(out)
+    assert len(by_folder) > 1 and all(f.startswith("labels/shard-") for f in by_folder)
+    folder_of_node = {d["metadata"]["labels"][NODE_LABEL]: f for f, docs in by_folder.items() for d in docs}
+    shards_of_rack: dict[str, set[str]] = defaultdict(set)
+    for node, rack in rack_of(fleet / "inventory").items():
+        shards_of_rack[rack].add(folder_of_node[node])
+    assert shards_of_rack and all(len(s) == 1 for s in shards_of_rack.values())
+    # Every node's NodeFeatures (source and profile) share its folder.
+    for folder, docs in by_folder.items():
+        assert all(folder_of_node[d["metadata"]["labels"][NODE_LABEL]] == folder for d in docs)
+        kustomization = yaml.safe_load((out / folder / "kustomization.yaml").read_text())
+        assert sorted(kustomization["resources"]) == sorted(
+            p.name for p in (out / folder).glob("nodefeatures-*")
+        )
+    assert not (out / "kustomization.yaml").exists()  # no path holds the whole fleet
+
+
+def test_a_node_keeps_its_shard_whatever_other_nodes_exist() -> None:
+    sharding = Sharding(count=16)
+    domains = {f"node-{i}": f"zone=z{i % 3}\nrack=r{i // 4}\n" for i in range(400)}
+    whole = sharding.folders_of(domains, domains)
+    some = Sharding(count=16).folders_of(list(domains)[::7], domains)
+    assert all(whole[node] == folder for node, folder in some.items())
+    assert len(set(whole.values())) == 16  # and the buckets are used
+
+
+def test_oversized_shard_names_a_count_that_fits() -> None:
+    sharding = Sharding(count=2, max_objects=100)
+    inventory = Inventory(Settings(where=Where("config.yaml", 0, ("spec",))), {}, {}, {})
+    folder_of = {f"n{i}": f"labels/shard-{i % 2}" for i in range(300)}
+    (finding,) = oversized(sharding, objects_per_folder(folder_of, []), inventory) or [None]
+    assert finding is not None and finding.rule == "shard-size"
+    assert "labels/shard-0/ would hold 150 NodeFeatures" in finding.message
+    assert "nodeFeatureShards to 8 or more" in finding.message
+    assert oversized(Sharding(count=2, max_objects=150), objects_per_folder(folder_of, []), inventory) == []
+
+
+def move_rack(inventory: Path, rack: str) -> set[str]:
+    """Re-cable one h100 rack into a new block; return its nodes."""
+    path = inventory / "sources.yaml"
+    documents = list(yaml.safe_load_all(path.read_text()))
+    configmap = next(d for d in documents if d["kind"] == "ConfigMap")
+    snapshot = yaml.safe_load(configmap["data"]["snapshot.yaml"])
+    moved = {n for n, v in snapshot["nodes"].items() if v["topology.gpustack.ai/rack"] == rack}
+    for node in moved:
+        snapshot["nodes"][node]["topology.gpustack.ai/block"] = "blk-moved"
+    configmap["data"]["snapshot.yaml"] = tasgen_yaml.dump(snapshot)
+    path.write_text("---\n".join(tasgen_yaml.dump(d) for d in documents))
+    return moved
+
+
+def test_one_rack_change_rewrites_only_the_shards_holding_it(fleet: Path, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory"
+    write_fleet(inventory, NODES, SHARDS)
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    before = features_by_folder(out)
+    moved = move_rack(inventory, "rack-3")
+    written = render(inventory, out)
+    after = features_by_folder(out)
+    folders = {
+        f
+        for tree in (before, after)
+        for f, docs in tree.items()
+        for d in docs
+        if d["metadata"]["labels"][NODE_LABEL] in moved
+    }
+    assert 1 <= len(folders) <= 2  # where the rack was, where it is now
+    assert written and all(p.rpartition("/")[0] in folders for p in written)
