@@ -1,0 +1,98 @@
+"""The engines' wiring conforms to the engines' own CRDs: the ApplicationSet of rendered/argocd/
+(and every Application its generator makes) to Argo CD's, the Kustomizations of rendered/flux/
+to Flux kustomize-controller's. The CRDs come from the releases' Go modules, as a user gets
+them (``go mod download``; Argo CD v3.5.7 is the newest release that Go 1.26 accepts, v3.6
+requires Go 1.27)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance import crds
+from tests.conformance.test_rendered_conformance import RENDERED, rendered_objects
+from tests.conftest import NOW, REPO, tasgen
+
+ARGO_MODULE = "github.com/argoproj/argo-cd/v3"
+ARGO_VERSION = "v3.5.7"
+FLUX_MODULE = "github.com/fluxcd/kustomize-controller"
+FLUX_VERSION = "v1.9.6"  # the one tests/cluster/flux builds
+
+Obj = dict[str, Any]
+
+
+@functools.cache
+def engines() -> crds.Catalog:
+    argo = crds.go_module_dir(ARGO_MODULE, ARGO_VERSION) / "manifests" / "crds"
+    flux = crds.go_module_dir(FLUX_MODULE, FLUX_VERSION) / "config" / "crd" / "bases"
+    paths = [argo / "application-crd.yaml", argo / "applicationset-crd.yaml", *sorted(flux.glob("*.yaml"))]
+    return crds.Catalog(f"argo-cd {ARGO_VERSION} + kustomize-controller {FLUX_VERSION}", paths)
+
+
+def applications(appset: Obj, root: Path) -> list[Obj]:
+    """The Applications the git directory generator makes of the folders that exist, with the
+    template's three expressions filled in as the generator fills them."""
+    made = []
+    repo = appset["spec"]["generators"][0]["git"]
+    for entry in repo["directories"]:
+        pattern = entry["path"].removeprefix("rendered/")
+        for folder in sorted(p for p in root.glob(pattern) if p.is_dir()):
+            path = f"rendered/{folder.relative_to(root).as_posix()}"
+            made.append(_instantiate(appset["spec"]["template"], path))
+    return made
+
+
+def _instantiate(template: Any, path: str) -> Any:
+    if isinstance(template, dict):
+        return {k: _instantiate(v, path) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_instantiate(v, path) for v in template]
+    if not isinstance(template, str):
+        return template
+    segments = path.split("/")
+    text = template.replace("{{ .path.path }}", path)
+    text = text.replace("{{ .path.basenameNormalized }}", segments[-1])
+    for i, segment in enumerate(segments):
+        text = text.replace(f"{{{{ index .path.segments {i} }}}}", segment)
+    assert "{{" not in text, f"an expression the test does not fill: {text}"
+    return text
+
+
+def wiring(root: Path) -> list[tuple[str, Obj]]:
+    return [(w, o) for w, o in rendered_objects(root) if w.startswith(("argocd/", "flux/"))]
+
+
+def problems_of(objects: list[tuple[str, Obj]]) -> list[str]:
+    return [f"{where} {crds.describe(obj)}: {p}" for where, obj in objects for p in engines().validate(obj)]
+
+
+def test_example_wiring_conforms() -> None:
+    objects = wiring(RENDERED)
+    kinds = sorted({o["kind"] for _, o in objects})
+    assert kinds == ["ApplicationSet", "Kustomization"]
+    (appset,) = [o for _, o in objects if o["kind"] == "ApplicationSet"]
+    made = [(f"generated from {appset['metadata']['name']}", a) for a in applications(appset, RENDERED)]
+    assert len(made) == 4
+    for _, app in made:
+        app.update({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application"})
+        app["metadata"]["namespace"] = appset["metadata"]["namespace"]
+    assert problems_of(objects + made) == []
+
+
+def test_sharded_wiring_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = REPO / "tests" / "cases" / "valid" / "sharded"
+    monkeypatch.chdir(case)
+    out = tmp_path / "rendered"
+    assert tasgen("render", "-i", "inventory", "-o", str(out), "--now", NOW).exit_code == 0
+    objects = [(w, o) for w, o in rendered_objects.__wrapped__(out) if w.startswith(("argocd/", "flux/"))]
+    assert sorted({o["kind"] for _, o in objects}) == ["ApplicationSet", "Kustomization"]
+    assert problems_of(objects) == []
+
+
+def test_the_checker_sees_a_bad_application_set() -> None:
+    (appset,) = [o for _, o in wiring(RENDERED) if o["kind"] == "ApplicationSet"]
+    broken = {**appset, "spec": {**appset["spec"], "strategy": {"type": "RollingSync", "rollingSync": "x"}}}
+    assert problems_of([("broken", broken)]) != []
