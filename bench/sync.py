@@ -1,0 +1,154 @@
+"""Benchmark of what Argo CD and Flux face: a generated fleet rendered cold, then every path
+they sync built with real kustomize (built from tests/cluster/kustomize), then a change of one
+rack re-rendered.
+
+    python bench/sync.py                # 100k nodes
+    python bench/sync.py 300000 --render-only
+
+Reports, per fleet: tasgen's cold render time and peak RSS (a fresh process) against the floor
+of parsing the inventory with the fastest parser here (yaml-rs; json for the JSON snapshot)
+plus writing the rendered bytes once; the slowest ``kustomize build`` of a synced path, the most
+objects in one, the sums over all paths; the largest file; and which files a one-rack change
+rewrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import yaml_rs  # noqa: E402
+
+from bench.fleet import write_fleet  # noqa: E402
+from bench.run import NOW  # noqa: E402
+from tests.gobuild import kustomize  # noqa: E402
+
+RACK = "rack-3"
+TASGEN = str(Path(sys.executable).parent / "tasgen")
+
+
+def floor_s(inventory: Path, rendered: Path, scratch: Path) -> float:
+    """Parse every inventory file once (the ConfigMap's embedded snapshot too) and write the
+    rendered bytes once: what no compiler of this inventory into this output can beat."""
+    texts = {p.relative_to(rendered): p.read_bytes() for p in rendered.rglob("*.yaml")}
+    start = time.process_time()  # CPU seconds, like the render's figure
+    for path in sorted(inventory.iterdir()):
+        text = path.read_text()
+        if path.suffix == ".json":
+            json.loads(text)
+            continue
+        for doc in yaml_rs.loads(text) if text.count("\n---") else [yaml_rs.loads(text)]:
+            for value in (doc or {}).get("data", {}).values():
+                yaml_rs.loads(value)
+    for relative, data in texts.items():
+        target = scratch / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return time.process_time() - start
+
+
+def synced_paths(rendered: Path) -> list[Path]:
+    return sorted(p.parent for p in rendered.rglob("kustomization.yaml"))
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[str, float, float, float]:
+    """(stdout, wall seconds, CPU seconds, peak RSS MiB) of a child process: on a shared
+    machine its CPU time is the figure that does not depend on what else runs."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, env=env)
+        out = child.stdout.read() if child.stdout else b""
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(command)} failed:\n{err.read().decode()[-3000:]}")
+    return out.decode(), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def build_all(binary: Path, rendered: Path) -> list[dict[str, Any]]:
+    rows = []
+    for folder in synced_paths(rendered):
+        out, wall, cpu, _ = timed([str(binary), "build", str(folder)])
+        objects = sum(1 for line in out.splitlines() if line.startswith("apiVersion:"))
+        rows.append(
+            {"path": folder.relative_to(rendered).as_posix(), "wall": wall, "cpu": cpu, "objects": objects}
+        )
+    return rows
+
+
+def move_rack(inventory: Path) -> None:
+    """Re-cable one rack of the configMap source into a new block (the snapshot is YAML in
+    the ConfigMap's block scalar, one line per node)."""
+    path = inventory / "sources.yaml"
+    lines = path.read_text().splitlines(keepends=True)
+    changed = 0
+    for i, line in enumerate(lines):
+        if f"topology.gpustack.ai/rack: {RACK}\n" in line or f'topology.gpustack.ai/rack: "{RACK}"' in line:
+            lines[i - 1] = lines[i - 1].replace("blk-0", "blk-moved")
+            changed += 1
+    assert changed, f"no node of {RACK} found"
+    path.write_text("".join(lines))
+
+
+def bench(n: int, render_only: bool) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="tasgen-sync-bench-"))
+    try:
+        inventory, rendered = work / "inventory", work / "rendered"
+        env = {**os.environ, "TASGEN_CACHE_DIR": str(work / "memo")}
+        write_fleet(inventory, n)
+        common = ["-i", str(inventory), "--now", NOW, "-o", str(rendered)]
+        _, cold, cold_cpu, rss = timed([TASGEN, "render", *common], env)
+        floor = floor_s(inventory, rendered, work / "scratch")
+        files = [p for p in rendered.rglob("*.yaml")]
+        result: dict[str, Any] = {
+            "nodes": n,
+            "cold_render_wall_s": round(cold, 2),
+            "cold_render_cpu_s": round(cold_cpu, 2),
+            "floor_cpu_s": round(floor, 2),
+            "cold_cpu_over_floor": round(cold_cpu / floor, 2),
+            "peak_rss_mib": round(rss),
+            "files": len(files),
+            "largest_file_mib": round(max(p.stat().st_size for p in files) / 2**20, 2),
+        }
+        if render_only:
+            return result
+        rows = build_all(kustomize(), rendered)
+        result |= {
+            "synced_paths": len(rows),
+            "slowest_build_wall_s": round(max(r["wall"] for r in rows), 2),
+            "slowest_build_cpu_s": round(max(r["cpu"] for r in rows), 2),
+            "most_objects": max(r["objects"] for r in rows),
+            "sum_build_wall_s": round(sum(r["wall"] for r in rows), 1),
+            "sum_build_cpu_s": round(sum(r["cpu"] for r in rows), 1),
+            "sum_objects": sum(r["objects"] for r in rows),
+        }
+        move_rack(inventory)
+        out, _, _, _ = timed([TASGEN, "render", *common, "--format", "json"], env)
+        written = json.loads(out)["written"]
+        result["one_rack_change_rewrote"] = written
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    render_only = "--render-only" in args
+    sizes = [int(a) for a in args if a.isdigit()] or [100_000]
+    for n in sizes:
+        print(json.dumps(bench(n, render_only)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
