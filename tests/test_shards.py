@@ -128,3 +128,16 @@ def test_one_rack_change_rewrites_only_the_shards_holding_it(fleet: Path, tmp_pa
     }
     assert 1 <= len(folders) <= 2  # where the rack was, where it is now
     assert written and all(p.rpartition("/")[0] in folders for p in written)
+
+
+def test_mutated_nodes_counts_changed_documents_not_moved_ones(tmp_path: Path) -> None:
+    inventory, out = tmp_path / "inventory", tmp_path / "rendered"
+    write_fleet(inventory, NODES, SHARDS)
+    render(inventory, out)
+    write_fleet(inventory, NODES, SHARDS // 2)  # every file changes, no NodeFeature does
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", NOW, "--format", "json")
+    assert run.exit_code == 0 and run.json()["written"]
+    assert run.json()["summary"]["mutatedNodes"] == 0
+    moved = move_rack(inventory, "rack-5")
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", NOW, "--format", "json")
+    assert run.json()["summary"]["mutatedNodes"] == len(moved) == 16
