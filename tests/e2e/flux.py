@@ -1,0 +1,427 @@
+"""Real Flux for the end-to-end tests: source-controller and kustomize-controller built from
+tests/cluster/flux, their CRDs from the same modules, and a git repository served to them from
+127.0.0.1 by git's own smart HTTP backend.
+
+What a Flux installation would run in-cluster runs here as processes on loopback, pointed at
+the test control plane with its admin kubeconfig.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+
+from tests import gobuild
+from tests.e2e import harness, kube
+
+FLUX_MODULE = gobuild.CLUSTER_DIR / "flux"
+CONTROLLERS = {
+    "source-controller": "github.com/fluxcd/source-controller",
+    "kustomize-controller": "github.com/fluxcd/kustomize-controller",
+}
+NAMESPACE = "flux-system"
+START_TIMEOUT_S = 120
+
+
+def build() -> Path:
+    return gobuild.build_tools(FLUX_MODULE, CONTROLLERS)
+
+
+def crd_files() -> list[Path]:
+    found = []
+    for module in CONTROLLERS.values():
+        found += sorted((gobuild.module_dir(FLUX_MODULE, module) / "config" / "crd" / "bases").glob("*.yaml"))
+    return found
+
+
+def install_crds(dyn: DynamicClient) -> None:
+    for path in crd_files():
+        for crd in yaml.safe_load_all(path.read_text()):
+            if crd:
+                kube.apply(dyn, crd)
+    for path in crd_files():
+        name = yaml.safe_load(path.read_text())["metadata"]["name"]
+        kube.wait_for(f"CRD {name} established", lambda n=name: _established(dyn, n))
+
+
+def _established(dyn: DynamicClient, name: str) -> bool | None:
+    crd = kube.get(dyn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    condition = kube.condition(crd, "Established")
+    return True if condition and condition["status"] == "True" else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Controllers:
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    logs: list[Path] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+    def check(self) -> None:
+        for process, log in zip(self.processes, self.logs, strict=True):
+            if process.poll() is not None:
+                raise harness.ClusterError(
+                    f"{log.stem} exited with {process.returncode}; {log}:\n{harness.tail(log)}"
+                )
+
+
+def start(bin_dir: Path, kubeconfig: Path, work_dir: Path) -> Controllers:
+    """Both controllers on 127.0.0.1; logs in work_dir/<name>.log. Dependencies are looked at
+    again every 2 s (30 s in a default installation) to keep the tests short."""
+    storage = free_port()
+    (work_dir / "storage").mkdir(exist_ok=True)
+    common = ["--metrics-addr=0", "--log-level=info", "--requeue-dependency=2s"]
+    args = {
+        "source-controller": [
+            f"--storage-path={work_dir / 'storage'}",
+            f"--storage-addr=127.0.0.1:{storage}",
+            f"--storage-adv-addr=127.0.0.1:{storage}",
+        ],
+        "kustomize-controller": [],
+    }
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig), RUNTIME_NAMESPACE=NAMESPACE)
+    controllers = Controllers()
+    for name, extra in args.items():
+        health = f"--health-addr=127.0.0.1:{free_port()}"
+        controllers.logs.append(work_dir / f"{name}.log")
+        with controllers.logs[-1].open("wb") as log:
+            controllers.processes.append(
+                subprocess.Popen(
+                    [str(bin_dir / name), *common, health, *extra],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
+    time.sleep(2)
+    try:
+        controllers.check()
+    except harness.ClusterError:
+        controllers.stop()
+        raise
+    return controllers
+
+
+# --- git over smart HTTP ------------------------------------------------------------------
+
+
+class _GitHandler(BaseHTTPRequestHandler):
+    """git http-backend behind a tiny CGI bridge: what a git host does for clones."""
+
+    root: Path
+
+    def do_GET(self) -> None:
+        self._backend()
+
+    def do_POST(self) -> None:
+        self._backend()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet test output
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while (size := int(self.rfile.readline().strip() or b"0", 16)) > 0:
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            self.rfile.readline()
+            return b"".join(chunks)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _backend(self) -> None:
+        path, _, query = self.path.partition("?")
+        body = self._body()
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "GIT_PROJECT_ROOT": str(self.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "REMOTE_ADDR": "127.0.0.1",
+        }
+        done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False)
+        head, payload = _split_cgi(done.stdout)
+        headers = [line.split(":", 1) for line in head.decode("latin-1").splitlines() if ":" in line]
+        status = next((int(v.split()[0]) for k, v in headers if k.lower() == "status"), 200)
+        self.send_response(status)
+        for key, value in headers:
+            if key.lower() != "status":
+                self.send_header(key, value.strip())
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _split_cgi(out: bytes) -> tuple[bytes, bytes]:
+    """A CGI answer's header block and body (the blank line may be CRLF or LF)."""
+    ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n") if (i := out.find(sep)) >= 0]
+    if not ends:
+        return out, b""
+    i, width = min(ends)
+    return out[:i], out[i + width :]
+
+
+@dataclass
+class GitServer:
+    """Bare repositories under root, served at http://127.0.0.1:<port>/<name>.git."""
+
+    root: Path
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> GitServer:
+        handler = type("Handler", (_GitHandler,), {"root": self.root})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def url(self, name: str) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{name}.git"
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="tasgen tests",
+        GIT_AUTHOR_EMAIL="tests@tasgen.invalid",
+        GIT_COMMITTER_NAME="tasgen tests",
+        GIT_COMMITTER_EMAIL="tests@tasgen.invalid",
+    )
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@dataclass
+class Repo:
+    """A working copy whose commits are pushed to a bare repository the server serves."""
+
+    work: Path
+    bare: Path
+
+    @staticmethod
+    def create(server_root: Path, work: Path, name: str = "fleet") -> Repo:
+        bare = server_root / f"{name}.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+        work.mkdir(parents=True, exist_ok=True)
+        git(work, "init", "-q", "-b", "main")
+        git(work, "remote", "add", "origin", str(bare))
+        return Repo(work, bare)
+
+    def commit(self, message: str) -> str:
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-q", "-m", message)
+        git(self.work, "push", "-q", "origin", "main")
+        return git(self.work, "rev-parse", "HEAD")
+
+
+def git_repository(url: str, name: str = "flux-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"interval": "5s", "url": url, "ref": {"branch": "main"}},
+    }
+
+
+def root_kustomization(path: str, source: str = "flux-system") -> dict[str, Any]:
+    """What a user adds to their Flux bootstrap: a Kustomization of rendered/flux/."""
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "tasgen-wiring", "namespace": NAMESPACE},
+        "spec": {
+            "interval": "10s",
+            "path": path,
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": source},
+        },
+    }
+
+
+def setup(dyn: DynamicClient, url: str, wiring_path: str) -> None:
+    kube.ensure_namespace(client.CoreV1Api(dyn.client), NAMESPACE)
+    kube.apply(dyn, git_repository(url))
+    kube.apply(dyn, root_kustomization(wiring_path))
+
+
+def ready_at(obj: dict[str, Any], revision: str) -> bool:
+    ready = kube.condition(obj, "Ready")
+    applied = str(obj.get("status", {}).get("lastAppliedRevision", ""))
+    return bool(ready and ready["status"] == "True" and applied.endswith(revision))
+
+
+def kustomizations(dyn: DynamicClient) -> list[dict[str, Any]]:
+    resource = dyn.resources.get(api_version="kustomize.toolkit.fluxcd.io/v1", kind="Kustomization")
+    found: list[dict[str, Any]] = resource.get(namespace=NAMESPACE).to_dict()["items"]
+    return found
+
+
+def wait_synced(
+    dyn: DynamicClient, revision: str, names: set[str], controllers: Controllers, timeout: float
+) -> list[dict[str, Any]]:
+    """Until every named Kustomization is Ready at the revision; their final state."""
+
+    def probe() -> list[dict[str, Any]] | None:
+        controllers.check()
+        found = {k["metadata"]["name"]: k for k in kustomizations(dyn)}
+        if names <= set(found) and all(ready_at(found[n], revision) for n in names):
+            return [found[n] for n in sorted(names)]
+        return None
+
+    return kube.wait_for(f"Flux Kustomizations {sorted(names)} Ready at {revision[:8]}", probe, timeout)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, dirs_exist_ok=True)
+
+
+# --- the gate Job's pod, played by the test ----------------------------------------------
+
+
+class JobRunner(threading.Thread):
+    """Stands in for the Job controller and a kubelet, which this control plane lacks: for each
+    new Job of the gate's namespace it runs the Job's container command on the host, with the
+    ConfigMap it mounts written to a folder, then records the Job's outcome in its status."""
+
+    def __init__(self, api: client.ApiClient, kubeconfig: Path, namespace: str, work_dir: Path) -> None:
+        super().__init__(daemon=True)
+        self.batch, self.core = client.BatchV1Api(api), client.CoreV1Api(api)
+        self.kubeconfig, self.namespace, self.work_dir = kubeconfig, namespace, work_dir
+        self.done: dict[str, int] = {}  # Job uid -> exit code of its run
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(1.0):
+            with contextlib.suppress(client.exceptions.ApiException):
+                for job in self.batch.list_namespaced_job(self.namespace).items:
+                    if job.metadata.uid not in self.done:
+                        self.done[job.metadata.uid] = self._run(job)
+
+    def _run(self, job: Any) -> int:
+        pod = job.spec.template.spec
+        plan = self.work_dir / job.metadata.uid
+        plan.mkdir(parents=True)
+        (volume,) = [v for v in pod.volumes if v.config_map]
+        data = self.core.read_namespaced_config_map(volume.config_map.name, self.namespace).data or {}
+        for key, text in data.items():
+            (plan / key).write_text(text)
+        (container,) = pod.containers
+        mount = container.volume_mounts[0].mount_path
+        args = [str(plan) if a == mount else a for a in container.args]
+        command = [sys.executable, *container.command[1:], *args, "--kubeconfig", str(self.kubeconfig)]
+        with (self.work_dir / f"{job.metadata.name}-{job.metadata.uid}.log").open("wb") as log:
+            code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        self._finish(job, code)
+        return code
+
+    def _finish(self, job: Any, code: int) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ok = code == 0
+        conditions = [
+            {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": now, "reason": r}
+            for t, r in (
+                (("SuccessCriteriaMet", "CompletionsReached"), ("Complete", "CompletionsReached"))
+                if ok
+                else (("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded"))
+            )
+        ]
+        status: dict[str, Any] = {"startTime": now, "conditions": conditions, "ready": 0, "terminating": 0}
+        status |= {"succeeded": 1, "completionTime": now} if ok else {"failed": 1}
+        self.batch.patch_namespaced_job_status(job.metadata.name, self.namespace, {"status": status})
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=30)
+
+
+# --- everything together ------------------------------------------------------------------
+
+
+@dataclass
+class FluxEnv:
+    """A control plane of its own (the tests' syncs would collide with the session cluster's
+    objects), Flux on it, a git server, and the gate Job's stand-in."""
+
+    cluster: harness.Cluster
+    api: client.ApiClient
+    dyn: DynamicClient
+    controllers: Controllers
+    server: GitServer
+    runner: JobRunner
+    repo: Repo
+
+    @staticmethod
+    @contextlib.contextmanager
+    def running(work: Path, label_namespaces: list[str], gate_namespace: str) -> Iterator[FluxEnv]:
+        control_plane, controllers_bin = harness.build(), build()
+        (work / "cluster").mkdir()
+        cluster = harness.start(control_plane, work / "cluster", label_namespaces)
+        stack = contextlib.ExitStack()
+        stack.callback(cluster.stop)
+        try:
+            api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+            stack.callback(api.close)
+            dyn = DynamicClient(api)
+            install_crds(dyn)
+            controllers = start(controllers_bin, cluster.kubeconfig, work)
+            stack.callback(controllers.stop)
+            (work / "git").mkdir()
+            server = GitServer(work / "git").start()
+            stack.callback(server.stop)
+            (work / "jobs").mkdir()
+            runner = JobRunner(api, cluster.kubeconfig, gate_namespace, work / "jobs")
+            runner.start()
+            stack.callback(runner.stop)
+            repo = Repo.create(work / "git", work / "repo")
+            yield FluxEnv(cluster, api, dyn, controllers, server, runner, repo)
+        finally:
+            stack.close()
+
+    def sync(self, wiring_path: str) -> None:
+        """Point Flux at the repository and at rendered/flux/, as a user's bootstrap does."""
+        setup(self.dyn, self.server.url("fleet"), wiring_path)

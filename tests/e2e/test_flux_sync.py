@@ -1,0 +1,178 @@
+"""Real Flux (source-controller and kustomize-controller v1.9) syncs the example's rendered/ from
+a git repository on 127.0.0.1: the first sync lands every object step by step and the queues
+become Active; a commit that moves a rack and one that drops a flavor sync to completion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.conftest import NOW, REPO, tasgen
+from tests.e2e import flux, harness, kube
+from tests.e2e.conftest import describe
+from tests.e2e.fleet import Fleet, load_fleet
+
+pytestmark = pytest.mark.cluster
+
+STEPS = ("tasgen-labels", "tasgen-kueue", "tasgen-gate", "tasgen-queues")
+ALL = {"tasgen-wiring", *STEPS}
+GATE_NAMESPACE = "tasgen-system"
+SYNC_TIMEOUT_S = 300
+MOVED_NODE = "h100-1a-r2-04"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
+    fleet = load_fleet()
+    try:
+        running = flux.FluxEnv.running(
+            tmp_path_factory.mktemp("flux"), fleet.nfd_label_namespaces, GATE_NAMESPACE
+        )
+        env = running.__enter__()
+    except harness.ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        core = client.CoreV1Api(env.api)
+        for node in fleet.nodes:
+            kube.create_ready_node(core, node)
+        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
+        flux.copy_tree(REPO / "inventories", env.repo.work / "inventories")
+        flux.copy_tree(REPO / "rendered", env.repo.work / "rendered")
+        yield env
+    finally:
+        running.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def first(env: flux.FluxEnv) -> tuple[str, list[dict[str, Any]]]:
+    """The example committed and synced once: its revision and the Kustomizations then."""
+    revision = env.repo.commit("the example fleet")
+    env.sync("./rendered/flux")
+    return revision, flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
+
+
+def rerender_and_commit(env: flux.FluxEnv, message: str) -> str:
+    run = tasgen(
+        "render",
+        "-i",
+        str(env.repo.work / "inventories"),
+        "-o",
+        str(env.repo.work / "rendered"),
+        "--now",
+        NOW,
+    )
+    assert run.exit_code == 0, run.output
+    return env.repo.commit(message)
+
+
+def stamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def ready_since(kustomization: dict[str, Any]) -> datetime:
+    ready = kube.condition(kustomization, "Ready")
+    assert ready is not None
+    return stamp(ready["lastTransitionTime"])
+
+
+def created(env: flux.FluxEnv, obj: dict[str, Any]) -> datetime:
+    meta = obj["metadata"]
+    live = kube.get(env.dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    return stamp(live["metadata"]["creationTimestamp"])
+
+
+def active(env: flux.FluxEnv, name: str) -> bool | None:
+    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", name)
+    condition = kube.condition(cq, "Active")
+    return True if condition and condition["status"] == "True" else None
+
+
+def test_flux_first_sync_lands_every_object_in_order(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fleet: Fleet = load_fleet()
+    by_name = {k["metadata"]["name"]: k for k in first[1]}
+    missing = []
+    for obj in fleet.rendered:
+        try:
+            created(env, obj)
+        except ApiException:
+            missing.append(describe(obj))
+    assert missing == []
+    # Each step's objects were created only once the step before was Ready.
+    step_of_kind = {"Topology": 1, "ResourceFlavor": 1, "Job": 2, "ClusterQueue": 3}
+    for obj in fleet.rendered:
+        step = step_of_kind.get(obj["kind"])
+        if step is not None:
+            assert created(env, obj) >= ready_since(by_name[STEPS[step - 1]]), describe(obj)
+    # The gate's Kustomization was Ready only after the Job's run (it waits for the Job).
+    assert list(env.runner.done.values()) == [0]
+    for queue in fleet.of_kind("ClusterQueue"):
+        kube.wait_for(
+            f"ClusterQueue {queue['metadata']['name']} Active",
+            lambda q=queue: active(env, q["metadata"]["name"]),
+        )
+    # nfd-master projected the NodeFeatures' labels onto the Nodes.
+    core = client.CoreV1Api(env.api)
+    for node, labels in fleet.node_feature_labels().items():
+        got = core.read_node(node).metadata.labels
+        assert {k: got.get(k) for k in labels} == labels, node
+
+
+def node_label(env: flux.FluxEnv, node: str, key: str) -> str | None:
+    labels = client.CoreV1Api(env.api).read_node(node).metadata.labels or {}
+    return labels.get(key)
+
+
+def test_flux_syncs_a_commit_that_moves_a_rack(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    snapshot = env.repo.work / "inventories" / "sources" / "h100-racks.yaml"
+    text = snapshot.read_text()
+    before = f"{MOVED_NODE}: {{infra.example.com/block: blk-a, topology.gpustack.ai/rack: a-r02}}"
+    assert before in text
+    snapshot.write_text(text.replace(before, before.replace("a-r02", "a-r01")))
+    revision = rerender_and_commit(env, f"move {MOVED_NODE} to rack a-r01")
+    flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
+    kube.wait_for(
+        f"{MOVED_NODE} labelled with its new rack",
+        lambda: node_label(env, MOVED_NODE, "topology.gpustack.ai/rack") == "a-r01" or None,
+    )
+
+
+def flavors_of(env: flux.FluxEnv, queue: str) -> list[str]:
+    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", queue)
+    return [f["name"] for group in cq["spec"].get("resourceGroups", []) for f in group["flavors"]]
+
+
+def gone(env: flux.FluxEnv, kind: str, name: str) -> bool | None:
+    try:
+        kube.get(env.dyn, kube.KUEUE_API, kind, name)
+    except ApiException as exc:
+        return True if exc.status == 404 else None
+    return None
+
+
+def test_flux_syncs_a_commit_that_drops_a_flavor(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    gb200 = [f for f in flavors_of(env, "training") if "gb200" in f]
+    assert len(gb200) == 1
+    plan = env.repo.work / "inventories" / "queues" / "training.yaml"
+    text = plan.read_text()
+    entry = "    - identity:\n        nvidia.com/gpu.product: NVIDIA-GB200\n"
+    assert entry in text
+    plan.write_text(text.replace(entry, ""))
+    runs = len(env.runner.done)
+    revision = rerender_and_commit(env, "training drops GB200")
+    flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
+    assert flavors_of(env, "training") and gb200[0] not in flavors_of(env, "training")
+    # The gate ran for the new plan, and the retired flavor went once no queue used it.
+    assert len(env.runner.done) > runs and all(code == 0 for code in env.runner.done.values())
+    kube.wait_for(f"ResourceFlavor {gb200[0]} deleted", lambda: gone(env, "ResourceFlavor", gb200[0]))
+    kube.wait_for("training Active", lambda: active(env, "training"))
