@@ -59,11 +59,15 @@ def first_difference(old: str, new: str) -> int:
 def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
     """How many nodes have a NodeFeature that is new, changed or gone (seed's
     status.mutatedNodes). Only NodeFeature files that changed are looked at, and a document is
-    compared as a whole: the new ones come with their node from the tree; an old one that is
-    no longer written is parsed to learn its node (a node that left, or a label change)."""
+    compared as a whole: the tree knows each new document's node; an old one that is no longer
+    written is parsed to learn its node (a node that left, or a label change)."""
     paths = set(tree.features) | {p for p in old if _is_feature_file(p)}
     changed = [p for p in paths if tree.files.get(p) != old.get(p)]
-    after = {text: node for p in changed for _, node, text in tree.features.get(p, [])}
+    after = {
+        text: node
+        for p in changed
+        for text, node in zip(_documents(tree.files.get(p, "")), tree.features.get(p, []), strict=True)
+    }
     before = {d for p in changed for d in _documents(old.get(p, ""))}
     nodes = {node for text, node in after.items() if text not in before}
     nodes.update(_node_of(d) for d in before if d not in after)
