@@ -2,8 +2,9 @@
 tests/cluster/flux), once per pin.
 
 Each module's go.mod lists its binaries as ``tool`` entries and go.sum pins every byte; the
-binaries land in ``~/.cache/tasgen-cluster/<module>-<hash of go.mod, go.sum, go version>/``
-(``TASGEN_CLUSTER_CACHE`` moves the folder), so a checkout that changes no pin starts at once.
+binaries land in ``~/.cache/tasgen-tools/<module>-<hash of go.mod, go.sum, go version>/``
+(``TASGEN_TOOLS_CACHE`` moves the folder), so a checkout that changes no pin starts at once. Not
+in the control plane's folder: the harness keeps only its three newest builds there.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.e2e.harness import ClusterError, cache_root
+from tests.e2e.harness import ClusterError
 
 CLUSTER_DIR = Path(__file__).resolve().parent / "cluster"
 BUILD_TIMEOUT_S = 45 * 60
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("TASGEN_TOOLS_CACHE", Path(base) / "tasgen-tools"))
 
 
 def _go() -> str:
