@@ -41,6 +41,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
         for node in fleet.nodes:
             kube.create_ready_node(core, node)
         kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
+        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
         flux.copy_tree(REPO / "inventories", env.repo.work / "inventories")
         flux.copy_tree(REPO / "rendered", env.repo.work / "rendered")
         yield env
