@@ -216,7 +216,11 @@ def import_nodes(source: Any, name: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        importnodes.write_atomically(output, text)
+        try:
+            importnodes.write_atomically(output, text)
+        except importnodes.OutputProblem as e:
+            click.echo(f"tasgen import-nodes: {e}", err=True)
+            sys.exit(EXIT_PROBLEMS)
 
 
 @cli.command()
