@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ import click
 
 from generator import importnodes
 from generator.pipeline import Mode, Result, run
-from generator.report import REPORTERS
+from generator.report import REPORTERS, Reporter, step_summary
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -94,9 +95,29 @@ def _execute(
 ) -> None:
     if not inventory.is_dir():
         raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
-    result = run(inventory, output, _parse_now(now), mode, use_memo=use_memo, strict=strict)
-    REPORTERS[format_](result, mode.value, sys.stdout)
+    result = run(
+        inventory,
+        output,
+        _parse_now(now),
+        mode,
+        report=lambda r: _printable(REPORTERS[format_], r, mode.value),
+        use_memo=use_memo,
+        strict=strict,
+        on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
+    )
+    sys.stdout.write(result.report)
+    if format_ == "github":
+        step_summary(result, mode.value)
     sys.exit(_exit_code(result, strict))
+
+
+def _printable(reporter: Reporter, result: Result, command: str) -> str:
+    """The whole report, made before anything is written; a character that standard output
+    cannot encode (an unpaired surrogate from a JSON escape, say) is shown escaped."""
+    buffer = io.StringIO()
+    reporter(result, command, buffer)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return buffer.getvalue().encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _exit_code(result: Result, strict: bool) -> int:
