@@ -1,8 +1,8 @@
 """Whole-tree atomicity under SIGKILL, and serialised renders.
 
 A render of a 20k-node fleet (bench/fleet.py) that changes several files of rendered/ is
-killed at 30 moments (a fixed list of seeded delays, concentrated where the files are
-written). After each kill, git must see rendered/ as all old or all new, rendered/ must hold
+killed at 30 moments (a fixed list of seeded delays, most of them counted from the moment its
+staging folder appears). After each kill, git must see rendered/ as all old or all new, rendered/ must hold
 no file of neither render, and the next command must remove what the killed one left.
 """
 
@@ -109,15 +109,20 @@ def fleets(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Fleet], dict[
     return fleets, new, took
 
 
-def kill_at(fleet: Fleet, delay: float, new: dict[str, str]) -> str:
-    """Kill a render after ``delay`` seconds; check the whole-tree state; return it."""
+def kill_at(fleet: Fleet, moment: tuple[str, float], new: dict[str, str]) -> tuple[str, bool]:
+    """Kill a render at ``moment`` (seconds after its start, or after its staging folder
+    appeared); check the whole-tree state. Returns the state and whether the killed render
+    left a staging folder behind."""
     fleet.reset()
     child = fleet.render(quiet=True)
+    trigger, delay = moment
+    while trigger == "stage" and child.poll() is None and not staging(fleet):
+        time.sleep(0.002)
     time.sleep(delay)
     child.send_signal(signal.SIGKILL)
     child.wait()
-    state = tree(fleet.out)
-    assert state in (fleet.old, new), f"mixed or littered rendered/ after a kill at {delay:.2f}s"
+    state, left = tree(fleet.out), staging(fleet)
+    assert state in (fleet.old, new), f"mixed or littered rendered/ after a kill at {moment}"
     differ = {p for p in {*fleet.old, *new} if fleet.old.get(p) != new.get(p)}
     assert changed_paths(fleet.repo) == (set() if state == fleet.old else differ)
     # The next command (a check, of the small example to keep it quick: rendered/ is stale
@@ -126,24 +131,33 @@ def kill_at(fleet: Fleet, delay: float, new: dict[str, str]) -> str:
         cli("check", "-i", str(REPO / "inventories"), "-o", str(fleet.out), cache=fleet.cache)
     )
     assert code == 1 and "[stale-render]" in output and "Traceback" not in output
-    assert not [p for p in fleet.repo.iterdir() if p.name.startswith(".rendered.")]
-    assert tree(fleet.out) == state
-    return "new" if state == new else "old"
+    assert not staging(fleet) and tree(fleet.out) == state
+    return ("new" if state == new else "old"), left
+
+
+def staging(fleet: Fleet) -> bool:
+    return any(name.startswith(".rendered.") for name in os.listdir(fleet.repo))
 
 
 def test_a_killed_render_leaves_one_whole_tree(fleets: tuple[list[Fleet], dict[str, str], float]) -> None:
     pair, new, took = fleets
     assert {fleet.old != new for fleet in pair} == {True}
-    moments = random.Random(SEED)
-    # Mostly around the end, where the new tree is staged and swapped; some anywhere.
-    delays = [took * moments.uniform(0.5, 1.05) if i % 4 else took * moments.random() for i in range(KILLS)]
+    seeded = random.Random(SEED)
+    # One kill in three at any moment of the run; the others while the new tree is staged,
+    # swapped in and the old one deleted (the moments that matter).
+    moments = [
+        ("start", took * seeded.random()) if i % 3 == 0 else ("stage", seeded.uniform(0, 0.3))
+        for i in range(KILLS)
+    ]
 
-    def kill_all(fleet: Fleet, mine: list[float]) -> list[str]:
-        return [kill_at(fleet, delay, new) for delay in mine]
+    def kill_all(fleet: Fleet, mine: list[tuple[str, float]]) -> list[tuple[str, bool]]:
+        return [kill_at(fleet, moment, new) for moment in mine]
 
     with ThreadPoolExecutor(2) as pool:  # each fleet is killed by one thread, in turn
-        states = [s for mine in pool.map(kill_all, pair, [delays[0::2], delays[1::2]]) for s in mine]
-    assert len(states) == KILLS and "old" in states  # the kills did interrupt renders
+        outcomes = [o for mine in pool.map(kill_all, pair, [moments[0::2], moments[1::2]]) for o in mine]
+    assert len(outcomes) == KILLS
+    assert {state for state, _ in outcomes} == {"old", "new"}  # kills before and after the swap
+    assert any(left for _, left in outcomes)  # and kills that left a staging folder to clean
 
 
 def test_two_renders_at_once_are_serialised(tmp_path: Path) -> None:
