@@ -100,24 +100,29 @@ def _execute(
         output,
         _parse_now(now),
         mode,
-        report=lambda r: _printable(REPORTERS[format_], r, mode.value),
+        report=lambda r: _report(REPORTERS[format_], r, mode.value),
         use_memo=use_memo,
         strict=strict,
         on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
     )
-    sys.stdout.write(result.report)
+    sys.stdout.write(_printable(result.report))
     if format_ == "github":
         step_summary(result, mode.value)
     sys.exit(_exit_code(result, strict))
 
 
-def _printable(reporter: Reporter, result: Result, command: str) -> str:
-    """The whole report, made before anything is written; a character that standard output
-    cannot encode (an unpaired surrogate from a JSON escape, say) is shown escaped."""
+def _report(reporter: Reporter, result: Result, command: str) -> str:
+    """The whole report as text: the pipeline makes it before anything is written."""
     buffer = io.StringIO()
     reporter(result, command, buffer)
+    return buffer.getvalue()
+
+
+def _printable(text: str) -> str:
+    """A character that standard output cannot encode (a name in a terminal that is not
+    UTF-8; an undecodable file name) is shown escaped rather than crash the print."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    return buffer.getvalue().encode(encoding, "backslashreplace").decode(encoding)
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _exit_code(result: Result, strict: bool) -> int:

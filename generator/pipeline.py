@@ -4,6 +4,7 @@ benchmarks. Nothing here exits or prints; the result says what happened."""
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +34,7 @@ class Result:
     files: dict[str, str] | None = field(default=None, repr=False)  # the rendered tree (render)
     expiries: list[datetime] = field(default_factory=list, repr=False)  # of every snapshot
     report: str = field(default="", repr=False)  # what the CLI prints, made before any write
+    inputs: list[InputFile] = field(default_factory=list, repr=False)  # to place bad text
 
     @property
     def errors(self) -> int:
@@ -43,8 +45,21 @@ class Result:
         return sum(p.level is Level.WARNING for p in self.problems)
 
     def reported(self, report: Report) -> Result:
+        """This result with its report; one whose report is not Unicode text becomes a
+        problem at the escape it came from (nothing of it is written or printed)."""
         self.report = report(self)
-        return self
+        bad = _unpaired_surrogate(self.report) or _unpaired_surrogate(self._text())
+        problem = _surrogate_problem(bad, self.inputs) if bad else None
+        if problem is None:
+            return self  # (a surrogate of an undecodable file name is printed escaped)
+        failed = Result([problem])
+        failed.report = report(failed)
+        return failed
+
+    def _text(self) -> str:
+        """Every string of the result, unescaped (a JSON report escapes what a text one shows)."""
+        data = [vars(p) for p in self.problems], self.summary.as_data() if self.summary else None
+        return json.dumps(data, ensure_ascii=False, default=str)
 
 
 #: Result -> the text printed for it; it runs before rendered/ is touched, so that a
@@ -87,6 +102,32 @@ def run(
             gc.enable()
 
 
+def _unpaired_surrogate(text: str) -> str | None:
+    """Half of a UTF-16 surrogate pair: what a JSON or YAML escape such as \\ud800 decodes to.
+    It is not a character: it cannot be printed, and kubectl refuses it in a rendered file."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return text[e.start]
+    return None
+
+
+def _surrogate_problem(char: str, files: list[InputFile]) -> Problem | None:
+    escape = f"\\u{ord(char):04x}"
+    message = (
+        f"{escape} is half of a UTF-16 surrogate pair, not a character: it can be neither "
+        "printed nor applied to a cluster; write the character itself"
+    )
+    for file in files:
+        text = (file.data or b"").decode("utf-8", "replace")
+        at = text.lower().find(escape)
+        if at >= 0:
+            rule = "json-syntax" if file.relative.endswith(".json") else "yaml-syntax"
+            line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+            return Problem(file.shown, line, col, rule, message)
+    return None
+
+
 def _render(
     files: list[InputFile],
     out: outtree.OutputTree,
@@ -101,7 +142,7 @@ def _render(
     digest = memo.input_digest(files, (in_label, out.label))
     recalled = memo.recall(out, digest, now) if use_memo else None
     if recalled is not None:
-        return Result(*recalled).reported(report)
+        return Result(*recalled, inputs=files).reported(report)
     result = _run(files, out, now, Mode.RENDER, strict).reported(report)
     if result.files is None:
         return result
@@ -110,7 +151,7 @@ def _render(
             out.replace(result.files)
     except outtree.OutputError as e:
         problem = Problem(out.label, 1, 1, "output-unwritable", str(e))
-        return Result([*result.problems, problem], result.summary).reported(report)
+        return Result([*result.problems, problem], result.summary, inputs=files).reported(report)
     if use_memo and result.summary is not None:
         window = memo.Window.around(now, result.expiries)
         memo.remember(out.path, digest, window, result.files, result.problems, result.summary.as_data())
@@ -157,7 +198,7 @@ def _run(
 ) -> Result:
     compiled = compile(files, now, node_features=mode is not Mode.VALIDATE)
     if out is None or compiled.failed or compiled.planned is None:
-        return Result(compiled.problems(), compiled.summary)
+        return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned
     emission = emit.compare(planned.manifests, out)
     texts.update(emission.texts)
@@ -165,7 +206,7 @@ def _run(
     planned.summary.mutated_nodes = emission.mutated_nodes
     if mode is Mode.CHECK:
         findings += emission.stale(out.label)
-    result = Result(locate(findings, texts), planned.summary, expiries=compiled.expiries)
+    result = Result(locate(findings, texts), planned.summary, expiries=compiled.expiries, inputs=files)
     if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):
         result.files = emission.files  # to be written: nothing is, until the report is made
         result.written = emission.written
