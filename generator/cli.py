@@ -265,7 +265,7 @@ def main() -> None:
     try:
         cli.main(standalone_mode=True)
     except KeyboardInterrupt:
-        click.echo("tasgen: interrupted; nothing was written", err=True)
+        click.echo("tasgen: interrupted; rendered/ is one whole render, old or new", err=True)
         sys.exit(130)
     except Exception as e:
         if os.environ.get("TASGEN_DEBUG"):

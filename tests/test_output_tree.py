@@ -198,3 +198,30 @@ def test_a_full_disk_leaves_rendered_as_it_was(inventory: Path, tmp_path: Path) 
     assert "Traceback" not in output and "internal error" not in output
     assert unchanged == "True" and litter == "[]"
     assert second == "0 0"
+
+
+def test_a_read_only_folder_of_yours_is_kept_and_the_old_tree_still_goes(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """Deleting the old tree must get past a folder without write permission (as root:
+    without the capabilities that bypass permissions, as any other user would be)."""
+    out = tmp_path / "rendered"
+    (out / "notes").mkdir(parents=True)
+    (out / "notes" / "keep.txt").write_text("keep\n")
+    (out / "notes").chmod(0o555)
+    assert render(inventory, out)[0] == 0
+    change_quota(inventory)
+    drop = "-dac_override,-dac_read_search,-fowner"
+    as_user = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"] if os.geteuid() == 0 else []
+    run = subprocess.run(
+        [*as_user, sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (out / "notes" / "keep.txt").read_text() == "keep\n"
+    assert oct((out / "notes").stat().st_mode)[-3:] == "555"
+    assert siblings(out) == []

@@ -300,4 +300,14 @@ def _swap_in_two_steps(stage: Path, path: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    """Delete a tree, also below folders without write permission (a read-only folder of the
+    old rendered/ must not leave its tree behind); what still fails is left for the next run."""
+
+    def writable_and_again(function: Callable[[str], object], name: str, _: object) -> None:
+        try:
+            os.chmod(os.path.dirname(name), 0o700)
+            function(name)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=writable_and_again)
