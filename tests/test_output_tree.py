@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.emit import outtree
 from tests.conftest import NOW, REPO, tasgen, tree
 
 EXAMPLE = REPO / "inventories"
@@ -225,3 +226,16 @@ def test_a_read_only_folder_of_yours_is_kept_and_the_old_tree_still_goes(
     assert (out / "notes" / "keep.txt").read_text() == "keep\n"
     assert oct((out / "notes").stat().st_mode)[-3:] == "555"
     assert siblings(out) == []
+
+
+def test_the_two_rename_swap_moves_the_new_tree_in_and_the_old_aside(tmp_path: Path) -> None:
+    """The fallback for filesystems without RENAME_EXCHANGE (none is mountable here: this
+    runs the function itself on real folders)."""
+    out, stage = tmp_path / "rendered", tmp_path / ".rendered.tasgen-stage-1"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "old.yaml").write_text("old\n")
+    (stage / "a").mkdir(parents=True)
+    (stage / "a" / "new.yaml").write_text("new\n")
+    outtree._swap_in_two_steps(stage, out)
+    assert tree(out) == {"a/new.yaml": "new\n"} and tree(stage) == {"a/old.yaml": "old\n"}
+    assert siblings(out) == [stage.name]
