@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from generator import emit, memo
+from generator import emit, memo, printable
 from generator.emit import outtree
 from generator.load.files import InputFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
@@ -48,8 +48,8 @@ class Result:
         """This result with its report; one whose report is not Unicode text becomes a
         problem at the escape it came from (nothing of it is written or printed)."""
         self.report = report(self)
-        bad = _unpaired_surrogate(self.report) or _unpaired_surrogate(self._text())
-        problem = _surrogate_problem(bad, self.inputs) if bad else None
+        bad = printable.unpaired_surrogate(self.report) or printable.unpaired_surrogate(self._text())
+        problem = printable.surrogate_problem(bad, self.inputs) if bad else None
         if problem is None:
             return self  # (a surrogate of an undecodable file name is printed escaped)
         failed = Result([problem])
@@ -100,32 +100,6 @@ def run(
     finally:
         if gc_was_enabled:
             gc.enable()
-
-
-def _unpaired_surrogate(text: str) -> str | None:
-    """Half of a UTF-16 surrogate pair: what a JSON or YAML escape such as \\ud800 decodes to.
-    It is not a character: it cannot be printed, and kubectl refuses it in a rendered file."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return text[e.start]
-    return None
-
-
-def _surrogate_problem(char: str, files: list[InputFile]) -> Problem | None:
-    escape = f"\\u{ord(char):04x}"
-    message = (
-        f"{escape} is half of a UTF-16 surrogate pair, not a character: it can be neither "
-        "printed nor applied to a cluster; write the character itself"
-    )
-    for file in files:
-        text = (file.data or b"").decode("utf-8", "replace")
-        at = text.lower().find(escape)
-        if at >= 0:
-            rule = "json-syntax" if file.relative.endswith(".json") else "yaml-syntax"
-            line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
-            return Problem(file.shown, line, col, rule, message)
-    return None
 
 
 def _render(
