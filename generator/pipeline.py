@@ -91,7 +91,8 @@ def run(
             return _run(files, None, now, mode, strict).reported(report)
         out_label = display_path(out_dir)
         try:
-            with outtree.opened(out_dir, out_label, on_wait) as out:
+            create = mode is Mode.RENDER
+            with outtree.opened(out_dir, out_label, inventory_dir, create=create, on_wait=on_wait) as out:
                 if mode is Mode.CHECK:
                     return _run(files, out, now, mode, strict).reported(report)
                 return _render(files, out, now, strict, use_memo, report, display_path(inventory_dir))

@@ -239,3 +239,16 @@ def test_the_two_rename_swap_moves_the_new_tree_in_and_the_old_aside(tmp_path: P
     outtree._swap_in_two_steps(stage, out)
     assert tree(out) == {"a/new.yaml": "new\n"} and tree(stage) == {"a/old.yaml": "old\n"}
     assert siblings(out) == [stage.name]
+
+
+def test_an_output_folder_that_holds_the_inventory_is_refused(inventory: Path, tmp_path: Path) -> None:
+    before = tree(tmp_path)
+    code, output = render(inventory, tmp_path)
+    assert code == 1 and "holds the inventory" in output and "[output-unwritable]" in output
+    assert tree(tmp_path) == before
+
+
+def test_check_of_a_folder_that_is_not_there_makes_nothing(inventory: Path, tmp_path: Path) -> None:
+    code, output = check(inventory, tmp_path / "no" / "such" / "rendered")
+    assert code == 1 and "is missing" in output
+    assert not (tmp_path / "no").exists()

@@ -104,10 +104,25 @@ class OutputTree:
 
 
 @contextmanager
-def opened(out_dir: Path, label: str, on_wait: Callable[[], None] = lambda: None) -> Iterator[OutputTree]:
+def opened(
+    out_dir: Path,
+    label: str,
+    inventory: Path,
+    *,
+    create: bool = True,
+    on_wait: Callable[[], None] = lambda: None,
+) -> Iterator[OutputTree]:
     """rendered/ read under an exclusive lock held until the block ends; leftovers of
-    interrupted renders are removed first."""
+    interrupted renders are removed first. Without ``create`` (check) a missing folder is
+    read as empty and nothing is made."""
     path = out_dir.resolve()
+    if inventory.resolve().is_relative_to(path):
+        raise OutputError(
+            f"{label} holds the inventory; tasgen replaces {label} whole, give it its own folder"
+        )
+    if not create and not path.parent.is_dir():
+        yield OutputTree(path, label)
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError as e:
