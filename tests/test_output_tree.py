@@ -252,3 +252,14 @@ def test_check_of_a_folder_that_is_not_there_makes_nothing(inventory: Path, tmp_
     code, output = check(inventory, tmp_path / "no" / "such" / "rendered")
     assert code == 1 and "is missing" in output
     assert not (tmp_path / "no").exists()
+
+
+def test_a_symlinked_rendered_folder_stays_a_symlink(inventory: Path, tmp_path: Path) -> None:
+    real, link = tmp_path / "elsewhere" / "rendered", tmp_path / "rendered"
+    real.mkdir(parents=True)
+    link.symlink_to(real)
+    assert render(inventory, link)[0] == 0
+    change_quota(inventory)
+    assert render(inventory, link)[0] == 0
+    assert link.is_symlink() and tree(real) == tree(link) and check(inventory, link)[0] == 0
+    assert siblings(real) == [] and siblings(link) == []
