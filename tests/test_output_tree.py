@@ -263,3 +263,25 @@ def test_a_symlinked_rendered_folder_stays_a_symlink(inventory: Path, tmp_path: 
     assert render(inventory, link)[0] == 0
     assert link.is_symlink() and tree(real) == tree(link) and check(inventory, link)[0] == 0
     assert siblings(real) == [] and siblings(link) == []
+
+
+def test_a_folder_in_rendered_that_cannot_be_read_is_a_clear_problem(inventory: Path, tmp_path: Path) -> None:
+    """As root: without the capabilities that bypass permissions, as any other user."""
+    out = tmp_path / "rendered"
+    assert render(inventory, out)[0] == 0
+    (out / "private").mkdir(mode=0)
+    (out / "private").chmod(0)
+    before = {p.name for p in out.iterdir()}
+    drop = "-dac_override,-dac_read_search"
+    as_user = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"] if os.geteuid() == 0 else []
+    run = subprocess.run(
+        [*as_user, sys.executable, "-m", "generator.cli", "check", "-i", str(inventory), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "cannot read" in run.stdout and "private: Permission denied [output-unwritable]" in run.stdout
+    assert {p.name for p in out.iterdir()} == before

@@ -130,8 +130,12 @@ def opened(
     except OSError as e:
         raise OutputError(f"cannot make {label}: {e.strerror}") from e
     with _locked(path.parent, on_wait):
-        _recover(path)
-        yield _read(path, label)
+        try:
+            _recover(path)
+            tree = _read(path, label)
+        except OSError as e:
+            raise OutputError(f"cannot read {label}: {e.strerror} ({e.filename})") from e
+        yield tree
 
 
 @contextmanager
