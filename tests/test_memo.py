@@ -125,3 +125,17 @@ def test_an_unreadable_inventory_file_is_a_positioned_problem(inventory: Path, t
     assert "inventory/queues/training.yaml:1:1: error: cannot read the file" in run.stdout
     assert "[file-unreadable]" in run.stdout and "Traceback" not in run.stderr
     assert not (tmp_path / "rendered").exists()
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (REPO / "tests" / "cases" / "valid").iterdir()))
+def test_every_valid_case_is_recalled_from_its_memo(case: str, tmp_path: Path) -> None:
+    """The memo schema follows the summary: a field it does not know would make every memo
+    ignored, and every no-change re-render a full one."""
+    inventory, out = REPO / "tests" / "cases" / "valid" / case / "inventory", tmp_path / "rendered"
+    args = ("render", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    first = tasgen(*args)
+    assert first.exit_code == 0, first.output
+    record = json.loads(memo_file().read_bytes())
+    record["summary"]["profiles"][0]["nodes"] = 4242  # visible only if the record is used
+    memo_file().write_text(json.dumps(record))
+    assert "(4242 nodes)" in tasgen(*args).output
