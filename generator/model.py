@@ -211,6 +211,7 @@ class Settings:
     node_feature_namespace: str = "node-feature-discovery"
     gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
     kueue_api_version: KueueVersion = "v1beta2"
+    expiry_warning_days: int = 14  # a snapshot expiring sooner is a warning (source-expiring)
     where: Where | None = None
 
 

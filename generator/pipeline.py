@@ -7,7 +7,7 @@ import gc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.plan import Plan, Summary, plan, source_statuses
 from generator.validate import validate
+from generator.validate.rules import Context
 
 
 class Mode(StrEnum):
@@ -141,7 +142,8 @@ class Compilation:
     texts: dict[str, str]  # inventory texts by shown path, for positions
     planned: Plan | None = None  # None when validation failed
     summary: Summary | None = None
-    expiries: list[datetime] = field(default_factory=list)  # of every snapshot
+    expiries: list[datetime] = field(default_factory=list)  # when the result changes with time
+    context: Context | None = None  # the typed inventory (tasgen plan reads its nodes and sources)
 
     @property
     def failed(self) -> bool:
@@ -158,14 +160,19 @@ def compile(files: list[InputFile], now: datetime, *, node_features: bool = True
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
-        return Compilation(validation.findings, texts, summary=summary)
+        return Compilation(validation.findings, texts, summary=summary, context=ctx)
     planned = plan(ctx, node_features=node_features)
+    # The result changes when a source expires, and when it comes within the warning horizon
+    # (source-expiring): a recorded render holds only between such times.
+    horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)
     expiries = [
-        s.snapshot.expires_at
+        moment
         for s in ctx.inventory.sources.values()
         if s.snapshot is not None and s.snapshot.expires_at is not None
+        for moment in (s.snapshot.expires_at, s.snapshot.expires_at - horizon)
     ]
-    return Compilation(validation.findings + planned.findings, texts, planned, planned.summary, expiries)
+    findings = validation.findings + planned.findings
+    return Compilation(findings, texts, planned, planned.summary, expiries, ctx)
 
 
 def _run(

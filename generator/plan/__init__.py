@@ -68,6 +68,7 @@ class Plan:
     manifests: list[Manifest]
     findings: list[Finding]
     summary: Summary
+    assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
 
 
 def plan(ctx: Context, *, node_features: bool = True) -> Plan:
@@ -88,7 +89,7 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     objects += _gate(ctx, [m.body for m in queue_objects]) + queue_objects
     objects += manifests.local_queues(queues, version)
     summary = _summary(ctx, assignment, queues)
-    return Plan(objects, assignment.findings + findings, summary)
+    return Plan(objects, assignment.findings + findings, summary, assignment)
 
 
 def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:

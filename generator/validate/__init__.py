@@ -10,7 +10,7 @@ from pathlib import Path
 from generator.load.files import LoadedFile
 from generator.model import Document, Finding, Inventory, Level
 from generator.validate import documents
-from generator.validate.rules import RULES, Context
+from generator.validate.rules import RISKS, RULES, Context
 from generator.validate.rules.sources import selector_problems
 from generator.validate.snapshots import SnapshotFiles, load_snapshot
 
@@ -43,6 +43,9 @@ def validate(files: list[LoadedFile], now: datetime) -> Validation:
         # problems above (e.g. unknown nodes of an inventory file that failed to parse).
         return Validation(inventory, findings, texts, context)
     for rule in RULES:
+        # Risks are judged on a valid inventory: on an invalid one they would echo its errors.
+        if rule.id in RISKS and any(f.level is Level.ERROR for f in findings):
+            continue
         findings.extend(rule.check(context))
     return Validation(inventory, findings, texts, context)
 

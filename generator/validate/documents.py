@@ -113,6 +113,7 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         node_feature_namespace=spec.get("nodeFeatureNamespace", defaults.node_feature_namespace),
         gate=dict(spec.get("gate", {})),
         kueue_api_version=spec.get("kueueAPIVersion", defaults.kueue_api_version),
+        expiry_warning_days=spec.get("expiryWarningDays", defaults.expiry_warning_days),
         where=docs[0].where("spec"),
     ), findings
 

@@ -7,7 +7,17 @@ so that the catalogue is complete.
 
 from __future__ import annotations
 
-from generator.validate.rules import hierarchy, limits, localqueues, nodes, plans, snapshots, sources, taints
+from generator.validate.rules import (
+    hierarchy,
+    limits,
+    localqueues,
+    nodes,
+    plans,
+    risks,
+    snapshots,
+    sources,
+    taints,
+)
 from generator.validate.rules.base import Context, Rule
 
 RULES: tuple[Rule, ...] = (
@@ -19,7 +29,11 @@ RULES: tuple[Rule, ...] = (
     *limits.RULES,
     *taints.RULES,
     *localqueues.RULES,
+    *risks.RULES,
 )
+
+#: the warnings about valid inventories that are probably not meant (judged after every other rule)
+RISKS = frozenset(rule.id for rule in risks.RULES)
 
 #: rule ID -> summary, for rules reported outside this registry (loading, schema, planning,
 #: writing)
@@ -50,6 +64,9 @@ OTHER_RULES: dict[str, str] = {
     "immutable-field": "A render never changes an immutable field of an object already in rendered/.",
     "stale-render": "rendered/ is what 'tasgen render' would write (tasgen check).",
     "output-unwritable": "rendered/ can be written.",
+    # tasgen plan compares two revisions: these need the base revision (generator/diff/risks.py)
+    "level-removed": "A level of the base revision's hierarchy stays for the nodes that had it (warning).",
+    "level-added-uncarried": "A level added since the base is on every node its source selects (warning).",
 }
 
-__all__ = ["OTHER_RULES", "RULES", "Context", "Rule"]
+__all__ = ["OTHER_RULES", "RISKS", "RULES", "Context", "Rule"]
