@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import click
 
 from generator import importnodes
+from generator.diff import command as plan_command
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, step_summary
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
@@ -208,6 +209,48 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     Exit 1 names each stale file and its first differing line.
     """
     _execute(Mode.CHECK, inventory, output, format_, now, strict)
+
+
+@cli.command()
+@click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The inventory folder (the working tree's; the base is read from git).",
+)
+@_output_option
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
+)
+@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry.")
+@click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Read the live queues (read-only): what each drain would evict.",
+)
+def plan(
+    base: str, inventory: Path, output: Path, format_: str, now: str | None, kubeconfig: Path | None
+) -> None:
+    """Show what merging the inventory change does to the cluster: queues and drains,
+    hierarchies, relabelled nodes, fit preview and risk warnings. Writes nothing.
+
+    \b
+    Example:
+      tasgen plan --base origin/main --format markdown > plan.md
+    Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
+    validate prints them), 2 usage error (e.g. an unknown REF).
+    """
+    plan_command.run(base, inventory, output, format_, _parse_now(now), kubeconfig)
 
 
 @cli.command("import-nodes")

@@ -1,0 +1,1 @@
+"""tasgen init: scaffolds a GitOps repository that uses tasgen."""
