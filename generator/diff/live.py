@@ -9,7 +9,7 @@ Workloads whose admission uses them say what a drain would evict. Nothing is wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -95,9 +95,8 @@ def _reservation(live: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 def _admitted(api: client.ApiClient) -> list[dict[str, Any]]:
     """Every Workload that holds a quota reservation (its admission names queue and flavors)."""
-    found: dict[str, Any] = client.CustomObjectsApi(api).list_cluster_custom_object(
-        GROUP, VERSION, "workloads"
-    )
+    custom = client.CustomObjectsApi(api)
+    found = cast(dict[str, Any], custom.list_cluster_custom_object(GROUP, VERSION, "workloads"))
     return [w for w in found.get("items", []) if (w.get("status") or {}).get("admission")]
 
 
