@@ -91,10 +91,6 @@ def _levels(levels: list[str] | None) -> str:
     return "(none)" if levels is None else " > ".join(f"`{k}`" for k in levels)
 
 
-def _more(count: int, noun: str) -> str:
-    return f"\n_and {count} more {noun}(s): see `tasgen plan --format json`_\n" if count else ""
-
-
 def _live(live: dict[str, Any]) -> str:
     return f"{live['reservingWorkloads']} workload(s) reserve the dropped flavors"
 
@@ -105,7 +101,6 @@ FILTERS: dict[str, Callable[..., str]] = {
     "identity": _identity,
     "fit": _fit,
     "levels": _levels,
-    "more": _more,
     "live": _live,
 }
 
