@@ -44,7 +44,10 @@ def _node(i: int, n: int) -> dict[str, object]:
     return {"name": name, "labels": dict(sorted(labels.items())), "allocatable": allocatable}
 
 
-def write_fleet(root: Path, n: int) -> None:
+def write_fleet(root: Path, n: int, *, changed: bool = False) -> None:
+    """``changed``: the change `tasgen plan` is benchmarked on, a large one: the H100 source drops
+    its block level (every H100 node changes profile and both H100 queues swap flavors) and every
+    16th L40S node moves to the next rack."""
     root.mkdir(parents=True, exist_ok=True)
     nodes = [_node(i, n) for i in range(n)]
     inventory = {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "fleet"}, "nodes": nodes}
@@ -52,7 +55,11 @@ def write_fleet(root: Path, n: int) -> None:
     h100 = {
         n["name"]: {
             "topology.kubernetes.io/zone": n["labels"]["topology.kubernetes.io/zone"],
-            "topology.gpustack.ai/block": f"blk-{int(n['name'][5:]) // (RACK_SIZE * 8)}",
+            **(
+                {}
+                if changed
+                else {"topology.gpustack.ai/block": f"blk-{int(n['name'][5:]) // (RACK_SIZE * 8)}"}
+            ),
             "topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}",
         }
         for n in nodes
@@ -62,7 +69,11 @@ def write_fleet(root: Path, n: int) -> None:
     docs = [
         _source(
             "h100",
-            ["topology.kubernetes.io/zone", "topology.gpustack.ai/block", "topology.gpustack.ai/rack"],
+            [
+                "topology.kubernetes.io/zone",
+                *([] if changed else ["topology.gpustack.ai/block"]),
+                "topology.gpustack.ai/rack",
+            ],
             {"configMap": {"namespace": "topo", "name": "h100", "key": "snapshot.yaml"}},
         ),
         {
@@ -94,7 +105,9 @@ def write_fleet(root: Path, n: int) -> None:
     ]
     (root / "sources.yaml").write_text("---\n".join(yaml.dump(d) for d in docs))
     l40s = {
-        n["name"]: {"topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}"}
+        n["name"]: {
+            "topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE + (changed and int(n['name'][5:]) % 16 == 0)}"
+        }
         for n in nodes
         if n["labels"]["fleet.example.com/pool"] == "l40s"
     }

@@ -90,7 +90,7 @@ def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
     (added,) = data["profiles"]["added"]
     assert added["levels"] == [ZONE, BLOCK, RACK, "kubernetes.io/hostname"] and added["nodes"] == 8
     assert data["profiles"]["moves"] == [{"from": data["profiles"]["removed"][0]["id"], "to": added["id"], "nodes": 8}]
-    assert data["nodes"]["bySource"][1] == {"source": "racks", "nodes": 8, "keys": {BLOCK: 8}}
+    assert data["nodes"]["bySource"][0] == {"source": "racks", "nodes": 8, "keys": {BLOCK: 8}}
     assert fit(data, "training", "H100", BLOCK) == (None, {"pods": 4, "gpus": 32})
 
 

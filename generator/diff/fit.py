@@ -50,26 +50,30 @@ def compare_fit(base: Side, head: Side) -> list[dict[str, Any]]:
 def _fits(side: Side) -> dict[tuple[str, Any, str], Fit]:
     found: dict[tuple[str, Any, str], Fit] = {}
     members = _members(side)
+    by_flavor: dict[tuple[str, tuple[str, ...]], dict[str, Fit]] = {}  # queues share flavors
     for queue in side.queues.values():
         for flavor in queue.flavors.values():
-            nodes = members.get((flavor.identity, flavor.profile), [])
-            for level, fit in _flavor_fit(side, queue, flavor, nodes).items():
-                key = (queue.name, flavor.identity, level)
-                if key not in found or _better(fit, found[key]):
-                    found[key] = fit
+            key = (flavor.name, queue.covered)
+            if key not in by_flavor:
+                nodes = members.get((flavor.identity, flavor.profile), [])
+                by_flavor[key] = _flavor_fit(side, queue, flavor, nodes)
+            for level, fit in by_flavor[key].items():
+                row = (queue.name, flavor.identity, level)
+                if row not in found or _better(fit, found[row]):
+                    found[row] = fit
     return found
 
 
 def _members(side: Side) -> dict[tuple[Any, str], list[str]]:
-    """(identity, profile) -> its nodes, for the identities the queues use."""
-    identities = {f.identity for q in side.queues.values() for f in q.flavors.values()}
-    result: dict[tuple[Any, str], list[str]] = {}
-    for identity in identities:
-        for name in sorted(side.nodes):
-            labels = side.nodes[name].labels
-            if all(labels.get(k) == v for k, v in identity):
-                result.setdefault((identity, side.profile_of[name]), []).append(name)
-    return result
+    """(identity, profile) -> its nodes: the profile's nodes that carry the identity."""
+    flavors = {(f.identity, f.profile) for q in side.queues.values() for f in q.flavors.values()}
+    nodes = side.nodes
+    return {
+        (identity, profile): [
+            n for n in side.members.get(profile, []) if all(nodes[n].labels.get(k) == v for k, v in identity)
+        ]
+        for identity, profile in flavors
+    }
 
 
 def _better(a: Fit, b: Fit) -> bool:
@@ -78,30 +82,40 @@ def _better(a: Fit, b: Fit) -> bool:
 
 def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[str]) -> dict[str, Fit]:
     resources = queue.covered or tuple(sorted({r for n in nodes for r in side.nodes[n].allocatable}))
-    shape = _shape(side, nodes, resources)
-    fitting = [n for n in nodes if _holds(side.nodes[n].allocatable, shape)]
-    gpus = sum(int(amount) for r, amount in shape.items() if is_gpu(r))
+    # Fleets repeat a few allocatable values: judge each distinct one once.
+    signature = {n: tuple(map(side.nodes[n].allocatable.get, resources)) for n in nodes}
+    counts = Counter(signature.values())
+    shape = _shape(counts)
+    holds = {s for s in counts if all(a >= b for a, b in zip(_amounts(s), shape, strict=True))}
+    fitting = [n for n in nodes if signature[n] in holds]
+    gpus = sum(int(amount) for r, amount in zip(resources, shape, strict=True) if is_gpu(r))
     fits = {}
-    for depth, level in enumerate(side.profiles[flavor.profile], start=1):
-        per_domain = Counter(side.domain_of[n][:depth] for n in fitting)
-        pods = max(per_domain.values(), default=0)
+    for level, pods in zip(side.profiles[flavor.profile], largest_domains(side, fitting), strict=True):
         fits[level] = {"pods": pods, "gpus": pods * gpus}
     return fits
 
 
-def _shape(side: Side, nodes: list[str], resources: tuple[str, ...]) -> dict[str, Decimal]:
+def largest_domains(side: Side, nodes: list[str]) -> list[int]:
+    """Per level of the nodes' profile, coarsest first: the node count of its fullest domain.
+    One pass over the nodes (counted by their domain just above hostname), then over domains."""
+    parents = Counter(side.domain_of[n][:-1] for n in nodes)
+    depth = max((len(p) for p in parents), default=0)
+    largest = []
+    for cut in range(1, depth + 1):
+        per_domain: Counter[tuple[str, ...]] = Counter()
+        for path, count in parents.items():
+            per_domain[path[:cut]] += count
+        largest.append(max(per_domain.values()))
+    return [*largest, 1 if nodes else 0]  # a hostname domain is one node
+
+
+def _shape(counts: Counter[tuple[str | None, ...]]) -> tuple[Decimal, ...]:
     """The allocatable most of the nodes have (ties: the smallest), as amounts."""
-    counts = Counter(tuple(_amount(side.nodes[n].allocatable, r) for r in resources) for n in nodes)
     if not counts:
-        return {}
+        return ()
     best = max(counts.values())
-    return dict(zip(resources, min(s for s, c in counts.items() if c == best), strict=True))
+    return min(_amounts(s) for s, c in counts.items() if c == best)
 
 
-def _amount(allocatable: dict[str, str], resource: str) -> Decimal:
-    value = allocatable.get(resource)
-    return parse(value) if value is not None else Decimal(0)
-
-
-def _holds(allocatable: dict[str, str], shape: dict[str, Decimal]) -> bool:
-    return all(_amount(allocatable, r) >= amount for r, amount in shape.items())
+def _amounts(signature: tuple[str | None, ...]) -> tuple[Decimal, ...]:
+    return tuple(parse(v) if v is not None else Decimal(0) for v in signature)

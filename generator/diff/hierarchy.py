@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from generator.diff.side import Side
+from generator.model import HOSTNAME_KEY
 
 #: changed domains drawn per level and side before "and N more"
 SHOWN_DOMAINS = 6
@@ -66,15 +67,20 @@ def _levels(side: Side, source: str) -> list[str] | None:
 
 def _touched(base: Side, head: Side) -> set[tuple[str, tuple[str, ...]]]:
     """(profile, domain path) of every domain a node leaves or joins, on either side."""
-    touched: set[tuple[str, tuple[str, ...]]] = set()
+    parents: set[tuple[str | None, tuple[str, ...] | None]] = set()
     for node in base.profile_of.keys() | head.profile_of.keys():
         old = (base.profile_of.get(node), base.domain_of.get(node))
         new = (head.profile_of.get(node), head.domain_of.get(node))
         if old != new:
-            for profile, path in (old, new):
-                if profile is not None and path is not None:
-                    touched.update((profile, path[:depth]) for depth in range(1, len(path)))
-    return touched
+            parents.add((old[0], old[1][:-1] if old[1] else None))
+            parents.add((new[0], new[1][:-1] if new[1] else None))
+    # Few distinct parent domains, however many nodes: expand those into every coarser domain.
+    return {
+        (profile, path[:depth])
+        for profile, path in parents
+        if profile is not None and path is not None
+        for depth in range(1, len(path) + 1)
+    }
 
 
 def diagram(side: Side, touched: set[tuple[str, tuple[str, ...]]]) -> str:
@@ -82,31 +88,41 @@ def diagram(side: Side, touched: set[tuple[str, tuple[str, ...]]]) -> str:
     lines = ["flowchart TD"]
     if not side.profiles:
         return "\n".join([*lines, '  empty["no inventory"]'])
-    members: dict[str, list[str]] = {}
-    for node, profile in sorted(side.profile_of.items()):
-        members.setdefault(profile, []).append(node)
     for index, profile in enumerate(sorted(side.profiles)):
-        lines += _profile_lines(side, f"p{index}", profile, members[profile], touched)
+        lines += _profile_lines(side, f"p{index}", profile, touched)
     return "\n".join(lines)
 
 
+def domain_counts(side: Side, profile: str) -> list[Counter[tuple[str, ...]]]:
+    """Per level above hostname, coarsest first: nodes per domain (a domain is the path of values
+    down to it). One pass over the nodes, then over their parent domains."""
+    nodes = side.members[profile]
+    parents = Counter(side.domain_of[n][:-1] for n in nodes)
+    levels: list[Counter[tuple[str, ...]]] = []
+    for cut in range(1, len(side.profiles[profile])):
+        per_domain: Counter[tuple[str, ...]] = Counter()
+        for path, count in parents.items():
+            per_domain[path[:cut]] += count
+        levels.append(per_domain)
+    return levels
+
+
 def _profile_lines(
-    side: Side, ident: str, profile: str, nodes: list[str], touched: set[tuple[str, tuple[str, ...]]]
+    side: Side, ident: str, profile: str, touched: set[tuple[str, tuple[str, ...]]]
 ) -> list[str]:
-    keys = side.profiles[profile]
-    lines = [f'  {ident}["profile {profile}<br/>{len(nodes)} nodes"]']
+    keys, nodes = side.profiles[profile], len(side.members[profile])
+    lines = [f'  {ident}["profile {profile}<br/>{nodes} nodes"]']
     parent = ident
-    for depth, key in enumerate(keys, start=1):
-        paths = Counter(side.domain_of[n][:depth] for n in nodes)
+    for depth, paths in enumerate(domain_counts(side, profile), start=1):
         box = f"{ident}l{depth}"
-        lines.append(f'  {parent} --> {box}["{_quote(key)}<br/>{len(paths)} domains"]')
+        lines.append(f'  {parent} --> {box}["{_quote(keys[depth - 1])}<br/>{len(paths)} domains"]')
         changed = sorted(p for p in paths if (profile, p) in touched)
         for i, path in enumerate(changed[:SHOWN_DOMAINS]):
-            label = f"{_quote(path[-1])}: {paths[path]} nodes"
-            lines.append(f'  {box} -.- {box}d{i}(["{label}"])')
+            lines.append(f'  {box} -.- {box}d{i}(["{_quote(path[-1])}: {paths[path]} nodes"])')
         if len(changed) > SHOWN_DOMAINS:
             lines.append(f'  {box} -.- {box}more(["and {len(changed) - SHOWN_DOMAINS} more changed"])')
         parent = box
+    lines.append(f'  {parent} --> {ident}host["{HOSTNAME_KEY}<br/>{nodes} nodes"]')
     return lines
 
 

@@ -1,6 +1,10 @@
 """Nodes: the labels tasgen writes (through NodeFeatures) that change, summarised by the source
 that writes them and by coarse domain (the node's first level), with the nodes' names and
-changes only when they are few - never a line per node at scale."""
+changes only when they are few - never a line per node at scale.
+
+Compared source by source: a snapshot's per-node mapping is compared as a whole first (most
+nodes of a change are untouched), label by label only where it differs.
+"""
 
 from __future__ import annotations
 
@@ -9,65 +13,94 @@ from typing import Any
 
 from generator.diff.side import Side
 from generator.model import PROFILE_KEY
+from generator.validate.labels import READ_ONLY_PARENTS
 
 #: up to this many changed nodes, the report names them and lists their changes
 NAMED_NODES = 20
+#: the profile label is tasgen's own, not a source's
+PROFILE_WRITER = "(profile)"
+
+Change = dict[str, Any]  # key, before, after
 
 
 def compare_nodes(base: Side, head: Side) -> dict[str, Any]:
-    changes = {n: _changes(base, head, n) for n in sorted(base.written.keys() | head.written.keys())}
-    changes = {n: c for n, c in changes.items() if c}
-    by_source: dict[str, Counter[str]] = {}
-    for node_changes in changes.values():
-        for change in node_changes:
-            writer = _writer(base, head, change["key"])
-            by_source.setdefault(writer, Counter())[change["key"]] += 1
+    changes: dict[str, list[Change]] = {}
+    by_source: dict[str, tuple[int, Counter[str]]] = {}
+    for source in sorted(base.stated.keys() | head.stated.keys()):
+        _record(
+            changes,
+            by_source,
+            source,
+            _source_changes(base.stated.get(source, {}), head.stated.get(source, {})),
+        )
+    _record(changes, by_source, PROFILE_WRITER, _profile_changes(base, head))
+    named = len(changes) <= NAMED_NODES
     return {
         "total": len(head.nodes),
         "changed": len(changes),
         "bySource": [
-            {"source": s, "nodes": _nodes_of(changes, base, head, s), "keys": dict(sorted(c.items()))}
-            for s, c in sorted(by_source.items())
+            {"source": s, "nodes": n, "keys": dict(sorted(keys.items()))}
+            for s, (n, keys) in by_source.items()
         ],
         "byDomain": _by_domain(base, head, changes),
-        "changes": [{"node": n, "labels": c} for n, c in changes.items()]
-        if len(changes) <= NAMED_NODES
+        "changes": [
+            {"node": n, "labels": sorted(changes[n], key=lambda c: c["key"])} for n in sorted(changes)
+        ]
+        if named
         else None,
     }
 
 
-def _changes(base: Side, head: Side, node: str) -> list[dict[str, Any]]:
-    old, new = base.written.get(node, {}), head.written.get(node, {})
-    return [
-        {"key": k, "before": old.get(k), "after": new.get(k)}
-        for k in sorted(old.keys() | new.keys())
-        if old.get(k) != new.get(k)
-    ]
+def _record(
+    changes: dict[str, list[Change]],
+    by_source: dict[str, tuple[int, Counter[str]]],
+    source: str,
+    found: dict[str, list[Change]],
+) -> None:
+    if not found:
+        return
+    for node, node_changes in found.items():
+        changes.setdefault(node, []).extend(node_changes)
+    keys = Counter(c["key"] for node_changes in found.values() for c in node_changes)
+    by_source[source] = (len(found), keys)
 
 
-def _writer(base: Side, head: Side, key: str) -> str:
-    """The source that writes a key (the profile label is tasgen's own)."""
-    if key == PROFILE_KEY:
-        return "(profile)"
-    return head.writer.get(key) or base.writer.get(key) or "(unknown)"
+def _source_changes(
+    old: dict[str, dict[str, str]], new: dict[str, dict[str, str]]
+) -> dict[str, list[Change]]:
+    found = {}
+    for node in old.keys() | new.keys():
+        before, after = old.get(node, {}), new.get(node, {})
+        if before != after:
+            labels = [
+                {"key": k, "before": before.get(k), "after": after.get(k)}
+                for k in before.keys() | after.keys()
+                if k not in READ_ONLY_PARENTS and before.get(k) != after.get(k)
+            ]
+            if labels:
+                found[node] = labels
+    return found
 
 
-def _nodes_of(changes: dict[str, list[dict[str, Any]]], base: Side, head: Side, source: str) -> int:
-    return sum(any(_writer(base, head, c["key"]) == source for c in cs) for cs in changes.values())
+def _profile_changes(base: Side, head: Side) -> dict[str, list[Change]]:
+    old, new = base.profile_of, head.profile_of
+    return {
+        node: [{"key": PROFILE_KEY, "before": old.get(node), "after": new.get(node)}]
+        for node in old.keys() | new.keys()
+        if old.get(node) != new.get(node)
+    }
 
 
-def _by_domain(base: Side, head: Side, changes: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _by_domain(base: Side, head: Side, changes: dict[str, list[Change]]) -> list[dict[str, Any]]:
     """Changed nodes per coarse domain: the first level of the node's profile after (before, for
     a node that leaves), e.g. its zone; hostname-only nodes count under "(no topology)"."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for node in changes:
-        side = head if node in head.profile_of else base
-        keys = side.profiles.get(side.profile_of.get(node, ""), ())
-        if len(keys) > 1:
-            counts[(keys[0], side.domain_of[node][0])] += 1
-        else:
-            counts[("(no topology)", "")] += 1
+    counts = Counter(_coarse(head if node in head.profile_of else base, node) for node in changes)
     return [
         {"level": level, "domain": domain, "nodes": n}
         for (level, domain), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
+
+
+def _coarse(side: Side, node: str) -> tuple[str, str]:
+    keys = side.profiles[side.profile_of[node]]
+    return (keys[0], side.domain_of[node][0]) if len(keys) > 1 else ("(no topology)", "")

@@ -16,16 +16,15 @@ def plan_risks(base: Side, head: Side) -> list[Finding]:
 
 def _levels_removed(base: Side, head: Side) -> Iterable[Finding]:
     """Kueue no longer places a workload that requests a level its nodes' Topology lost."""
+    moves = Counter(
+        (old, head.profile_of[node], head.source_of.get(node) or base.source_of.get(node, ""))
+        for node, old in base.profile_of.items()
+        if node in head.profile_of and head.profile_of[node] != old
+    )  # a node that left the inventory lost no level
     lost: Counter[tuple[str, str]] = Counter()  # (level, source) -> nodes
-    for node, old in base.profile_of.items():
-        new = head.profile_of.get(node)
-        if new is None:
-            continue  # the node left the inventory: that is not a level removed
-        gone = set(base.profiles[old]) - set(head.profiles[new]) - {HOSTNAME_KEY}
-        if not gone:
-            continue
-        source = head.source_of.get(node) or base.source_of[node]  # a level came from a source
-        lost.update((key, source) for key in gone)
+    for (old, new, source), nodes in moves.items():
+        for key in set(base.profiles[old]) - set(head.profiles[new]) - {HOSTNAME_KEY}:
+            lost[(key, source)] += nodes
     for (key, source), nodes in sorted(lost.items()):
         message = (
             f"level {key!r} is removed from the hierarchy of {nodes} node(s) (source {source!r}): "

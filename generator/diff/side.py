@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, Node, Where
 from generator.pipeline import Compilation
-from generator.validate.labels import READ_ONLY_PARENTS
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,10 @@ class Side:
     nodes: dict[str, Node] = field(default_factory=dict)
     profile_of: dict[str, str] = field(default_factory=dict)  # node -> profile id
     domain_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> values of its levels
-    written: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> labels tasgen writes
-    writer: dict[str, str] = field(default_factory=dict)  # label key -> the source that writes it
+    members: dict[str, list[str]] = field(default_factory=dict)  # profile id -> its nodes
+    #: Ready writing source -> node -> the labels it states (read-only parents included: the
+    #: snapshot's own dicts, shared, never copied)
+    stated: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     source_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     source_of: dict[str, str] = field(default_factory=dict)  # node -> the source of its profile
     source_where: dict[str, Where] = field(default_factory=dict)  # source -> its document
@@ -69,11 +71,11 @@ def _profiles(side: Side, profile_of: dict[str, Any]) -> None:
     for node, profile in profile_of.items():
         side.profile_of[node] = profile.id
         side.profiles.setdefault(profile.id, profile.keys)
+        side.members.setdefault(profile.id, []).append(node)
 
 
 def _domains_and_labels(side: Side, compiled: Compilation) -> None:
-    """Each node's values for its profile's levels, and the labels tasgen's NodeFeatures give it
-    (the Ready writing sources' labels and the profile label)."""
+    """Each node's values for its profile's levels, and what the Ready writing sources state."""
     ctx = compiled.context
     assert ctx is not None
     values: dict[str, dict[str, str]] = {}
@@ -82,25 +84,17 @@ def _domains_and_labels(side: Side, compiled: Compilation) -> None:
             continue
         stated_by = ctx.hierarchy_values(source)
         side.selected[source.name] = len(stated_by)
-        side.carried[source.name] = Counter(k for _, stated in stated_by for k in stated)
-        for node, stated in stated_by:
-            if side.source_of.get(node.name) == source.name:
-                values[node.name] = stated
+        side.carried[source.name] = Counter(chain.from_iterable(stated for _, stated in stated_by))
+        values.update(
+            (n.name, stated) for n, stated in stated_by if side.source_of.get(n.name) == source.name
+        )
         if source.writes and source.snapshot is not None:
-            _written(side, source.name, source.snapshot.nodes)
-    for name, profile in side.profile_of.items():
-        mine, host = values.get(name, {}), side.nodes[name].labels.get(HOSTNAME_KEY, name)
-        side.domain_of[name] = tuple(mine.get(k, host) for k in side.profiles[profile])
-        side.written.setdefault(name, {})[PROFILE_KEY] = profile
-
-
-def _written(side: Side, source: str, stated: dict[str, dict[str, str]]) -> None:
-    for node, labels in stated.items():
-        mine = side.written.setdefault(node, {})
-        for key, value in labels.items():
-            if key not in READ_ONLY_PARENTS:
-                mine[key] = value
-                side.writer.setdefault(key, source)
+            side.stated[source.name] = source.snapshot.nodes
+    for profile, names in side.members.items():
+        keys = side.profiles[profile]
+        for name in names:
+            mine, host = values.get(name, {}), side.nodes[name].labels.get(HOSTNAME_KEY, name)
+            side.domain_of[name] = tuple([mine.get(k, host) for k in keys])
 
 
 def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:

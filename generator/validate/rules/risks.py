@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
-from generator.model import Finding, Level, Node, Source
+from generator.model import Finding, Hardware, Level, Node, Source
 from generator.validate.quantities import parse, quantity_error
 from generator.validate.rules.base import Context, Rule
 
@@ -62,29 +63,36 @@ def _source_expiring(ctx: Context) -> Iterable[Finding]:
 
 def _quota_above_allocatable(ctx: Context) -> Iterable[Finding]:
     """A quota larger than the nodes can give is admitted but never fits: workloads wait."""
-    nodes = ctx.inventory.nodes.values()
     for plan in ctx.inventory.plans.values():
         for hw in plan.hardware:
-            matching = [n for n in nodes if all(n.labels.get(k) == v for k, v in hw.identity.items())]
-            for resource, declared in (hw.nominal_quota or {}).items():
+            declared = {r: v for r, v in (hw.nominal_quota or {}).items() if quantity_error(v) is None}
+            if not declared:
+                continue
+            matching = _matching(ctx, hw.identity)
+            for resource, value in declared.items():
                 total = _allocatable(matching, resource)
-                if quantity_error(declared) is None and 0 < total < parse(declared):
-                    message = (
-                        f"queue {plan.name!r} declares {resource}: {declared} for {hw.identity}, but "
-                        f"the matching nodes' allocatable is {total.normalize():f}: the excess can be "
-                        "admitted but never placed"
-                    )
-                    where = hw.where.at("nominalQuota", resource)
-                    yield Finding(where, "quota-above-allocatable", message, Level.WARNING)
+                if 0 < total < parse(value):
+                    yield _above(plan.name, hw, resource, value, total)
+
+
+def _matching(ctx: Context, identity: dict[str, str]) -> list[Node]:
+    return [n for n in ctx.inventory.nodes.values() if all(n.labels.get(k) == v for k, v in identity.items())]
+
+
+def _above(queue: str, hw: Hardware, resource: str, declared: str, total: Decimal) -> Finding:
+    message = (
+        f"queue {queue!r} declares {resource}: {declared} for {hw.identity}, but the matching "
+        f"nodes' allocatable is {total.normalize():f}: the excess can be admitted but never placed"
+    )
+    return Finding(hw.where.at("nominalQuota", resource), "quota-above-allocatable", message, Level.WARNING)
 
 
 def _allocatable(nodes: list[Node], resource: str) -> Decimal:
-    total = Decimal(0)
-    for node in nodes:
-        value = node.allocatable.get(resource)
-        if value is not None and quantity_error(value) is None:
-            total += parse(value)
-    return total
+    # Fleets repeat a few allocatable values: count them, then parse each once.
+    values = Counter(n.allocatable.get(resource) for n in nodes)
+    return sum(
+        (parse(v) * c for v, c in values.items() if v is not None and quantity_error(v) is None), Decimal(0)
+    )
 
 
 RULES = (
