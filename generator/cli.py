@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import click
 
-from generator import importnodes
+from generator import importnodes, scaffold
 from generator.diff import command as plan_command
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, step_summary
@@ -251,6 +251,37 @@ def plan(
     validate prints them), 2 usage error (e.g. an unknown REF).
     """
     plan_command.run(base, inventory, output, format_, _parse_now(now), kubeconfig)
+
+
+@cli.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--repo-url",
+    default="https://github.com/OWNER/REPO.git",
+    show_default=True,
+    help="The git URL Argo CD syncs rendered/ from.",
+)
+@click.option("--branch", default="main", show_default=True, help="The branch Argo CD syncs.")
+def init(directory: Path, repo_url: str, branch: str) -> None:
+    """Scaffold a GitOps repository that uses tasgen: inventories/config.yaml (a commented
+    GeneratorConfig), a pull-request workflow (validate, check, plan as one PR comment), a
+    pre-commit configuration, and the Argo CD and Flux objects that sync rendered/.
+
+    \b
+    Example:
+      git init fleet && tasgen init fleet --repo-url https://github.com/acme/fleet.git
+    Exit 1, writing nothing, when any of these files exists.
+    """
+    options = scaffold.Options(repo_url, branch, scaffold.installed_version())
+    try:
+        written = scaffold.scaffold(directory, options)
+    except scaffold.Exists as e:
+        click.echo(
+            f"tasgen init: {', '.join(e.paths)} exist(s) in {directory}; nothing was written", err=True
+        )
+        sys.exit(EXIT_PROBLEMS)
+    for path in written:
+        click.echo(f"wrote {(directory / path).as_posix()}")
 
 
 @cli.command("import-nodes")

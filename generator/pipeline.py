@@ -13,7 +13,7 @@ from pathlib import Path
 
 from generator import emit, memo, printable
 from generator.emit import outtree
-from generator.load.files import InputFile, display_path, load_files, read_inventory
+from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.plan import Plan, Summary, plan, source_statuses
@@ -153,10 +153,17 @@ class Compilation:
         return locate(self.findings, self.texts)
 
 
-def compile(files: list[InputFile], now: datetime, *, node_features: bool = True) -> Compilation:
+def compile(
+    files: list[InputFile],
+    now: datetime,
+    *,
+    node_features: bool = True,
+    parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
+) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
-    that a git revision compiles as well as the working tree."""
-    validation = validate(load_files(files), now)
+    that a git revision compiles as well as the working tree. ``parse``: how files become
+    documents (tasgen plan parses a file that two revisions share once)."""
+    validation = validate(parse(files), now)
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
