@@ -14,8 +14,8 @@ import yaml
 
 from generator import scaffold
 from generator.diff.formats import MARKER
-from tests.conftest import REPO, tasgen, tree
 from tests.conformance.crds import Catalog, go_module_dir
+from tests.conftest import REPO, tasgen, tree
 
 ACTIONLINT = ("github.com/rhysd/actionlint/cmd/actionlint", "v1.7.7")
 ARGO_CD = ("github.com/argoproj/argo-cd/v2", "v2.14.11", "manifests/crds/application-crd.yaml")

@@ -45,7 +45,8 @@ def queue(data: dict[str, Any], name: str) -> dict[str, Any]:
 
 def fit(data: dict[str, Any], queue: str, product: str, level: str) -> tuple[Any, Any]:
     row = next(
-        f for f in data["fit"]
+        f
+        for f in data["fit"]
         if (f["queue"], f["identity"]["nvidia.com/gpu.product"], f["level"]) == (queue, product, level)
     )
     return row["before"], row["after"]
@@ -58,8 +59,13 @@ def rules(data: dict[str, Any]) -> list[str]:
 def test_no_change_reports_nothing_changed(repo: Repo) -> None:
     data = report(repo, Fleet())
     assert data["summary"] == {
-        "queuesChanged": 0, "flavorsAdded": 0, "flavorsRemoved": 0, "drains": [],
-        "nodesChanged": 0, "fitChanged": 0, "warnings": 0,
+        "queuesChanged": 0,
+        "flavorsAdded": 0,
+        "flavorsRemoved": 0,
+        "drains": [],
+        "nodesChanged": 0,
+        "fitChanged": 0,
+        "warnings": 0,
     }
     assert all(q["drain"]["action"] == "none" for q in data["queues"])
 
@@ -68,7 +74,9 @@ def test_a_rack_move_relabels_the_node_and_changes_the_fit(repo: Repo) -> None:
     moved = {**Fleet().racks, "h-3": "r1"}
     data = report(repo, Fleet(racks=moved))
     assert data["nodes"]["changed"] == 1
-    assert data["nodes"]["changes"] == [{"node": "h-3", "labels": [{"key": RACK, "before": "r2", "after": "r1"}]}]
+    assert data["nodes"]["changes"] == [
+        {"node": "h-3", "labels": [{"key": RACK, "before": "r2", "after": "r1"}]}
+    ]
     assert data["nodes"]["bySource"] == [{"source": "racks", "nodes": 1, "keys": {RACK: 1}}]
     assert data["nodes"]["byDomain"] == [{"level": ZONE, "domain": "z1", "nodes": 1}]
     assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 3, "gpus": 24})
@@ -89,7 +97,9 @@ def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
     assert training["quota"] == []  # the same GPUs under a new name
     (added,) = data["profiles"]["added"]
     assert added["levels"] == [ZONE, BLOCK, RACK, "kubernetes.io/hostname"] and added["nodes"] == 8
-    assert data["profiles"]["moves"] == [{"from": data["profiles"]["removed"][0]["id"], "to": added["id"], "nodes": 8}]
+    assert data["profiles"]["moves"] == [
+        {"from": data["profiles"]["removed"][0]["id"], "to": added["id"], "nodes": 8}
+    ]
     assert data["nodes"]["bySource"][0] == {"source": "racks", "nodes": 8, "keys": {BLOCK: 8}}
     assert fit(data, "training", "H100", BLOCK) == (None, {"pods": 4, "gpus": 32})
 
@@ -123,8 +133,13 @@ def test_a_quota_change_is_a_delta_applied_in_place(repo: Repo) -> None:
     data = report(repo, Fleet(quota="48"))
     training = queue(data, "training")
     assert training["quota"] == [
-        {"identity": {"nvidia.com/gpu.product": "H100"}, "resource": "nvidia.com/gpu",
-         "field": "nominalQuota", "before": "64", "after": "48"}
+        {
+            "identity": {"nvidia.com/gpu.product": "H100"},
+            "resource": "nvidia.com/gpu",
+            "field": "nominalQuota",
+            "before": "64",
+            "after": "48",
+        }
     ]
     assert training["drain"]["action"] == "none" and training["change"] == "changed"
 

@@ -33,14 +33,17 @@ class Fleet:
     def _nodes(self) -> str:
         entries = [self._node(n, "H100", "z1" if i < 4 else "z2") for i, n in enumerate(H100)]
         entries += [self._node(n, "L40S", "z1") for n in L40S]
-        return "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\nmetadata: {name: nodes}\nnodes:\n" + "".join(entries)
+        return (
+            "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\n"
+            "metadata: {name: nodes}\nnodes:\n" + "".join(entries)
+        )
 
     @staticmethod
     def _node(name: str, product: str, zone: str) -> str:
         return (
             f"  - name: {name}\n"
-            f"    labels: {{kubernetes.io/hostname: {name}, {ZONE}: {zone}, nvidia.com/gpu.product: {product}, "
-            f"pool: {product.lower()}}}\n"
+            f"    labels: {{kubernetes.io/hostname: {name}, {ZONE}: {zone}, "
+            f"nvidia.com/gpu.product: {product}, pool: {product.lower()}}}\n"
             '    allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}\n'
         )
 
@@ -73,7 +76,8 @@ class Fleet:
 def _queue(name: str, hardware: str) -> str:
     return (
         f"apiVersion: topology.gpustack.ai/v1alpha1\nkind: ClusterQueuePlan\nmetadata: {{name: {name}}}\n"
-        "spec:\n  coveredResources: [cpu, memory, nvidia.com/gpu]\n  hardware:\n" + hardware
+        "spec:\n  coveredResources: [cpu, memory, nvidia.com/gpu]\n  hardware:\n"
+        + hardware
         + "  clusterQueue: {namespaceSelector: {}}\n"
     )
 
@@ -97,7 +101,9 @@ class Repo:
             "GIT_COMMITTER_NAME": "t",
             "GIT_COMMITTER_EMAIL": "t@example.com",
         }
-        done = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            ["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=True
+        )
         return done.stdout
 
     def write(self, fleet: Fleet, folder: str = "inventories") -> None:
