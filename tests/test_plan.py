@@ -199,6 +199,19 @@ def test_the_base_is_read_from_git_not_from_the_disk(repo: Repo) -> None:
     assert queue(data, "training")["quota"][0]["before"] == "64"
 
 
+def test_plan_with_an_unreadable_cluster_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
+    assert run.exit_code == 2 and "cannot read the cluster" in run.output
+
+
 def test_the_three_formats(repo: Repo, snapshot: SnapshotAssertion) -> None:
     change = Fleet(training=("H100",), quota="48", racks={**Fleet().racks, "h-3": "r1"})
     outputs = {f: plan(repo, change, "--format", f) for f in ("text", "markdown", "json")}

@@ -23,6 +23,7 @@ class Fleet:
     expires: str = "2027-06-30T00:00:00Z"
     training: tuple[str, ...] = ("H100", "L40S")  # identities of the training queue
     quota: str = "64"  # training's H100 GPUs
+    prefix: str = ""  # of the queues' names (tests that share a cluster)
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -67,9 +68,9 @@ class Fleet:
             f"    - identity: {{nvidia.com/gpu.product: {p}}}{hardware[p]}\n" for p in self.training
         )
         return (
-            _queue("training", training)
+            _queue(f"{self.prefix}training", training)
             + "---\n"
-            + _queue("inference", "    - identity: {nvidia.com/gpu.product: H100}\n")
+            + _queue(f"{self.prefix}inference", "    - identity: {nvidia.com/gpu.product: H100}\n")
         )
 
 
