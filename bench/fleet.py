@@ -105,14 +105,17 @@ def write_fleet(root: Path, n: int, *, changed: bool = False) -> None:
     ]
     (root / "sources.yaml").write_text("---\n".join(yaml.dump(d) for d in docs))
     l40s = {
-        n["name"]: {
-            "topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE + (changed and int(n['name'][5:]) % 16 == 0)}"
-        }
+        n["name"]: {"topology.gpustack.ai/rack": f"rack-{_l40s_rack(int(n['name'][5:]), changed)}"}
         for n in nodes
         if n["labels"]["fleet.example.com/pool"] == "l40s"
     }
     (root / "l40s.json").write_text(json.dumps({"revision": "inv-1", "nodes": l40s}))
     (root / "queues.yaml").write_text("---\n".join(yaml.dump(q) for q in _queues()))
+
+
+def _l40s_rack(i: int, changed: bool) -> int:
+    """The rack of an L40S node; in the changed fleet every 16th node moves to the next one."""
+    return i // RACK_SIZE + (1 if changed and i % 16 == 0 else 0)
 
 
 def _source(pool: str, levels: list[str], kind: dict[str, object]) -> dict[str, object]:

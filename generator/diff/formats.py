@@ -43,6 +43,7 @@ def _markdown(report: dict[str, Any], budget: Budget) -> str:
     context = {
         "report": report,
         "queues": _cut(queues, budget.rows),
+        "drains": _cut(report["summary"]["drains"], budget.rows),
         "replaced": replaced[: budget.rows],
         "moves": _cut(report["profiles"]["moves"], budget.rows),
         "domains": _cut(report["nodes"]["byDomain"], budget.rows),
