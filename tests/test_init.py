@@ -114,3 +114,17 @@ def test_the_pre_commit_config_uses_this_repository_s_hooks(scaffolded: Path) ->
         command = hook["entry"].split()
         assert command[0] == "tasgen" and hook["language"] == "python" and not hook["pass_filenames"]
         assert tasgen(*command[1:], "--help").exit_code == 0
+
+
+def test_this_repository_s_own_ci_is_actionlint_clean() -> None:
+    """tasgen's CI stays apart from the workflow users get; it is linted the same way."""
+    actionlint = _tool(*ACTIONLINT)
+    done = subprocess.run(
+        [str(actionlint), "-no-color", ".github/workflows/ci.yml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in (REPO / ".github" / "workflows").iterdir()) == ["ci.yml"]
