@@ -250,7 +250,12 @@ def plan(
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
     validate prints them), 2 usage error (e.g. an unknown REF).
     """
-    plan_command.run(base, inventory, output, format_, _parse_now(now), kubeconfig)
+    try:
+        text, code = plan_command.execute(base, inventory, output, format_, _parse_now(now), kubeconfig)
+    except plan_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    sys.stdout.write(text)
+    sys.exit(code)
 
 
 @cli.command()

@@ -1,13 +1,12 @@
-"""``tasgen plan`` from the command line's options to the printed report and the exit code."""
+"""``tasgen plan`` from the command line's options to the printed report and its exit code (the
+command line prints and exits)."""
 
 from __future__ import annotations
 
 import importlib
-import sys
+import io
 from datetime import datetime
 from pathlib import Path
-
-import click
 
 from generator.diff.formats import FORMATS
 from generator.diff.run import Outcome, plan_change
@@ -18,23 +17,33 @@ from generator.report import REPORTERS
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 
 
-def run(
+class UsageProblem(Exception):
+    """An option's value cannot be used (a usage error, exit 2)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option, self.message = option, message
+
+
+def execute(
     base: str, inventory: Path, output: Path, format_: str, now: datetime, kubeconfig: Path | None
-) -> None:
+) -> tuple[str, int]:
+    """The text to print and the exit code; raises :class:`UsageProblem`."""
     if not inventory.is_dir():
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
     try:
         outcome = plan_change(inventory, base, now)
     except GitError as e:
-        raise click.BadParameter(str(e), param_hint="'--base'") from e
+        raise UsageProblem("--base", str(e)) from e
     if outcome.report is None:
-        REPORTERS["text"](Result(outcome.problems), "plan", sys.stdout)
-        sys.exit(EXIT_PROBLEMS)
+        # As validate prints them: the working tree's inventory is what the change must fix.
+        out = io.StringIO()
+        REPORTERS["text"](Result(outcome.problems), "plan", out)
+        return out.getvalue(), EXIT_PROBLEMS
     outcome.report["rendered"] = output.as_posix()
     if kubeconfig is not None:
         _add_live(outcome, kubeconfig)
-    sys.stdout.write(FORMATS[format_](outcome.report))
-    sys.exit(EXIT_CLEAN)
+    return FORMATS[format_](outcome.report), EXIT_CLEAN
 
 
 def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
@@ -44,4 +53,4 @@ def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
     try:
         live.add_live_figures(outcome.report, outcome.desired, kubeconfig)
     except live.LiveError as e:
-        raise click.BadParameter(str(e), param_hint="'--kubeconfig'") from e
+        raise UsageProblem("--kubeconfig", str(e)) from e
