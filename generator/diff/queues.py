@@ -1,5 +1,7 @@
 """Queues: flavors added, removed and replaced, quota and limit deltas, and what the drain gate
-will do (its rules, generator/gate/decision.py, applied to the two rendered plans)."""
+will do with the new plan (its rules, contract section 6, for the worst case offline: a dropped
+flavor may hold reservations; with --kubeconfig, generator/diff/live.py asks the gate's own
+decision against the live queue)."""
 
 from __future__ import annotations
 
