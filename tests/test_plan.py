@@ -27,7 +27,10 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
 
 
 def plan(repo: Repo, fleet: Fleet, *args: str) -> Run:
-    repo.write(fleet)
+    """The change committed on a branch, as a pull request's checkout has it."""
+    if repo.git("branch", "--show-current").strip() == "main":
+        repo.git("checkout", "-q", "-b", "change")
+    repo.commit(fleet, "change")
     return tasgen("plan", "--base", "main", "--now", NOW, *args)
 
 
@@ -191,12 +194,20 @@ def test_plan_writes_nothing(repo: Repo) -> None:
     assert repo.git("status", "--porcelain", "--ignored") == " M inventories/queues.yaml\n"
 
 
-def test_the_base_is_read_from_git_not_from_the_disk(repo: Repo) -> None:
-    """A file that is untracked at the base does not count for it; one only in git does."""
-    repo.git("checkout", "-q", "-b", "feature")
-    repo.commit(Fleet(quota="32"), "feature")
-    data = report(repo, Fleet(quota="32"))  # against main, which still says 64
-    assert queue(data, "training")["quota"][0]["before"] == "64"
+def test_the_base_is_read_from_git_and_the_head_from_the_disk(repo: Repo) -> None:
+    """An untracked file counts for the working tree only; the base is the commit's."""
+    extra = Fleet(prefix="extra-").files()["queues.yaml"]
+    (repo.root / "inventories" / "extra.yaml").write_text(extra)
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--format", "json")
+    assert run.exit_code == 0, run.output
+    changes = {q["name"]: q["change"] for q in run.json()["queues"]}
+    assert changes == {
+        "training": "unchanged",
+        "inference": "unchanged",
+        "extra-training": "added",
+        "extra-inference": "added",
+    }
+    assert repo.git("status", "--porcelain") == "?? inventories/extra.yaml\n"
 
 
 def test_plan_with_an_unreadable_cluster_is_a_usage_error(

@@ -118,4 +118,4 @@ class Repo:
     def commit(self, fleet: Fleet, message: str) -> None:
         self.write(fleet)
         self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
+        self.git("commit", "-q", "--allow-empty", "-m", message)
