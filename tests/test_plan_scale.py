@@ -89,10 +89,14 @@ def _huge(report: dict[str, Any], copies: int) -> dict[str, Any]:
         {**row, "queue": f"q{i}", "changed": True} for i in range(copies) for row in huge["fit"][:1]
     ]
     huge["summary"]["drains"] = [f"q{i}" for i in range(copies)]
+    profile = {"id": "0123456789ab", "levels": ["topology.gpustack.ai/rack"] * 4, "nodes": 1}
+    huge["profiles"]["added"] = huge["profiles"]["removed"] = [profile] * copies
+    huge["nodes"]["bySource"] = [{"source": f"s{i}", "nodes": 1, "keys": {"k": 1}} for i in range(copies)]
+    huge["nodes"]["changed"] = copies
     return huge
 
 
-@pytest.mark.parametrize("copies", [10, 300, 5000])
+@pytest.mark.parametrize("copies", [10, 300, 20000])
 def test_any_report_is_summarised_under_the_limit(small_report: dict[str, Any], copies: int) -> None:
     text = markdown(_huge(small_report, copies))
     assert len(text) < COMMENT_LIMIT
@@ -101,3 +105,4 @@ def test_any_report_is_summarised_under_the_limit(small_report: dict[str, Any], 
         assert "more" not in text  # nothing left out when it fits
     else:
         assert "more warning(s)" in text and "more queue(s)" in text
+        assert "more source and profile change(s)" in text and "more source(s)" in text

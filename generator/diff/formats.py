@@ -45,7 +45,11 @@ def _markdown(report: dict[str, Any], budget: Budget) -> str:
         "queues": _cut(queues, budget.rows),
         "drains": _cut(report["summary"]["drains"], budget.rows),
         "replaced": replaced[: budget.rows],
+        "hierarchy": {
+            k: _cut(report["profiles"][k], budget.rows) for k in ("sources", "added", "removed", "changed")
+        },
         "moves": _cut(report["profiles"]["moves"], budget.rows),
+        "sources": _cut(report["nodes"]["bySource"], budget.rows),
         "domains": _cut(report["nodes"]["byDomain"], budget.rows),
         "fit": _cut([f for f in report["fit"] if f["changed"]], budget.rows),
         "warnings": _cut(report["warnings"], budget.rows),
