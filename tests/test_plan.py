@@ -229,3 +229,10 @@ def test_the_three_formats(repo: Repo, snapshot: SnapshotAssertion) -> None:
     assert all(run.exit_code == 0 for run in outputs.values())
     assert outputs["markdown"].output.startswith("<!-- tasgen-plan -->\n")
     assert {f: run.output for f, run in outputs.items()} == snapshot
+
+
+def test_plan_with_an_unusable_kubeconfig_is_a_usage_error(repo: Repo, tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
+    assert run.exit_code == 2 and str(config) in run.output

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from generator.diff import queues as q
@@ -48,10 +49,8 @@ def add_live_figures(report: dict[str, Any], desired: dict[str, dict[str, Any]],
                 _live(entry, queues.get(entry["name"]), desired[entry["name"]], workloads)
     except (ApiException, HTTPError, OSError) as e:
         raise LiveError(f"cannot read the cluster of {kubeconfig}: {_reason(e)}") from e
-    except Exception as e:  # the client's kubeconfig loader raises its own types
-        if type(e).__name__ == "ConfigException":
-            raise LiveError(f"{kubeconfig}: {e}") from e
-        raise
+    except ConfigException as e:  # a kubeconfig the client cannot use
+        raise LiveError(f"{kubeconfig}: {e}") from e
 
 
 def _reason(e: Exception) -> str:
