@@ -47,7 +47,9 @@ def _moves(base: Side, head: Side) -> list[dict[str, Any]]:
             counts[(old, new)] += 1
     return [
         {"from": old, "to": new, "nodes": n}
-        for (old, new), n in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+        for (old, new), n in sorted(
+            counts.items(), key=lambda item: (-item[1], str(item[0][0]), str(item[0][1]))
+        )
     ]
 
 
