@@ -4,6 +4,9 @@ report says a merge does (queues and drains, hierarchies, nodes, fit, warnings).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ import jsonschema
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from tests.conftest import NOW, Run, tasgen, tree
+from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 
 SCHEMA = json.loads(resources.files("generator").joinpath("schemas", "plan-report.schema.json").read_text())
@@ -236,3 +239,20 @@ def test_plan_with_an_unusable_kubeconfig_is_a_usage_error(repo: Repo, tmp_path:
     config.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
     run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
     assert run.exit_code == 2 and str(config) in run.output
+
+
+def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:
+    """Sets and dicts of node names are iterated in many places: the output is sorted anyway."""
+    plan(repo, Fleet(levels=(RACK,), training=("H100",), racks={**Fleet().racks, "h-3": "r1"}))
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-m", "generator.cli", "plan", "--base", "main", "--now", NOW, "--format", f],
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+        for f in ("json", "markdown")
+    }
+    assert len(outputs) == 2  # one JSON, one Markdown text, whatever the seed
