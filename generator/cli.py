@@ -285,6 +285,9 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
             f"tasgen init: {', '.join(e.paths)} exist(s) in {directory}; nothing was written", err=True
         )
         sys.exit(EXIT_PROBLEMS)
+    except scaffold.Unwritable as e:
+        click.echo(f"tasgen init: {e}; nothing was written", err=True)
+        sys.exit(EXIT_PROBLEMS)
     for path in written:
         click.echo(f"wrote {(directory / path).as_posix()}")
 

@@ -128,3 +128,10 @@ def test_this_repository_s_own_ci_is_actionlint_clean() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in (REPO / ".github" / "workflows").iterdir()) == ["ci.yml"]
+
+
+def test_init_that_cannot_write_a_file_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "deploy").write_text("a file where init needs a folder\n")
+    run = tasgen("init", str(tmp_path))
+    assert run.exit_code == 1 and "cannot write" in run.output and "nothing was written" in run.output
+    assert tree(tmp_path) == {"deploy": "a file where init needs a folder\n"}

@@ -42,6 +42,10 @@ class Exists(Exception):
         self.paths = paths
 
 
+class Unwritable(Exception):
+    """A file could not be written; the ones written before it were removed."""
+
+
 def installed_version() -> str:
     return metadata.version("tasgen")
 
@@ -52,12 +56,22 @@ def scaffold(root: Path, options: Options) -> list[str]:
     if taken:
         raise Exists(taken)
     texts = {path: _render(template, options) for path, template in FILES.items()}
-    for path, text in texts.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("x", encoding="utf-8") as stream:  # "x": never replaces a file
-            stream.write(text)
+    written: list[Path] = []
+    try:
+        for path, text in texts.items():
+            _write_new(root / path, text)
+            written.append(root / path)
+    except OSError as e:
+        for done in written:  # all or nothing
+            done.unlink(missing_ok=True)
+        raise Unwritable(f"cannot write {e.filename or root}: {e.strerror or e}") from e
     return list(texts)
+
+
+def _write_new(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("x", encoding="utf-8") as stream:  # "x": never replaces a file
+        stream.write(text)
 
 
 def _render(template: str, options: Options) -> str:
