@@ -158,6 +158,12 @@ def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) ->
     assert [p["rule"] for p in validate["problems"]] == ["source-expiring"]
 
 
+def test_a_queue_without_namespace_selector_is_a_warning(repo: Repo) -> None:
+    data = report(repo, Fleet(selector=False))
+    assert rules(data) == ["namespace-selector-missing", "namespace-selector-missing"]
+    assert data["summary"]["queuesChanged"] == 0  # a warning about the queue, not a change of it
+
+
 def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = Repo(tmp_path / "repo")
     (repo.root / "README").write_text("empty\n")

@@ -24,6 +24,7 @@ class Fleet:
     training: tuple[str, ...] = ("H100", "L40S")  # identities of the training queue
     quota: str = "64"  # training's H100 GPUs
     prefix: str = ""  # of the queues' names (tests that share a cluster)
+    selector: bool = True  # the queues set namespaceSelector
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -68,18 +69,20 @@ class Fleet:
             f"    - identity: {{nvidia.com/gpu.product: {p}}}{hardware[p]}\n" for p in self.training
         )
         return (
-            _queue(f"{self.prefix}training", training)
+            _queue(f"{self.prefix}training", training, self.selector)
             + "---\n"
-            + _queue(f"{self.prefix}inference", "    - identity: {nvidia.com/gpu.product: H100}\n")
+            + _queue(
+                f"{self.prefix}inference", "    - identity: {nvidia.com/gpu.product: H100}\n", self.selector
+            )
         )
 
 
-def _queue(name: str, hardware: str) -> str:
+def _queue(name: str, hardware: str, selector: bool) -> str:
     return (
         f"apiVersion: topology.gpustack.ai/v1alpha1\nkind: ClusterQueuePlan\nmetadata: {{name: {name}}}\n"
         "spec:\n  coveredResources: [cpu, memory, nvidia.com/gpu]\n  hardware:\n"
         + hardware
-        + "  clusterQueue: {namespaceSelector: {}}\n"
+        + ("  clusterQueue: {namespaceSelector: {}}\n" if selector else "")
     )
 
 
