@@ -17,6 +17,7 @@ from generator.load.files import InputFile, LoadedFile, display_path, load_files
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.plan import Plan, Summary, plan, source_statuses
+from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.validate import validate
 from generator.validate.rules import Context
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 from generator.model import Finding, Where
+from generator.rules.schema import SCHEMA
 
 #: kind -> the apiVersion it is written with
 KINDS = {
@@ -88,8 +89,8 @@ def _finding(error: jsonschema.ValidationError, where: Where) -> Finding:
     if error.validator == "additionalProperties":
         unexpected = _unexpected(error)
         if unexpected is not None:
-            return Finding(where.key_of(*path, unexpected), "schema", message)
-    return Finding(where.at(*path), "schema", message)
+            return SCHEMA(where.key_of(*path, unexpected), message)
+    return SCHEMA(where.at(*path), message)
 
 
 def _unexpected(error: jsonschema.ValidationError) -> str | None:
