@@ -146,7 +146,7 @@ def _parse_yaml(text: str) -> list[Any]:
         raise ParseError(YAML_SYNTAX, f"cannot parse YAML: {e}", None) from e
     if guard.has_foreign_key(data):
         raise guard.foreign_key_error(text)
-    guard.check_integers(text, data)
+    guard.check_numbers(text, data)
     if isinstance(data, list) and _document_count(text) > 1:
         return data
     return [data]
@@ -171,7 +171,13 @@ def _parse_json(text: str) -> Any:
         return seen
 
     try:
-        return json.loads(text, object_pairs_hook=no_duplicates, parse_int=guard.json_int)
+        return json.loads(
+            text,
+            object_pairs_hook=no_duplicates,
+            parse_int=guard.json_int,
+            parse_float=guard.json_float,
+            parse_constant=guard.json_constant,
+        )
     except guard.GuardError as e:
         found = guard.LONG_NUMBER.search(text)
         raise ParseError(e.rule, e.message, guard.position_of(text, found.start()) if found else None) from e

@@ -15,6 +15,7 @@ integers, booleans, nulls and tuples as mapping keys. So each YAML text is check
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -271,36 +272,56 @@ def _has_surrogate(data: Any) -> bool:
 _FORBIDDEN_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-# --- integers beyond 64 bits ---------------------------------------------------------------
+# --- numbers beyond Kubernetes' range -----------------------------------------------------
 
-#: Kubernetes' integers are 64-bit; Python's are not (and refuse to print beyond 4,300 digits)
+#: Kubernetes' integers are 64-bit, and JSON has no infinity or NaN; Python's integers are
+#: unbounded (and refuse to print beyond 4,300 digits) and YAML has .inf and .nan
 _LONG_DIGITS = re.compile(r"[0-9a-fA-F]{19,}")
+_NON_FINITE = re.compile(r"\.(?:inf|Inf|INF|nan|NaN|NAN)\b|[0-9.][eE][+-]?[0-9]{3,}")
 _INT64 = range(-(2**63), 2**63)
-_TOO_LONG = "an integer beyond 64 bits (Kubernetes' limit); quote it if it is text"
-#: where a JSON integer too long for 64 bits starts
-LONG_NUMBER = re.compile(r"(?<![0-9.eE\"])-?[0-9]{19,}")
+_OUT_OF_RANGE = "a number beyond Kubernetes' range (64-bit integers, finite numbers); quote it if it is text"
+#: where a JSON number out of range starts
+LONG_NUMBER = re.compile(r"(?<![\w.\"-])(?:-?[0-9]{19,}|-?[0-9.]+[eE][+-]?[0-9]{3,}|NaN|-?Infinity)")
 
 
-def check_integers(text: str, data: Any) -> None:
-    """Refuse an integer beyond 64 bits before anything converts it to text."""
-    if _LONG_DIGITS.search(text) is None or not _has_huge_int(data):
+def check_numbers(text: str, data: Any) -> None:
+    """Refuse a number out of range before anything converts or writes it."""
+    suspect = _LONG_DIGITS.search(text) is not None or _NON_FINITE.search(text) is not None
+    if not suspect or not _has_bad_number(data):
         return
-    position = next(_huge_int_positions(text), None)
-    raise GuardError(NUMBER_RANGE, _TOO_LONG, position)
+    raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, next(_bad_number_positions(text), None))
 
 
 def json_int(digits: str) -> int:
     """``parse_int`` for the JSON parser: the same bound, before Python converts the digits."""
     if len(digits.lstrip("-")) > 19 or int(digits) not in _INT64:
-        raise GuardError(NUMBER_RANGE, _TOO_LONG, None)
+        raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, None)
     return int(digits)
 
 
-def _has_huge_int(data: Any) -> bool:
+def json_float(text: str) -> float:
+    """``parse_float`` for the JSON parser: 1e5000 would become infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, None)
+    return value
+
+
+def json_constant(name: str) -> float:
+    """``parse_constant``: NaN and Infinity are not JSON (Python's parser takes them)."""
+    raise GuardError(NUMBER_RANGE, f"{name} is not a JSON number; {_OUT_OF_RANGE}", None)
+
+
+def _bad(value: Any) -> bool:
+    kind = type(value)
+    return (kind is int and value not in _INT64) or (kind is float and not math.isfinite(value))
+
+
+def _has_bad_number(data: Any) -> bool:
     stack = [data]
     while stack:
         value = stack.pop()
-        if type(value) is int and value not in _INT64:
+        if _bad(value):
             return True
         if type(value) is dict:
             stack.extend(value.values())
@@ -309,12 +330,10 @@ def _has_huge_int(data: Any) -> bool:
     return False
 
 
-def _huge_int_positions(text: str) -> Iterator[Position | None]:
+def _bad_number_positions(text: str) -> Iterator[Position | None]:
     try:
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
-            if isinstance(event, yaml.ScalarEvent) and event.implicit[0] and _LONG_DIGITS.search(event.value):
-                resolved = _resolve(event.value)
-                if type(resolved) is int and resolved not in _INT64:
-                    yield _start(event)
+            if isinstance(event, yaml.ScalarEvent) and event.implicit[0] and _bad(_resolve(event.value)):
+                yield _start(event)
     except yaml.YAMLError:
         return

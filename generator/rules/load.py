@@ -30,7 +30,11 @@ YAML_TAG = Rule(
     "yaml-tag", _S, "No YAML tags beyond the core schema's (!!str, !!int, ...): no !foo, !!binary, !!set."
 )
 MAPPING_KEY = Rule("mapping-key", _S, "Mapping keys are strings (not 1:, true:, ~: or a list).")
-NUMBER_RANGE = Rule("number-range", _S, "Integers fit in 64 bits, as Kubernetes' do.")
+NUMBER_RANGE = Rule(
+    "number-range",
+    _S,
+    "Numbers are finite (no .inf, .nan, 1e5000) and integers fit in 64 bits, as in Kubernetes.",
+)
 DOCUMENT_SHAPE = Rule("document-shape", _S, "Every document is a mapping.")
 
 RULES = (
