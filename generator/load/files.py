@@ -126,13 +126,31 @@ def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
     """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`."""
     text = text.removeprefix("\ufeff")  # a byte order mark is allowed at the start of a stream
     try:
-        if json_syntax:
-            data = _parse_json(text)
-            guard.check_surrogates(text, data)
-            return [data]
-        return _parse_yaml(text)
+        return _parse(text, json_syntax)
     except guard.GuardError as e:
-        raise ParseError(e.rule, e.message, e.position) from e
+        raise ParseError(e.rule, e.message, _within(text, e.position)) from e
+    except ParseError as e:
+        e.position = _within(text, e.position)
+        raise
+
+
+def _parse(text: str, json_syntax: bool) -> list[Any]:
+    if json_syntax:
+        data = _parse_json(text)
+        guard.check_surrogates(text, data)
+        return [data]
+    return _parse_yaml(text)
+
+
+def _within(text: str, position: tuple[int, int] | None) -> tuple[int, int] | None:
+    """A parser's position, kept inside the text (libyaml reports the end of a stream that
+    lacks a final newline on the line after it)."""
+    if position is None:
+        return None
+    lines = text.split("\n")
+    line = min(position[0], len(lines))
+    col = position[1] if line == position[0] else len(lines[line - 1]) + 1
+    return line, min(col, len(lines[line - 1]) + 1)
 
 
 def _parse_yaml(text: str) -> list[Any]:
@@ -144,9 +162,7 @@ def _parse_yaml(text: str) -> list[Any]:
         raise _yaml_error(str(e)) from e
     except (ValueError, RecursionError) as e:  # the parser's other refusals, e.g. deep nesting
         raise ParseError(YAML_SYNTAX, f"cannot parse YAML: {e}", None) from e
-    if guard.has_foreign_key(data):
-        raise guard.foreign_key_error(text)
-    guard.check_numbers(text, data)
+    guard.check_data(text, data)
     if isinstance(data, list) and _document_count(text) > 1:
         return data
     return [data]

@@ -39,6 +39,7 @@ Position = tuple[int, int]
 #: YAML 1.2's printable set (tab, line breaks, and everything but C0/C1 controls, DEL,
 #: surrogates and the non-characters U+FFFE, U+FFFF).
 _FORBIDDEN = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_PRINTABLE_ASCII = bytes([9, 10, 13, *range(0x20, 0x7F)])
 #: an alias (``*a``) or a tag (``!foo``, ``!!binary``) can only start a token like this
 _NEEDS_EVENTS = re.compile(r"(?:^|[\s\[{,])[*!]", re.MULTILINE)
 #: tags of YAML's core schema, which only say what an untagged scalar could say too
@@ -70,6 +71,9 @@ def position_of(text: str, offset: int) -> Position:
 
 
 def check_characters(text: str) -> None:
+    # Inventories are mostly ASCII: deleting the printable bytes (C speed) leaves nothing.
+    if text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII):
+        return
     found = _FORBIDDEN.search(text)
     if found is not None:
         char = found.group()
@@ -79,7 +83,7 @@ def check_characters(text: str) -> None:
 
 def check_events(text: str) -> None:
     """Tags and alias expansion, judged from the events before the parser builds anything."""
-    if _NEEDS_EVENTS.search(text) is None:
+    if ("*" not in text and "!" not in text) or _NEEDS_EVENTS.search(text) is None:
         return
     budget = _AliasBudget(ALIAS_BUDGET_BASE + ALIAS_BUDGET_FACTOR * len(text))
     try:
@@ -165,20 +169,38 @@ def _start(event: yaml.Event) -> Position | None:
 # --- after parsing: keys that are not strings --------------------------------------------
 
 
-def has_foreign_key(data: Any) -> bool:
-    """Whether any mapping in ``data`` has a key that is not a string."""
+def check_data(text: str, data: Any) -> None:
+    """Keys that are not strings, and numbers out of range, found in one walk over the data
+    (strings are skipped by type, so a 100k-node inventory takes a fraction of a second);
+    only a file that has one is read once more, as events, for the position."""
+    found = _scan(data)
+    if found == "key":
+        raise foreign_key_error(text)
+    if found == "number":
+        raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, next(_bad_number_positions(text), None))
+
+
+def _scan(data: Any) -> str | None:
+    """The first kind of trouble in ``data`` (a plain loop: 0.07 s of CPU for 40k nodes,
+    faster than collecting types with set(map(type, ...)) for these small mappings)."""
+    if type(data) is not dict and type(data) is not list:
+        return "number" if _bad(data) else None
     stack = [data]
     while stack:
         value = stack.pop()
-        if type(value) is dict:
-            if not all(type(k) is str for k in value):
-                return True
-            stack.extend(v for v in value.values() if type(v) is dict or type(v) is list)
-        elif type(value) is list:
-            stack.extend(v for v in value if type(v) is dict or type(v) is list)
-        elif isinstance(value, set | frozenset):
-            return True  # !!set: a mapping of keys to nulls
-    return False
+        is_map = isinstance(value, dict)
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in pairs:
+            if is_map and type(key) is not str:
+                return "key"
+            kind = type(item)
+            if kind is dict or kind is list:
+                stack.append(item)
+            elif (kind is int and item not in _INT64) or (kind is float and item - item != 0):
+                return "number"  # beyond 64 bits; or inf/nan, for which x - x is nan
+            elif kind is set:
+                return "key"  # !!set: a mapping of keys to nulls
+    return None
 
 
 def foreign_key_error(text: str) -> GuardError:
@@ -223,9 +245,21 @@ def _foreign(event: yaml.NodeEvent) -> str | None:
     assert isinstance(event, yaml.ScalarEvent)
     if event.tag is not None and event.tag not in ("tag:yaml.org,2002:str", "!"):
         return repr(event.value)
-    if event.tag is None and event.implicit[0] and type(_resolve(event.value)) is not str:
+    if _plain_non_string(event) and type(_resolve(event.value)) is not str:
         return repr(event.value) if event.value else "~ (empty)"
     return None
+
+
+_WORDS = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n"})
+
+
+def _plain_non_string(event: yaml.ScalarEvent) -> bool:
+    """Whether a scalar could be read as something but a string: untagged, plain, and
+    starting like a number or spelling a null or boolean (a cheap filter before resolving)."""
+    value = event.value
+    if event.tag is not None or not event.implicit[0]:
+        return False
+    return not value or value[0] in "0123456789+-.~" or value.lower() in _WORDS
 
 
 def _resolve(plain: str) -> Any:
@@ -276,20 +310,10 @@ _FORBIDDEN_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Kubernetes' integers are 64-bit, and JSON has no infinity or NaN; Python's integers are
 #: unbounded (and refuse to print beyond 4,300 digits) and YAML has .inf and .nan
-_LONG_DIGITS = re.compile(r"[0-9a-fA-F]{19,}")
-_NON_FINITE = re.compile(r"\.(?:inf|Inf|INF|nan|NaN|NAN)\b|[0-9.][eE][+-]?[0-9]{3,}")
 _INT64 = range(-(2**63), 2**63)
 _OUT_OF_RANGE = "a number beyond Kubernetes' range (64-bit integers, finite numbers); quote it if it is text"
 #: where a JSON number out of range starts
 LONG_NUMBER = re.compile(r"(?<![\w.\"-])(?:-?[0-9]{19,}|-?[0-9.]+[eE][+-]?[0-9]{3,}|NaN|-?Infinity)")
-
-
-def check_numbers(text: str, data: Any) -> None:
-    """Refuse a number out of range before anything converts or writes it."""
-    suspect = _LONG_DIGITS.search(text) is not None or _NON_FINITE.search(text) is not None
-    if not suspect or not _has_bad_number(data):
-        return
-    raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, next(_bad_number_positions(text), None))
 
 
 def json_int(digits: str) -> int:
@@ -317,23 +341,14 @@ def _bad(value: Any) -> bool:
     return (kind is int and value not in _INT64) or (kind is float and not math.isfinite(value))
 
 
-def _has_bad_number(data: Any) -> bool:
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        if _bad(value):
-            return True
-        if type(value) is dict:
-            stack.extend(value.values())
-        elif type(value) is list:
-            stack.extend(value)
-    return False
-
-
 def _bad_number_positions(text: str) -> Iterator[Position | None]:
     try:
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
-            if isinstance(event, yaml.ScalarEvent) and event.implicit[0] and _bad(_resolve(event.value)):
+            if (
+                isinstance(event, yaml.ScalarEvent)
+                and _plain_non_string(event)
+                and _bad(_resolve(event.value))
+            ):
                 yield _start(event)
     except yaml.YAMLError:
         return
