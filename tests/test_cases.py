@@ -142,3 +142,8 @@ def test_a_case_copied_elsewhere_reports_the_same(tmp_path: Path, monkeypatch: p
     shutil.copytree(CASES / "invalid" / "hierarchy-ambiguous-parent", tmp_path / "case")
     _, problems = reported(tmp_path / "case", monkeypatch)
     assert problems == expected(tmp_path / "case")
+
+
+def test_a_byte_order_mark_changes_nothing(renders: dict[str, dict[str, str]]) -> None:
+    """The byte-order-mark case is webhook-json-snapshot with a BOM on two files."""
+    assert renders["byte-order-mark"] == renders["webhook-json-snapshot"]
