@@ -66,6 +66,7 @@ def test_fault_is_a_positioned_problem_and_nothing_is_written(
     problems = run.json()["problems"]
     assert run.exit_code == 1
     assert all(p["line"] >= 1 and p["col"] >= 1 for p in problems), problems
+    assert all(len(p["message"]) <= 500 for p in problems)  # a huge value is not echoed whole
     shown = [f"{p['path']}:{p['line']}:{p['col']} [{p['rule']}]" for p in problems]
     path = "inventory" if fault.file == "." else f"inventory/{fault.file}"
     assert f"{path}:{fault.line}:{fault.col} [{fault.rule}]" in shown

@@ -65,3 +65,12 @@ def test_no_stage_builds_a_finding_or_spells_a_rule_id() -> None:
             if isinstance(node, ast.Constant) and node.value in ids - {"schema", "quantity"}:
                 spelled.append(f"{Path(path).relative_to(REPO)}:{node.lineno}: {node.value}")
     assert spelled == []
+
+
+def test_messages_are_bounded() -> None:
+    """A message quoting a 10 MB value is cut in the middle, keeping both ends."""
+    finding = BY_ID["schema"](
+        generator.model.Where("f.yaml"), "revision: '" + "r" * 10_000_000 + "' is too long"
+    )
+    assert len(finding.message) <= 500
+    assert finding.message.startswith("revision: 'rrr") and finding.message.endswith("' is too long")

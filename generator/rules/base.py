@@ -34,11 +34,22 @@ class Rule:
 
     def __call__(self, where: Where, message: str, *, source: str | None = None) -> Finding:
         """A finding of this rule (its position is looked up later)."""
-        return Finding(where, self.id, message, self.level, source)
+        return Finding(where, self.id, bounded(message), self.level, source)
 
     def of(self, hit: Hit) -> Finding:
         return self(hit.where, hit.message, source=hit.source)
 
     def problem(self, path: str, line: int, col: int, message: str) -> Problem:
         """A problem whose position is already known (e.g. of a file under rendered/)."""
-        return Problem(path, line, col, self.id, message, self.level)
+        return Problem(path, line, col, self.id, bounded(message), self.level)
+
+
+#: Messages quote the values they are about; a 10 MB value must not make a 10 MB message.
+MAX_MESSAGE = 500
+
+
+def bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE:
+        return message
+    cut = len(message) - MAX_MESSAGE + 100
+    return f"{message[:320]}...[{cut:,} characters]...{message[-80:]}"
