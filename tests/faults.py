@@ -154,7 +154,8 @@ def _link(target: str, at: str) -> Callable[[Path], None]:
         link = inventory / at
         if link.exists() or link.is_symlink():
             link.unlink()
-        link.symlink_to(target)
+        # "@/x": an absolute link to x beside the inventory folder
+        link.symlink_to(inventory.parent / target[2:] if target.startswith("@/") else target)
 
     return setup
 
@@ -432,7 +433,7 @@ FAULTS: list[Fault] = [
         "link-file-outside", "linked.yaml", _link("../outside/secret.yaml", "linked.yaml"), "symlink-outside"
     ),
     folder("link-folder-outside", "linked", _link("../outside", "linked"), "symlink-outside"),
-    folder("link-absolute-outside", "linked.yaml", _link("/etc/hostname", "linked.yaml"), "symlink-outside"),
+    folder("link-absolute-outside", "linked.yaml", _link("@/outside/secret.yaml", "linked.yaml"), "symlink-outside"),
     folder(
         "link-snapshot-outside",
         "snapshots/hook.json",
