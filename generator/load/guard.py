@@ -4,13 +4,16 @@ yaml-rs stops reading at a NUL byte (silently dropping the rest of the file), ke
 characters YAML forbids, ignores tags, expands aliases before any size check and returns
 integers, booleans, nulls and tuples as mapping keys. So each YAML text is checked here:
 
-- before parsing, for characters outside YAML's printable set (a regular expression, C speed);
+- before parsing, for characters outside YAML's printable set (C speed);
 - before parsing, when the text has a token that starts with ``*`` or ``!`` (rare in
   inventories), with one pass over libyaml's events: explicit tags other than the core
   schema's, and the size and depth that alias expansion would reach, counted from the
   anchors' sizes without expanding anything;
-- after parsing, for keys that are not strings (a walk over the data; the position is then
-  found with one more event pass, only for that file).
+- after parsing, for keys that are not strings and numbers without a Kubernetes form
+  (integers beyond 64 bits, .inf, .nan), in one walk over the data; the position is then
+  found with one more event pass, only for that file.
+
+JSON texts are checked for escapes of unpaired surrogates and the same numbers.
 """
 
 from __future__ import annotations
