@@ -433,7 +433,12 @@ FAULTS: list[Fault] = [
         "link-file-outside", "linked.yaml", _link("../outside/secret.yaml", "linked.yaml"), "symlink-outside"
     ),
     folder("link-folder-outside", "linked", _link("../outside", "linked"), "symlink-outside"),
-    folder("link-absolute-outside", "linked.yaml", _link("@/outside/secret.yaml", "linked.yaml"), "symlink-outside"),
+    folder(
+        "link-absolute-outside",
+        "linked.yaml",
+        _link("@/outside/secret.yaml", "linked.yaml"),
+        "symlink-outside",
+    ),
     folder(
         "link-snapshot-outside",
         "snapshots/hook.json",
