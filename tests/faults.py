@@ -75,8 +75,10 @@ spec:
     - identity: {nvidia.com/gpu.product: H100}
       nominalQuota: {nvidia.com/gpu: "16"}
     - identity: {nvidia.com/gpu.product: L40S}
-  clusterQueue: {cohortName: team}
+  clusterQueue: {cohortName: team, namespaceSelector: {}}
 """
+#: the pass-through fields of QUEUE (faults replace them)
+CLUSTER_QUEUE = "{cohortName: team, namespaceSelector: {}}"
 CONFIG = """\
 apiVersion: topology.gpustack.ai/v1alpha1
 kind: GeneratorConfig
@@ -207,7 +209,7 @@ def _quota(name: str, value: str) -> Fault:
 
 def _cluster_queue(name: str, fields: str, rule: str, col: int) -> Fault:
     """Pass-through clusterQueue fields (queue.yaml line 10)."""
-    return edit(f"cluster-queue-{name}", "queue.yaml", "{cohortName: team}", fields, rule, 10, col)
+    return edit(f"cluster-queue-{name}", "queue.yaml", CLUSTER_QUEUE, fields, rule, 10, col)
 
 
 def _number(fault: Fault) -> Fault:
@@ -245,8 +247,8 @@ FAULTS: list[Fault] = [
     # --- tags -------------------------------------------------------------------------------
     edit("tag-custom", "queue.yaml", "name: main", "name: !foo main", "yaml-tag", 3, 18),
     edit("tag-binary", "queue.yaml", "name: main", "name: !!binary bWFpbg==", "yaml-tag", 3, 18),
-    edit("tag-set", "queue.yaml", "{cohortName: team}", "!!set {a, b}", "yaml-tag", 10, 17),
-    edit("tag-omap", "queue.yaml", "{cohortName: team}", "!!omap [a: 1]", "yaml-tag", 10, 17),
+    edit("tag-set", "queue.yaml", CLUSTER_QUEUE, "!!set {a, b}", "yaml-tag", 10, 17),
+    edit("tag-omap", "queue.yaml", CLUSTER_QUEUE, "!!omap [a: 1]", "yaml-tag", 10, 17),
     edit(
         "tag-timestamp",
         "racks.yaml",
@@ -294,17 +296,15 @@ FAULTS: list[Fault] = [
     edit(
         "key-null-word",
         "queue.yaml",
-        "{cohortName: team}",
+        CLUSTER_QUEUE,
         "{cohortName: team, null: x}",
         "mapping-key",
         10,
         36,
     ),
-    edit(
-        "key-float", "queue.yaml", "{cohortName: team}", "{cohortName: team, 1.5: x}", "mapping-key", 10, 36
-    ),
-    edit("key-hex", "queue.yaml", "{cohortName: team}", "{cohortName: team, 0x1F: x}", "mapping-key", 10, 36),
-    edit("key-inf", "queue.yaml", "{cohortName: team}", "{cohortName: team, .inf: x}", "mapping-key", 10, 36),
+    edit("key-float", "queue.yaml", CLUSTER_QUEUE, "{cohortName: team, 1.5: x}", "mapping-key", 10, 36),
+    edit("key-hex", "queue.yaml", CLUSTER_QUEUE, "{cohortName: team, 0x1F: x}", "mapping-key", 10, 36),
+    edit("key-inf", "queue.yaml", CLUSTER_QUEUE, "{cohortName: team, .inf: x}", "mapping-key", 10, 36),
     edit(
         "key-sequence",
         "queue.yaml",
@@ -326,7 +326,7 @@ FAULTS: list[Fault] = [
     edit(
         "key-tagged-int",
         "queue.yaml",
-        "{cohortName: team}",
+        CLUSTER_QUEUE,
         '{cohortName: team, !!int "3": x}',
         "mapping-key",
         10,
@@ -362,12 +362,10 @@ FAULTS: list[Fault] = [
         31,
         16,
     ),
-    edit("alias-undefined", "queue.yaml", "{cohortName: team}", "*nowhere", "yaml-syntax", 10, 17),
+    edit("alias-undefined", "queue.yaml", CLUSTER_QUEUE, "*nowhere", "yaml-syntax", 10, 17),
     # --- other YAML and JSON syntax --------------------------------------------------------------
     edit("yaml-tab-indent", "queue.yaml", "  coveredResources", "\tcoveredResources", "yaml-syntax", 5, 2),
-    edit(
-        "yaml-unclosed-flow", "queue.yaml", "{cohortName: team}", "{cohortName: team", "yaml-syntax", 10, 17
-    ),
+    edit("yaml-unclosed-flow", "queue.yaml", CLUSTER_QUEUE, "{cohortName: team", "yaml-syntax", 10, 17),
     edit("yaml-unclosed-quote", "queue.yaml", '"16"', '"16', "yaml-syntax", 8, 38),
     edit("yaml-bad-indent", "queue.yaml", "  hardware:", "   hardware:", "yaml-syntax", 6, 4),
     edit(
@@ -382,7 +380,7 @@ FAULTS: list[Fault] = [
     edit(
         "yaml-deep-nesting",
         "queue.yaml",
-        "{cohortName: team}",
+        CLUSTER_QUEUE,
         "[" * 10_000 + "]" * 10_000,
         "yaml-syntax",
         10,
@@ -543,7 +541,7 @@ FAULTS: list[Fault] = [
     ),
     _cluster_queue("admission-checks-v1beta1", "{admissionChecks: [1]}", "schema", 36),
     _cluster_queue("admission-scope", "{admissionScope: {admissionMode: Sometimes}}", "schema", 50),
-    _cluster_queue("fungibility-enum", "{flavorFungibility: {whenCanBorrow: Borrow}}", "schema", 53),
+    _cluster_queue("fungibility-enum", "{flavorFungibility: {whenCanBorrow: Maybe}}", "schema", 53),
     _cluster_queue(
         "fungibility-cel", "{flavorFungibility: {preference: BorrowingOverPreemption}}", "schema", 18
     ),

@@ -148,4 +148,3 @@ def test_flavor_names_hash_the_tolerations_when_there_are_any() -> None:
     ).hexdigest()[:6]
     assert tolerant == f"gpustack-h100-{digest}-p" != plain  # a contract, like the profile ID
     assert plain == flavor_name(identity, "p", ())  # no tolerations: the name of earlier releases
-

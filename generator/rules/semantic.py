@@ -57,7 +57,9 @@ PLAN_IDENTITY = Rule(
     "plan-identity", _S, "Identity keys are GeneratorConfig hardwareIdentityKeys; values are label values."
 )
 FLAVOR_OVERLAP = Rule("flavor-overlap", _S, "No two identities of a queue can select the same node.")
-PLAN_QUOTA = Rule("plan-quota", _S, "nominalQuota, borrowingLimit and lendingLimit name only covered resources.")
+PLAN_QUOTA = Rule(
+    "plan-quota", _S, "nominalQuota, borrowingLimit and lendingLimit name only covered resources."
+)
 PLAN_CLUSTER_QUEUE = Rule(
     "plan-cluster-queue",
     _S,
