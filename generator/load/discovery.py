@@ -31,6 +31,9 @@ class Entry:
     relative: str  # POSIX, relative to the inventory folder
     error: str | None = None
     rule: Rule = FILE_UNREADABLE
+    #: the file that was judged to be inside the inventory folder, links resolved: what is
+    #: read (so that a link changed after discovery cannot lead outside)
+    target: Path | None = None
 
 
 def discover(root: Path, suffixes: tuple[str, ...]) -> list[Entry]:
@@ -68,7 +71,7 @@ class _Walk:
         elif stat.S_ISDIR(info.st_mode):
             yield from self.folder(path, f"{relative}/", ancestors | {Path(os.path.realpath(path))})
         elif path.suffix in self.suffixes:
-            yield self.file(path, relative, info.st_mode)
+            yield self.file(path, relative, info.st_mode, Path(os.path.realpath(path)))
 
     def link(self, path: Path, relative: str, ancestors: frozenset[Path]) -> Iterator[Entry]:
         target = Path(os.path.realpath(path))
@@ -93,12 +96,14 @@ class _Walk:
         elif is_folder:
             yield from self.folder(path, f"{relative}/", ancestors | {target})
         else:
-            yield self.file(path, relative, info.st_mode)
+            yield self.file(path, relative, info.st_mode, target)
 
-    def file(self, path: Path, relative: str, mode: int) -> Entry:
+    def file(self, path: Path, relative: str, mode: int, target: Path) -> Entry:
         if not stat.S_ISREG(mode):
             return Entry(path, relative, f"cannot read {relative}: not a regular file")
-        return Entry(path, relative)
+        if not target.is_relative_to(self.real_root):  # a folder above it changed meanwhile
+            return Entry(path, relative, f"{relative} resolves outside the inventory folder", SYMLINK_OUTSIDE)
+        return Entry(path, relative, target=target)
 
 
 def _why(error: OSError) -> str:

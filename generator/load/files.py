@@ -69,10 +69,10 @@ def read_inventory(root: Path) -> list[InputFile]:
 
 def _read(entry: discovery.Entry) -> InputFile:
     shown = display_path(entry.path)
-    if entry.error is not None:
+    if entry.error is not None or entry.target is None:
         return InputFile(entry.relative, shown, None, entry.error, entry.rule)
     try:
-        return InputFile(entry.relative, shown, entry.path.read_bytes())
+        return InputFile(entry.relative, shown, entry.target.read_bytes())
     except OSError as e:
         return InputFile(entry.relative, shown, None, f"cannot read the file: {e.strerror or e}")
 
