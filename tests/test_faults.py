@@ -71,3 +71,22 @@ def test_fault_is_a_positioned_problem_and_nothing_is_written(
     path = "inventory" if fault.file == "." else f"inventory/{fault.file}"
     assert f"{path}:{fault.line}:{fault.col} [{fault.rule}]" in shown
     assert _bytes(case / "rendered") == before
+
+
+def test_a_link_inside_the_folder_is_followed(
+    rendered_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The webhook snapshot as a link to a file kept beside it (under a name tasgen does not
+    read as a document): read through the link, rendered as the base."""
+    case = tmp_path / "case"
+    shutil.copytree(rendered_base, case, symlinks=True)
+    inventory = case / "inventory"
+    (inventory / "snapshots" / "hook.json").rename(inventory / "snapshots" / "hook-2026-11-29.snapshot")
+    (inventory / "snapshots" / "hook.json").symlink_to("hook-2026-11-29.snapshot")
+    before = _bytes(case / "rendered")
+    monkeypatch.chdir(case)
+    run = tasgen(
+        "render", "-i", "inventory", "-o", "rendered", "--now", NOW, "--format", "json", "--no-cache"
+    )
+    assert (run.exit_code, run.json()["problems"]) == (0, [])
+    assert _bytes(case / "rendered") == before
