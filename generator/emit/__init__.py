@@ -48,9 +48,8 @@ class Emission:
             for p in self.changes.removed
         ]
         found += [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(1, 1)),
-                "stale-render",
                 "a leftover of an interrupted render; run 'tasgen render' to remove it",
             )
             for p in self.litter

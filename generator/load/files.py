@@ -122,11 +122,13 @@ class ParseError(Exception):
         self.rule, self.message, self.position = rule, message, position
 
 
-def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
-    """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`."""
+def parse_text(text: str, *, json_syntax: bool = False, data_checks: bool = True) -> list[Any]:
+    """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`. Without
+    ``data_checks``, keys that are not strings and numbers out of range are left to the caller
+    (import-nodes names the node and key of each)."""
     text = text.removeprefix("\ufeff")  # a byte order mark is allowed at the start of a stream
     try:
-        return _parse(text, json_syntax)
+        return _parse(text, json_syntax, data_checks)
     except guard.GuardError as e:
         raise ParseError(e.rule, e.message, _within(text, e.position)) from e
     except ParseError as e:
@@ -134,12 +136,12 @@ def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
         raise
 
 
-def _parse(text: str, json_syntax: bool) -> list[Any]:
+def _parse(text: str, json_syntax: bool, data_checks: bool) -> list[Any]:
     if json_syntax:
         data = _parse_json(text)
         guard.check_surrogates(text, data)
         return [data]
-    return _parse_yaml(text)
+    return _parse_yaml(text, data_checks)
 
 
 def _within(text: str, position: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -153,7 +155,7 @@ def _within(text: str, position: tuple[int, int] | None) -> tuple[int, int] | No
     return line, min(col, len(lines[line - 1]) + 1)
 
 
-def _parse_yaml(text: str) -> list[Any]:
+def _parse_yaml(text: str, data_checks: bool = True) -> list[Any]:
     guard.check_characters(text)
     guard.check_events(text)
     try:
@@ -162,7 +164,8 @@ def _parse_yaml(text: str) -> list[Any]:
         raise _yaml_error(str(e)) from e
     except (ValueError, RecursionError) as e:  # the parser's other refusals, e.g. deep nesting
         raise ParseError(YAML_SYNTAX, f"cannot parse YAML: {e}", None) from e
-    guard.check_data(text, data)
+    if data_checks:
+        guard.check_data(text, data)
     if isinstance(data, list) and _document_count(text) > 1:
         return data
     return [data]

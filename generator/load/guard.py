@@ -287,7 +287,10 @@ def check_surrogates(text: str, data: Any) -> None:
     unpaired = (m for m in _ESCAPES.finditer(text) if not (m.group(1) and m.group(2)))
     found = next(unpaired, None)
     position = position_of(text, found.start()) if found is not None else None
-    message = "invalid JSON: an unpaired surrogate escape (\\ud800-\\udfff) is not a Unicode character"
+    message = (
+        "invalid JSON: this escape is half of a UTF-16 surrogate pair, not a character: it can be "
+        "neither printed nor applied to a cluster; write the character itself"
+    )
     raise GuardError(JSON_SYNTAX, message, position)
 
 
