@@ -13,11 +13,18 @@ This package sits just above :mod:`generator.model`, so that every stage may imp
 
 from __future__ import annotations
 
-from generator.rules import emit, load, plan, schema, semantic
+from generator.rules import diff, emit, load, plan, schema, semantic
 from generator.rules.base import Hit, Rule, Stage
 
 #: every rule, in catalogue order (the order of the stages, then of declaration)
-REGISTRY: tuple[Rule, ...] = (*load.RULES, *schema.RULES, *semantic.RULES, *plan.RULES, *emit.RULES)
+REGISTRY: tuple[Rule, ...] = (
+    *load.RULES,
+    *schema.RULES,
+    *semantic.RULES,
+    *plan.RULES,
+    *emit.RULES,
+    *diff.RULES,
+)
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
 
 

@@ -15,6 +15,7 @@ class Stage(StrEnum):
     RULES = "rules"
     PLAN = "plan"
     EMIT = "emit"
+    DIFF = "plan (diff)"  # tasgen plan, comparing two revisions
 
 
 class Hit(NamedTuple):

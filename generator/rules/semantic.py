@@ -110,6 +110,28 @@ LOCAL_QUEUE_UNSELECTED = Rule(
     Level.WARNING,
 )
 
+SELECTOR_UNMATCHED = Rule(
+    "selector-unmatched", _S, "A TopologySource's nodeSelector matches at least one node.", Level.WARNING
+)
+LEVEL_UNCARRIED = Rule(
+    "level-uncarried",
+    _S,
+    "Every level of a source is stated for (or carried by) at least one node it selects.",
+    Level.WARNING,
+)
+SOURCE_EXPIRING = Rule(
+    "source-expiring",
+    _S,
+    "A source does not expire within GeneratorConfig expiryWarningDays (default 14).",
+    Level.WARNING,
+)
+QUOTA_ABOVE_ALLOCATABLE = Rule(
+    "quota-above-allocatable",
+    _S,
+    "A declared nominalQuota is at most the allocatable of the nodes it splits over.",
+    Level.WARNING,
+)
+
 RULES = (
     SOURCE_TYPE,
     SOURCE_LEVELS,
@@ -142,4 +164,8 @@ RULES = (
     LOCAL_QUEUE,
     NAMESPACE_SELECTOR_MISSING,
     LOCAL_QUEUE_UNSELECTED,
+    SELECTOR_UNMATCHED,
+    LEVEL_UNCARRIED,
+    SOURCE_EXPIRING,
+    QUOTA_ABOVE_ALLOCATABLE,
 )
