@@ -51,9 +51,11 @@ def shards_for(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(n * 1.7 / 1000))) if n > 600 else 1
 
 
-def write_fleet(root: Path, n: int, shards: int | None = None) -> None:
+def write_fleet(root: Path, n: int, shards: int | None = None, *, changed: bool = False) -> None:
     """The fleet's inventory in root; a GeneratorConfig with ``shards`` labels shards
-    (default: shards_for(n))."""
+    (default: shards_for(n)). ``changed``: the change `tasgen plan` is benchmarked on, a large
+    one: the H100 source drops its block level (every H100 node changes profile and both H100
+    queues swap flavors) and every 16th L40S node moves to the next rack."""
     root.mkdir(parents=True, exist_ok=True)
     config = {
         "apiVersion": API,
@@ -68,7 +70,11 @@ def write_fleet(root: Path, n: int, shards: int | None = None) -> None:
     h100 = {
         n["name"]: {
             "topology.kubernetes.io/zone": n["labels"]["topology.kubernetes.io/zone"],
-            "topology.gpustack.ai/block": f"blk-{int(n['name'][5:]) // (RACK_SIZE * 8)}",
+            **(
+                {}
+                if changed
+                else {"topology.gpustack.ai/block": f"blk-{int(n['name'][5:]) // (RACK_SIZE * 8)}"}
+            ),
             "topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}",
         }
         for n in nodes
@@ -78,7 +84,11 @@ def write_fleet(root: Path, n: int, shards: int | None = None) -> None:
     docs = [
         _source(
             "h100",
-            ["topology.kubernetes.io/zone", "topology.gpustack.ai/block", "topology.gpustack.ai/rack"],
+            [
+                "topology.kubernetes.io/zone",
+                *([] if changed else ["topology.gpustack.ai/block"]),
+                "topology.gpustack.ai/rack",
+            ],
             {"configMap": {"namespace": "topo", "name": "h100", "key": "snapshot.yaml"}},
         ),
         {
@@ -110,12 +120,17 @@ def write_fleet(root: Path, n: int, shards: int | None = None) -> None:
     ]
     (root / "sources.yaml").write_text("---\n".join(yaml.dump(d) for d in docs))
     l40s = {
-        n["name"]: {"topology.gpustack.ai/rack": f"rack-{int(n['name'][5:]) // RACK_SIZE}"}
+        n["name"]: {"topology.gpustack.ai/rack": f"rack-{_l40s_rack(int(n['name'][5:]), changed)}"}
         for n in nodes
         if n["labels"]["fleet.example.com/pool"] == "l40s"
     }
     (root / "l40s.json").write_text(json.dumps({"revision": "inv-1", "nodes": l40s}))
     (root / "queues.yaml").write_text("---\n".join(yaml.dump(q) for q in _queues()))
+
+
+def _l40s_rack(i: int, changed: bool) -> int:
+    """The rack of an L40S node; in the changed fleet every 16th node moves to the next one."""
+    return i // RACK_SIZE + (1 if changed and i % 16 == 0 else 0)
 
 
 def _source(pool: str, levels: list[str], kind: dict[str, object]) -> dict[str, object]:

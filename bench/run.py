@@ -1,6 +1,6 @@
-"""Benchmark: wall time and peak memory of validate, cold render and no-change re-render
-on synthetic fleets (default 1k, 10k and 100k nodes). Each measurement runs in a fresh
-process (start-up included, as a user sees it); peak RSS is that process's own.
+"""Benchmark: wall time and peak memory of validate, cold render, no-change re-render and
+`tasgen plan` of a large change on synthetic fleets (default 1k, 10k and 100k nodes). Each
+measurement runs in a fresh process (start-up included, as a user sees it); peak RSS is that process's own.
 
     python bench/run.py                       # 1k, 10k, 100k; medians of 3 rounds
     python bench/run.py 1000 10000 --repeat 5 # chosen sizes and rounds
@@ -26,12 +26,16 @@ from bench.fleet import write_fleet  # noqa: E402
 NOW = "2026-11-30T00:00:00Z"
 
 
-def measure(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+def measure(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MiB) of one tasgen command in its own child process."""
     code = "import sys; from generator.cli import main; sys.argv = ['tasgen', *sys.argv[1:]]; main()"
     start = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**env, "PYTHONPATH": str(HERE.parent)},
+        cwd=cwd,
     )
     output = child.stdout.read() if child.stdout else b""
     _, status, usage = os.wait4(child.pid, 0)
@@ -61,9 +65,18 @@ def bench(n: int, work: Path, repeat: int) -> dict[str, float]:
                 measure(["render", *common, "-o", str(rendered), "--no-cache"], env),
             ]
         )
+    repo = _plan_repository(work / f"repo-{n}", n)
+    plans = [
+        measure(["plan", "--base", "HEAD", "-i", "inv", "--now", NOW, "--format", "markdown"], env, repo)
+    ]
+    plans += [
+        measure(["plan", "--base", "HEAD", "-i", "inv", "--now", NOW, "--format", "markdown"], env, repo)
+        for _ in range(repeat - 1)
+    ]
     validate, cold, again, full = (
         (statistics.median(r[i][0] for r in rounds), max(r[i][1] for r in rounds)) for i in range(4)
     )
+    plan = (statistics.median(p[0] for p in plans), max(p[1] for p in plans))
     return {
         "nodes": n,
         "inventory_mib": round(size, 1),
@@ -71,8 +84,20 @@ def bench(n: int, work: Path, repeat: int) -> dict[str, float]:
         "cold_render_s": cold[0],
         "rerender_s": again[0],
         "rerender_full_s": full[0],
-        "peak_rss_mib": max(validate[1], cold[1], again[1], full[1]),
+        "plan_s": plan[0],
+        "peak_rss_mib": max(validate[1], cold[1], again[1], full[1], plan[1]),
     }
+
+
+def _plan_repository(root: Path, n: int) -> Path:
+    """A git repository whose commit holds the fleet and whose working tree holds the fleet's
+    large change (bench/fleet.py): what `tasgen plan` is measured on."""
+    write_fleet(root / "inv", n)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run([*git, *args], cwd=root, check=True)
+    write_fleet(root / "inv", n, changed=True)
+    return root
 
 
 def main() -> None:
@@ -93,6 +118,8 @@ def main() -> None:
         "re-render s",
         "re/cold",
         "--no-cache s",
+        "plan s",
+        "plan/cold",
         "peak RSS MiB",
     )
     print(" ".join(f"{h:>12}" for h in header))
@@ -105,6 +132,8 @@ def main() -> None:
             f"{r['rerender_s']:.2f}",
             f"{r['rerender_s'] / r['cold_render_s']:.2f}",
             f"{r['rerender_full_s']:.2f}",
+            f"{r['plan_s']:.2f}",
+            f"{r['plan_s'] / r['cold_render_s']:.2f}",
             f"{r['peak_rss_mib']:.0f}",
         )
         print(" ".join(f"{c:>12}" for c in cells))

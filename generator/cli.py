@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import sys
@@ -12,9 +13,11 @@ from typing import Any, ClassVar
 
 import click
 
-from generator import importnodes
+from generator import importnodes, scaffold
+from generator.diff import command as plan_command
 from generator.pipeline import Mode, Result, run
-from generator.report import REPORTERS
+from generator.report import REPORTERS, Reporter, step_summary
+from generator.rules import catalogue
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -94,9 +97,34 @@ def _execute(
 ) -> None:
     if not inventory.is_dir():
         raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
-    result = run(inventory, output, _parse_now(now), mode, use_memo=use_memo, strict=strict)
-    REPORTERS[format_](result, mode.value, sys.stdout)
+    result = run(
+        inventory,
+        output,
+        _parse_now(now),
+        mode,
+        report=lambda r: _report(REPORTERS[format_], r, mode.value),
+        use_memo=use_memo,
+        strict=strict,
+        on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
+    )
+    sys.stdout.write(_printable(result.report))
+    if format_ == "github":
+        step_summary(result, mode.value)
     sys.exit(_exit_code(result, strict))
+
+
+def _report(reporter: Reporter, result: Result, command: str) -> str:
+    """The whole report as text: the pipeline makes it before anything is written."""
+    buffer = io.StringIO()
+    reporter(result, command, buffer)
+    return buffer.getvalue()
+
+
+def _printable(text: str) -> str:
+    """A character that standard output cannot encode (a name in a terminal that is not
+    UTF-8; an undecodable file name) is shown escaped rather than crash the print."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _exit_code(result: Result, strict: bool) -> int:
@@ -184,6 +212,87 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     _execute(Mode.CHECK, inventory, output, format_, now, strict)
 
 
+@cli.command()
+@click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The inventory folder (the working tree's; the base is read from git).",
+)
+@_output_option
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
+)
+@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry.")
+@click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Read the live queues (read-only): what each drain would evict.",
+)
+def plan(
+    base: str, inventory: Path, output: Path, format_: str, now: str | None, kubeconfig: Path | None
+) -> None:
+    """Show what merging the inventory change does to the cluster: queues and drains,
+    hierarchies, relabelled nodes, fit preview and risk warnings. Writes nothing.
+
+    \b
+    Example:
+      tasgen plan --base origin/main --format markdown > plan.md
+    Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
+    validate prints them), 2 usage error (e.g. an unknown REF).
+    """
+    try:
+        text, code = plan_command.execute(base, inventory, output, format_, _parse_now(now), kubeconfig)
+    except plan_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    sys.stdout.write(text)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--repo-url",
+    default="https://github.com/OWNER/REPO.git",
+    show_default=True,
+    help="The git URL Argo CD syncs rendered/ from.",
+)
+@click.option("--branch", default="main", show_default=True, help="The branch Argo CD syncs.")
+def init(directory: Path, repo_url: str, branch: str) -> None:
+    """Scaffold a GitOps repository that uses tasgen: inventories/config.yaml (a commented
+    GeneratorConfig), a pull-request workflow (validate, check, plan as one PR comment), a
+    pre-commit configuration, and the Argo CD and Flux objects that sync rendered/.
+
+    \b
+    Example:
+      git init fleet && tasgen init fleet --repo-url https://github.com/acme/fleet.git
+    Exit 1, writing nothing, when any of these files exists.
+    """
+    options = scaffold.Options(repo_url, branch, scaffold.installed_version())
+    try:
+        written = scaffold.scaffold(directory, options)
+    except scaffold.Exists as e:
+        click.echo(
+            f"tasgen init: {', '.join(e.paths)} exist(s) in {directory}; nothing was written", err=True
+        )
+        sys.exit(EXIT_PROBLEMS)
+    except scaffold.Unwritable as e:
+        click.echo(f"tasgen init: {e}; nothing was written", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    for path in written:
+        click.echo(f"wrote {(directory / path).as_posix()}")
+
+
 @cli.command("import-nodes")
 @click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
 @click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
@@ -216,7 +325,11 @@ def import_nodes(source: Any, name: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        importnodes.write_atomically(output, text)
+        try:
+            importnodes.write_atomically(output, text)
+        except importnodes.OutputProblem as e:
+            click.echo(f"tasgen import-nodes: {e}", err=True)
+            sys.exit(EXIT_PROBLEMS)
 
 
 @cli.command()
@@ -231,11 +344,22 @@ def schema(kind: str) -> None:
     click.echo(json.dumps(schema_of(kind), indent=2))
 
 
+@cli.command()
+def rules() -> None:
+    """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table.
+
+    \b
+    The README's table is this output; regenerate it after adding a rule:
+      tasgen rules
+    """
+    click.echo(catalogue(), nl=False)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=True)
     except KeyboardInterrupt:
-        click.echo("tasgen: interrupted; nothing was written", err=True)
+        click.echo("tasgen: interrupted; rendered/ is one whole render, old or new", err=True)
         sys.exit(130)
     except Exception as e:
         if os.environ.get("TASGEN_DEBUG"):

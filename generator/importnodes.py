@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from generator.emit import yaml
-from generator.emit.output import Changes, write
 from generator.load.files import ParseError, parse_text
 from generator.model import API_VERSION
 
@@ -24,7 +27,7 @@ class ImportProblem(Exception):
 
 def convert(text: str, name: str) -> str:
     try:
-        documents = parse_text(text)
+        documents = parse_text(text, data_checks=False)
     except ParseError as e:
         line, col = e.position or (1, 1)
         raise ImportProblem(e.message, line, col) from e
@@ -54,20 +57,18 @@ def _items(document: Any) -> list[dict[str, Any]]:
 
 
 def _node(item: dict[str, Any]) -> dict[str, Any]:
-    metadata = item.get("metadata") or {}
+    metadata, status = _mapping(item, "metadata", "a Node"), _mapping(item, "status", "a Node")
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ImportProblem("a Node without metadata.name")
-    labels = metadata.get("labels") or {}
-    allocatable = (item.get("status") or {}).get("allocatable") or {}
-    if not isinstance(labels, dict) or not isinstance(allocatable, dict):
-        raise ImportProblem(f"node {name!r}: labels and status.allocatable must be mappings")
+    labels = _mapping(metadata, "labels", f"node {name!r}: metadata")
+    allocatable = _mapping(status, "allocatable", f"node {name!r}: status")
     node: dict[str, Any] = {
         "name": name,
-        "labels": {str(k): str(labels[k]) for k in sorted(labels)},
-        "allocatable": {str(k): str(allocatable[k]) for k in sorted(allocatable)},
+        "labels": {k: _label(name, k, labels[k]) for k in sorted(_keys(name, labels))},
+        "allocatable": {k: _quantity(name, k, allocatable[k]) for k in sorted(_keys(name, allocatable))},
     }
-    spec = item.get("spec") or {}
+    spec = _mapping(item, "spec", f"node {name!r}: Node")
     taints = _taints(name, spec.get("taints") or [])
     if taints:
         node["taints"] = taints
@@ -85,5 +86,87 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
 
 
+def _mapping(parent: dict[str, Any], key: str, what: str) -> dict[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ImportProblem(f"{what}.{key} must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _keys(node: str, data: dict[Any, Any]) -> list[str]:
+    for key in data:
+        if not isinstance(key, str):
+            raise ImportProblem(f"node {node!r}: key {_short(key)} is not a string")
+    return list(data)
+
+
+def _label(node: str, key: str, value: Any) -> str:
+    """Label values are strings in Kubernetes: null, true or 0123 would not round-trip."""
+    if not isinstance(value, str):
+        raise ImportProblem(
+            f"node {node!r}: label {key!r} has the value {_short(value)}, not a string; "
+            "label values are strings (quote it)"
+        )
+    return value
+
+
+def _quantity(node: str, key: str, value: Any) -> str:
+    """Allocatable is a quantity string in kubectl's output; a plain integer is accepted."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**30:
+        return str(value)
+    raise ImportProblem(f"node {node!r}: allocatable {key!r} is {_short(value)}, not a quantity string")
+
+
+def _short(value: Any) -> str:
+    """A value as shown in a message, bounded (a huge integer cannot even be printed whole)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return "an integer of more than 30 digits"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+class OutputProblem(Exception):
+    """-o cannot be written; nothing was."""
+
+
 def write_atomically(path: Path, text: str) -> None:
-    write(path.parent, Changes(changed={path.name: text}))
+    """Replace the regular file at ``path`` (or create it) in one rename; anything else that
+    stands there (a symlink, a FIFO, a device such as /dev/full) is refused, not replaced."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as e:
+        raise _unwritable(path, e) from e
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise OutputProblem(f"{path} is not a regular file ({_kind(info.st_mode)}); nothing was written")
+    try:
+        _replace(path, text.encode("utf-8"))
+    except OSError as e:
+        raise _unwritable(path, e) from e
+
+
+def _unwritable(path: Path, error: OSError) -> OutputProblem:
+    reason = "a path component is a file, not a folder" if error.errno == errno.ENOTDIR else error.strerror
+    return OutputProblem(f"cannot write {path}: {reason}; nothing was written")
+
+
+def _replace(path: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; an inventory is shared
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISLNK: "a symbolic link", stat.S_ISFIFO: "a FIFO", stat.S_ISDIR: "a folder"}
+    return next((name for test, name in kinds.items() if test(mode)), "a device or socket")

@@ -20,14 +20,19 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
+
+from generator.emit.outtree import OutputTree
 from generator.load.files import InputFile
 from generator.model import Level, Problem
+from generator.plan import Summary
 
-_VERSION = 1
+_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -90,17 +95,37 @@ def files_digest(files: dict[str, str]) -> dict[str, str]:
     return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(files.items())}
 
 
-def recall(out_dir: Path, digest: str, now: datetime, current: dict[str, str]) -> dict[str, Any] | None:
-    """The recorded report when nothing changed since the last render, else None."""
-    try:
-        record: dict[str, Any] = json.loads(cache_file(out_dir).read_text("utf-8"))
-    except (OSError, ValueError):
+def recall(out: OutputTree, digest: str, now: datetime) -> tuple[list[Problem], Summary] | None:
+    """The recorded report when nothing changed since the last render, else None. A memo
+    file of any other shape (hand-edited, truncated, another tasgen's) is ignored."""
+    record = _read(cache_file(out.path))
+    if record is None or record["digest"] != digest or out.litter:
         return None
-    if record.get("digest") != digest or not Window(**record["window"]).holds(now):
-        return None
-    if record["files"] != files_digest(current):
+    if record["files"] != files_digest(out.owned):
         return None  # rendered/ was edited, or files went missing: render it again
-    return record
+    try:
+        if not Window(**record["window"]).holds(now):
+            return None
+    except (ValueError, TypeError):  # not an ISO time, or one without an offset
+        return None
+    summary = Summary.from_data(record["summary"])
+    summary.mutated_nodes = 0
+    return [Problem(**(p | {"level": Level(p["level"])})) for p in record["problems"]], summary
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The memo record, if it has the shape :func:`remember` writes (schemas/memo.json)."""
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return record if _schema().is_valid(record) else None
+
+
+@cache
+def _schema() -> Any:
+    text = resources.files("generator").joinpath("schemas", "memo.json").read_text("utf-8")
+    return jsonschema_rs.validator_for(json.loads(text))
 
 
 def remember(
@@ -112,6 +137,7 @@ def remember(
     summary: dict[str, Any],
 ) -> None:
     record = {
+        "version": _VERSION,
         "digest": digest,
         "window": vars(window),
         "files": files_digest(files),
@@ -126,7 +152,3 @@ def remember(
         os.replace(temporary, target)
     except OSError:
         pass  # the memo only saves time; a read-only cache folder costs a full render
-
-
-def problems_of(record: dict[str, Any]) -> list[Problem]:
-    return [Problem(**(p | {"level": Level(p["level"])})) for p in record["problems"]]

@@ -213,6 +213,7 @@ class Settings:
     kueue_api_version: KueueVersion = "v1beta2"
     output: dict[str, Any] = field(default_factory=dict)  # nodeFeatureShards, maxObjectsPerShard
     sync: dict[str, Any] = field(default_factory=dict)  # path, flux, argocd
+    expiry_warning_days: int = 14  # a snapshot expiring sooner is a warning (source-expiring)
     where: Where | None = None
 
 

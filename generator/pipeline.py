@@ -4,17 +4,22 @@ benchmarks. Nothing here exits or prints; the result says what happened."""
 from __future__ import annotations
 
 import gc
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
-from generator import emit, memo
-from generator.load.files import InputFile, display_path, load_files, read_inventory
+from generator import emit, memo, printable
+from generator.emit import outtree
+from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.plan import Plan, Summary, plan, source_statuses
+from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.validate import validate
+from generator.validate.rules import Context
 
 
 class Mode(StrEnum):
@@ -30,6 +35,8 @@ class Result:
     written: list[str] = field(default_factory=list)  # rendered/ files written or removed
     files: dict[str, str] | None = field(default=None, repr=False)  # the rendered tree (render)
     expiries: list[datetime] = field(default_factory=list, repr=False)  # of every snapshot
+    report: str = field(default="", repr=False)  # what the CLI prints, made before any write
+    inputs: list[InputFile] = field(default_factory=list, repr=False)  # to place bad text
 
     @property
     def errors(self) -> int:
@@ -39,6 +46,28 @@ class Result:
     def warnings(self) -> int:
         return sum(p.level is Level.WARNING for p in self.problems)
 
+    def reported(self, report: Report) -> Result:
+        """This result with its report; one whose report is not Unicode text becomes a
+        problem at the escape it came from (nothing of it is written or printed)."""
+        self.report = report(self)
+        bad = printable.unpaired_surrogate(self.report) or printable.unpaired_surrogate(self._text())
+        problem = printable.surrogate_problem(bad, self.inputs) if bad else None
+        if problem is None:
+            return self  # (a surrogate of an undecodable file name is printed escaped)
+        failed = Result([problem])
+        failed.report = report(failed)
+        return failed
+
+    def _text(self) -> str:
+        """Every string of the result, unescaped (a JSON report escapes what a text one shows)."""
+        data = [vars(p) for p in self.problems], self.summary.as_data() if self.summary else None
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+#: Result -> the text printed for it; it runs before rendered/ is touched, so that a
+#: report that cannot be made (or printed) never follows a write.
+Report = Callable[[Result], str]
+
 
 def run(
     inventory_dir: Path,
@@ -46,44 +75,63 @@ def run(
     now: datetime,
     mode: Mode,
     *,
+    report: Report,
     use_memo: bool = True,
     strict: bool = False,
+    on_wait: Callable[[], None] = lambda: None,
 ) -> Result:
-    """The whole pipeline; with ``strict``, warnings block writing as errors do."""
+    """The whole pipeline; with ``strict``, warnings block writing as errors do. rendered/ is
+    read once, under a lock held until the new tree is swapped in (emit.outtree)."""
     # The run allocates millions of small objects and frees them by reference counting;
     # the cycle collector would rescan the growing heap again and again (~20% of a
     # 100k-node render) for cycles that this code does not make.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if mode is Mode.RENDER and use_memo:
-            return _render_with_memo(inventory_dir, out_dir, now, strict)
-        return _run(read_inventory(inventory_dir), out_dir, now, mode, strict)
+        files = read_inventory(inventory_dir)
+        if mode is Mode.VALIDATE:
+            return _run(files, None, now, mode, strict).reported(report)
+        out_label = display_path(out_dir)
+        try:
+            create = mode is Mode.RENDER
+            with outtree.opened(out_dir, out_label, inventory_dir, create=create, on_wait=on_wait) as out:
+                if mode is Mode.CHECK:
+                    return _run(files, out, now, mode, strict).reported(report)
+                return _render(files, out, now, strict, use_memo, report, display_path(inventory_dir))
+        except outtree.OutputError as e:
+            return Result([OUTPUT_UNWRITABLE.problem(out_label, 1, 1, str(e))]).reported(report)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _render_with_memo(inventory_dir: Path, out_dir: Path, now: datetime, strict: bool) -> Result:
-    files = read_inventory(inventory_dir)
+def _render(
+    files: list[InputFile],
+    out: outtree.OutputTree,
+    now: datetime,
+    strict: bool,
+    use_memo: bool,
+    report: Report,
+    in_label: str,
+) -> Result:
     # Keyed on the bytes that are parsed below, never re-read: an edit during the render
     # cannot pair old bytes with new output.
-    digest = memo.input_digest(files, (display_path(inventory_dir), display_path(out_dir)))
-    record = memo.recall(out_dir, digest, now, emit.owned_files(out_dir))
-    if record is not None:
-        summary = Summary.from_data(record["summary"])
-        summary.mutated_nodes = 0
-        return Result(memo.problems_of(record), summary)
-    result = _run(files, out_dir, now, Mode.RENDER, strict)
-    if result.errors == 0 and result.summary is not None and result.files is not None:
-        memo.remember(
-            out_dir,
-            digest,
-            memo.Window.around(now, result.expiries),
-            result.files,
-            result.problems,
-            result.summary.as_data(),
-        )
+    digest = memo.input_digest(files, (in_label, out.label))
+    recalled = memo.recall(out, digest, now) if use_memo else None
+    if recalled is not None:
+        return Result(*recalled, inputs=files).reported(report)
+    result = _run(files, out, now, Mode.RENDER, strict).reported(report)
+    if result.files is None:
+        return result
+    try:
+        if result.written:
+            out.replace(result.files)
+    except outtree.OutputError as e:
+        problem = OUTPUT_UNWRITABLE.problem(out.label, 1, 1, str(e))
+        return Result([*result.problems, problem], result.summary, inputs=files).reported(report)
+    if use_memo and result.summary is not None:
+        window = memo.Window.around(now, result.expiries)
+        memo.remember(out.path, digest, window, result.files, result.problems, result.summary.as_data())
     return result
 
 
@@ -95,7 +143,8 @@ class Compilation:
     texts: dict[str, str]  # inventory texts by shown path, for positions
     planned: Plan | None = None  # None when validation failed
     summary: Summary | None = None
-    expiries: list[datetime] = field(default_factory=list)  # of every snapshot
+    expiries: list[datetime] = field(default_factory=list)  # when the result changes with time
+    context: Context | None = None  # the typed inventory (tasgen plan reads its nodes and sources)
 
     @property
     def failed(self) -> bool:
@@ -105,57 +154,50 @@ class Compilation:
         return locate(self.findings, self.texts)
 
 
-def compile(files: list[InputFile], now: datetime, *, node_features: bool = True) -> Compilation:
+def compile(
+    files: list[InputFile],
+    now: datetime,
+    *,
+    node_features: bool = True,
+    parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
+) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
-    that a git revision compiles as well as the working tree."""
-    validation = validate(load_files(files), now)
+    that a git revision compiles as well as the working tree. ``parse``: how files become
+    documents (tasgen plan parses a file that two revisions share once)."""
+    validation = validate(parse(files), now)
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
-        return Compilation(validation.findings, texts, summary=summary)
+        return Compilation(validation.findings, texts, summary=summary, context=ctx)
     planned = plan(ctx, node_features=node_features)
+    # The result changes when a source expires, and when it comes within the warning horizon
+    # (source-expiring): a recorded render holds only between such times.
+    horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)
     expiries = [
-        s.snapshot.expires_at
+        moment
         for s in ctx.inventory.sources.values()
         if s.snapshot is not None and s.snapshot.expires_at is not None
+        for moment in (s.snapshot.expires_at, s.snapshot.expires_at - horizon)
     ]
-    return Compilation(validation.findings + planned.findings, texts, planned, planned.summary, expiries)
+    findings = validation.findings + planned.findings
+    return Compilation(findings, texts, planned, planned.summary, expiries, ctx)
 
 
-def _run(files: list[InputFile], out_dir: Path, now: datetime, mode: Mode, strict: bool) -> Result:
+def _run(
+    files: list[InputFile], out: outtree.OutputTree | None, now: datetime, mode: Mode, strict: bool
+) -> Result:
     compiled = compile(files, now, node_features=mode is not Mode.VALIDATE)
-    if mode is Mode.VALIDATE or compiled.failed or compiled.planned is None:
-        return Result(compiled.problems(), compiled.summary)
+    if out is None or compiled.failed or compiled.planned is None:
+        return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned
-    out_label = display_path(out_dir)
-    emission = emit.compare(planned.manifests, out_dir, out_label)
+    emission = emit.compare(planned.manifests, out)
     texts.update(emission.texts)
     findings += emission.findings
     planned.summary.mutated_nodes = emission.mutated_nodes
     if mode is Mode.CHECK:
-        findings += emission.stale(out_label)
-    result = _finish(findings, texts, planned.summary, emission, out_dir, mode, strict)
-    result.expiries = compiled.expiries
-    return result
-
-
-def _finish(
-    findings: list[Finding],
-    texts: dict[str, str],
-    summary: Summary,
-    emission: emit.Emission,
-    out_dir: Path,
-    mode: Mode,
-    strict: bool,
-) -> Result:
-    result = Result(locate(findings, texts), summary)
+        findings += emission.stale(out.label)
+    result = Result(locate(findings, texts), planned.summary, expiries=compiled.expiries, inputs=files)
     if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):
-        try:
-            emit.write(out_dir, emission.changes)
-        except OSError as e:
-            message = f"cannot write rendered/: {e.strerror or e} ({e.filename}); nothing was changed"
-            problem = Problem(display_path(out_dir), 1, 1, "output-unwritable", message)
-            return Result([*result.problems, problem], summary)
-        result.written = sorted([*emission.changes.changed, *emission.changes.removed])
-        result.files = emission.files
+        result.files = emission.files  # to be written: nothing is, until the report is made
+        result.written = emission.written
     return result

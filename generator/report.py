@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -99,10 +100,17 @@ def github(result: Result, command: str, out: TextIO) -> None:
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary and result.summary is not None:
-        with open(step_summary, "a", encoding="utf-8") as stream:
-            stream.write(f"### tasgen {command}\n\n```\n{_summary_text(result).strip()}\n```\n")
+
+
+def step_summary(result: Result, command: str) -> None:
+    """The status summary in the GitHub job summary (GITHUB_STEP_SUMMARY), if there is one."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path and result.summary is not None:
+        try:
+            with open(path, "a", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(f"### tasgen {command}\n\n```\n{_summary_text(result).strip()}\n```\n")
+        except OSError as e:  # the job summary is a courtesy; the annotations are printed
+            print(f"tasgen: cannot write the job summary {path}: {e.strerror}", file=sys.stderr)
 
 
 def _escape_data(value: str) -> str:

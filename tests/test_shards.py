@@ -89,10 +89,10 @@ def test_oversized_shard_names_a_count_that_fits() -> None:
     sharding = Sharding(count=2, max_objects=100)
     inventory = Inventory(Settings(where=Where("config.yaml", 0, ("spec",))), {}, {}, {})
     folder_of = {f"n{i}": f"labels/shard-{i % 2}" for i in range(300)}
-    (finding,) = oversized(sharding, objects_per_folder(folder_of, []), inventory) or [None]
-    assert finding is not None and finding.rule == "shard-size"
-    assert "labels/shard-0/ would hold 150 NodeFeatures" in finding.message
-    assert "nodeFeatureShards to 8 or more" in finding.message
+    (hit,) = oversized(sharding, objects_per_folder(folder_of, []), inventory) or [None]
+    assert hit is not None and hit.where == Where("config.yaml", 0, ("spec",))
+    assert "labels/shard-0/ would hold 150 NodeFeatures" in hit.message
+    assert "nodeFeatureShards to 8 or more" in hit.message
     assert oversized(Sharding(count=2, max_objects=150), objects_per_folder(folder_of, []), inventory) == []
 
 

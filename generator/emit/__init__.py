@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from generator.emit.drift import drift
-from generator.emit.output import Changes, changes, first_difference, mutated_nodes, owned_files, write
+from generator.emit.output import Changes, changes, first_difference, mutated_nodes
+from generator.emit.outtree import OutputTree
 from generator.emit.tree import render_tree
 from generator.model import Finding, Manifest, Where
+from generator.rules.emit import STALE_RENDER
 
-__all__ = ["Emission", "compare", "owned_files", "write"]
+__all__ = ["Emission", "compare"]
 
 
 @dataclass
@@ -22,25 +23,36 @@ class Emission:
     mutated_nodes: int
     findings: list[Finding] = field(default_factory=list)  # immutable drift
     texts: dict[str, str] = field(default_factory=dict)  # old files, by shown path (positions)
+    litter: list[str] = field(default_factory=list)  # leftovers of older tasgen in rendered/
+
+    @property
+    def written(self) -> list[str]:
+        """Every path that writing the new tree adds, changes or removes."""
+        return sorted([*self.changes.changed, *self.changes.removed, *self.litter])
 
     def stale(self, out_label: str) -> list[Finding]:
         """A stale-render problem per file that differs from what render would write."""
         old = {p[len(out_label) + 1 :]: t for p, t in self.texts.items()}
         found = [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
-                "stale-render",
                 _stale_message(p, p in old),
             )
             for p, t in sorted(self.changes.changed.items())
         ]
         found += [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(1, 1)),
-                "stale-render",
                 "tasgen no longer writes this file; run 'tasgen render' to remove it",
             )
             for p in self.changes.removed
+        ]
+        found += [
+            STALE_RENDER(
+                Where(f"{out_label}/{p}", line_col=(1, 1)),
+                "a leftover of an interrupted render; run 'tasgen render' to remove it",
+            )
+            for p in self.litter
         ]
         return found
 
@@ -51,13 +63,15 @@ def _stale_message(path: str, exists: bool) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(manifests: list[Manifest], out_dir: Path, out_label: str) -> Emission:
+def compare(manifests: list[Manifest], out: OutputTree) -> Emission:
+    """The new tree against rendered/ as it was read (once, under the lock)."""
     tree = render_tree(manifests)
-    old = owned_files(out_dir)
+    old = out.owned
     return Emission(
         files=tree.files,
         changes=changes(tree.files, old),
         mutated_nodes=mutated_nodes(tree, old),
-        findings=drift(manifests, old, out_label),
-        texts={f"{out_label}/{p}": t for p, t in old.items()},
+        findings=drift(manifests, old, out.label),
+        texts={f"{out.label}/{p}": t for p, t in old.items()},
+        litter=out.litter,
     )

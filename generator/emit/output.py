@@ -1,34 +1,15 @@
-"""rendered/ on disk: what tasgen owns there, what changed, and writing it atomically."""
+"""What a render changes in rendered/: files and the nodes whose NodeFeatures change."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from generator.emit.tree import HEADER, Tree
+from generator.emit.tree import Tree
 from generator.load.files import ParseError, parse_text
 from generator.plan.manifests import NODE_NAME_LABEL
 
 FEATURE_FILES = "nodefeatures-"
-
-
-def owned_files(out_dir: Path) -> dict[str, str]:
-    """rendered/-relative path -> text of every file tasgen wrote (its header says so);
-    other files (a README, say) are left alone."""
-    found: dict[str, str] = {}
-    if not out_dir.is_dir():
-        return found
-    for path in sorted(out_dir.rglob("*.yaml")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if text.startswith(HEADER):
-            found[path.relative_to(out_dir).as_posix()] = text
-    return found
 
 
 @dataclass
@@ -92,37 +73,3 @@ def _node_of(document: str) -> str:
     body = bodies[0] if bodies else None
     labels = body.get("metadata", {}).get("labels", {}) if isinstance(body, dict) else {}
     return str(labels.get(NODE_NAME_LABEL, "")) if isinstance(labels, dict) else ""
-
-
-def write(out_dir: Path, update: Changes) -> None:
-    """Apply the changes so that a failure leaves rendered/ as it was: every new text is
-    written to a temporary file beside its target first, and only when all are written
-    are they renamed into place (a rename within a folder is atomic)."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for relative, text in sorted(update.changed.items()):
-            staged.append((_stage(out_dir / relative, text), out_dir / relative))
-    except OSError:
-        for temporary, _ in staged:
-            temporary.unlink(missing_ok=True)
-        raise
-    for temporary, target in staged:
-        os.replace(temporary, target)
-    for relative in update.removed:
-        (out_dir / relative).unlink(missing_ok=True)
-    _prune_empty_folders(out_dir, [(out_dir / r).parent for r in update.removed])
-
-
-def _stage(target: Path, text: str) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-        stream.write(text)
-    os.chmod(name, 0o644)  # mkstemp makes it private; rendered/ is shared, like git's checkout
-    return Path(name)
-
-
-def _prune_empty_folders(out_dir: Path, folders: Iterable[Path]) -> None:
-    for folder in sorted(set(folders), key=lambda p: len(p.parts), reverse=True):
-        if folder != out_dir and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
+from urllib3.exceptions import HTTPError
 
 from generator.gate.decision import decide
-from generator.gate.kube import Deadline, Queues, load_client
+from generator.gate.kube import Deadline, Queues, load_client, with_backoff
 from generator.gate.plan import PlanError, plan_version, read_plan
 from generator.gate.runner import Gate, JsonLog
 
@@ -84,19 +86,31 @@ def gate(
     queues = Queues(api, event_namespace, plan_version(desired))
     log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
     if dry_run:
-        sys.exit(_dry_run(queues, desired, log))
+        sys.exit(_dry_run(queues, desired, log, Deadline(timeout)))
     code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
     log("finish", exitCode=code)
     sys.exit(code)
 
 
-def _dry_run(queues: Queues, desired: Mapping[str, Mapping[str, Any]], log: JsonLog) -> int:
-    """Each queue's next step, as the gate would take it now; nothing is written."""
+def _dry_run(
+    queues: Queues, desired: Mapping[str, Mapping[str, Any]], log: JsonLog, deadline: Deadline
+) -> int:
+    """Each queue's next step, as the gate would take it now; nothing is written. Reads are
+    retried as in a real run, until --timeout."""
+
+    def retry(err: Exception) -> None:
+        log("retry", error=str(err)[:300], dryRun=True)
+
     for name in sorted(desired):
         try:
-            action = decide(queues.get(name), desired[name])
+            live = with_backoff(partial(queues.get, name), deadline, retry)
+            action = decide(live, desired[name])
         except ApiException as err:
             log("error", queue=name, status=err.status, reason=err.reason, dryRun=True)
+            return 1
+        except (HTTPError, OSError) as err:
+            message = f"the API server stayed unreachable until the timeout: {err}"[:500]
+            log("error", queue=name, message=message, dryRun=True)
             return 1
         cond = action.condition
         log(

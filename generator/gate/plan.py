@@ -76,7 +76,10 @@ def _check(doc: Any, file: Path) -> str:
             f"{file}: expected {GROUP}/{VERSION} (or v1beta1) {KIND} documents only, "
             f"got {doc.get('apiVersion')} {doc.get('kind')}"
         )
-    name = (doc.get("metadata") or {}).get("name")
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        raise PlanError(f"{file}: a ClusterQueue's metadata is not a mapping")
+    name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise PlanError(f"{file}: a ClusterQueue has no metadata.name")
     if not isinstance(doc.get("spec") or {}, dict):

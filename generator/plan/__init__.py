@@ -11,6 +11,8 @@ from generator.plan import gate_wiring, manifests, sync_wiring
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
 from generator.plan.shards import Sharding, objects_per_folder, oversized
+from generator.rules.plan import SHARD_SIZE
+from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.rules import Context
 from generator.validate.rules.hierarchy import conflicts
 
@@ -72,6 +74,7 @@ class Plan:
     manifests: list[Manifest]
     findings: list[Finding]
     summary: Summary
+    assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
 
 
 def plan(ctx: Context, *, node_features: bool = True) -> Plan:
@@ -84,7 +87,9 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
     sharding = Sharding.of(inventory.settings.output)
     folder_of = sharding.folders_of(inventory.nodes, assignment.domain_of)
-    findings += oversized(sharding, objects_per_folder(folder_of, ready), inventory)
+    findings += [
+        SHARD_SIZE.of(h) for h in oversized(sharding, objects_per_folder(folder_of, ready), inventory)
+    ]
     features = [
         *(manifests.node_features(inventory, ready, folder_of) if node_features else []),
         *(manifests.profile_features(inventory, assignment, folder_of) if node_features else []),
@@ -102,7 +107,7 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
     summary = _summary(ctx, assignment, queues)
-    return Plan(objects, assignment.findings + findings, summary)
+    return Plan(objects, assignment.findings + findings, summary, assignment)
 
 
 def _gate_timeout(ctx: Context) -> int:
@@ -171,7 +176,7 @@ def _status(
 ) -> SourceStatus:
     valid = source.name not in ctx.unloaded and not any(
         f.level is Level.ERROR
-        and f.rule != "ownership-conflict"
+        and f.rule != OWNERSHIP_CONFLICT.id
         and (f.source == source.name or _belongs(f.where, source))
         for f in findings
     )

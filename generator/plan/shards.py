@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from generator.model import Finding, Inventory, Source, Where
+from generator.model import Inventory, Source, Where
+from generator.rules import Hit
 
 DEFAULT_SHARDS = 1
 DEFAULT_MAX_OBJECTS = 2000
@@ -68,8 +69,8 @@ def objects_per_folder(folder_of: Mapping[str, str], ready: Iterable[Source]) ->
     return counts
 
 
-def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) -> list[Finding]:
-    """A shard-size error for the fullest folder over the bound, naming a count that fits."""
+def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) -> list[Hit]:
+    """A hit of SHARD_SIZE for the fullest folder over the bound, naming a count that fits."""
     if not counts:
         return []
     folder, most = counts.most_common(1)[0]
@@ -83,7 +84,7 @@ def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) ->
         f"spec.output.nodeFeatureShards to {min(1000, max(suggested, 2 * sharding.count))} or more "
         f"(now {sharding.count}; {sum(counts.values())} NodeFeatures in all)"
     )
-    return [Finding(_where(inventory), "shard-size", message)]
+    return [Hit(_where(inventory), message)]
 
 
 def _where(inventory: Inventory) -> Where:

@@ -1,0 +1,213 @@
+"""The plan report printed: text for terminals, Markdown for a pull-request comment (a jinja2
+template, always under GitHub's 65,536 characters), JSON as it is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+#: GitHub refuses a comment body of 65,536 characters or more
+COMMENT_LIMIT = 65_536
+MARKER = "<!-- tasgen-plan -->"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many rows each table shows, and whether the diagrams are drawn."""
+
+    rows: int
+    diagrams: bool
+
+
+#: tried in order until the comment fits; the last one is bounded whatever the report's size
+BUDGETS = (Budget(200, True), Budget(40, True), Budget(10, False), Budget(3, False))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    for budget in BUDGETS:
+        text = _markdown(report, budget)
+        if len(text) < COMMENT_LIMIT:
+            return text
+    return _markdown(report, Budget(0, False))
+
+
+def _markdown(report: dict[str, Any], budget: Budget) -> str:
+    queues = [q for q in report["queues"] if q["change"] != "unchanged"]
+    replaced = [{"queue": q["name"], **r} for q in queues for r in q["flavorsReplaced"]]
+    context = {
+        "report": report,
+        "queues": _cut(queues, budget.rows),
+        "drains": _cut(report["summary"]["drains"], budget.rows),
+        "replaced": replaced[: budget.rows],
+        "hierarchy": {
+            k: _cut(report["profiles"][k], budget.rows) for k in ("sources", "added", "removed", "changed")
+        },
+        "moves": _cut(report["profiles"]["moves"], budget.rows),
+        "sources": _cut(report["nodes"]["bySource"], budget.rows),
+        "domains": _cut(report["nodes"]["byDomain"], budget.rows),
+        "fit": _cut([f for f in report["fit"] if f["changed"]], budget.rows),
+        "warnings": _cut(report["warnings"], budget.rows),
+        "diagrams": budget.diagrams,
+    }
+    return _environment().get_template("plan.md.j2").render(context)
+
+
+def _cut(rows: list[Any], limit: int) -> dict[str, Any]:
+    return {"rows": rows[:limit], "more": max(0, len(rows) - limit)}
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    folder = resources.files("generator.templates")
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
+        autoescape=False,  # Markdown; cells are escaped by the cell filter
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def _cell(text: str) -> str:
+    """A table cell on one line, its pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _identity(identity: dict[str, str]) -> str:
+    return ", ".join(f"`{v}`" for v in identity.values())
+
+
+def _fit(value: dict[str, int] | None) -> str:
+    if value is None or value["pods"] == 0:
+        return "**does not fit**"
+    return f"{value['gpus']} GPUs ({value['pods']} pods)"
+
+
+def _levels(levels: list[str] | None) -> str:
+    return "(none)" if levels is None else " > ".join(f"`{k}`" for k in levels)
+
+
+def _live(live: dict[str, Any]) -> str:
+    return f"{live['reservingWorkloads']} workload(s) reserve the dropped flavors"
+
+
+FILTERS: dict[str, Callable[..., str]] = {
+    "cell": _cell,
+    "code": lambda text: f"`{text}`",
+    "identity": _identity,
+    "fit": _fit,
+    "levels": _levels,
+    "live": _live,
+}
+
+
+def json_text(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
+
+
+def text(report: dict[str, Any]) -> str:
+    """For terminals: one line per change, the same cuts as the comment's largest budget."""
+    lines = [_headline(report)]
+    for section in (_queue_lines, _profile_lines, _node_lines, _fit_lines, _warning_lines):
+        lines += section(report)
+    return "\n".join(lines) + "\n"
+
+
+def _headline(report: dict[str, Any]) -> str:
+    s, base = report["summary"], report["base"]
+    note = {"absent": " (no inventory there)", "invalid": " (its inventory does not compile)"}
+    return (
+        f"tasgen plan against {base['ref']}{note.get(base['state'], '')}: {s['queuesChanged']} queue(s) "
+        f"changed, {s['flavorsAdded']} flavor(s) added, {s['flavorsRemoved']} removed, "
+        f"{s['nodesChanged']} node(s) relabelled, {s['fitChanged']} fit figure(s) changed, "
+        f"{s['warnings']} warning(s)"
+    )
+
+
+def _queue_lines(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for q in (q for q in report["queues"] if q["change"] != "unchanged"):
+        lines.append(
+            f"queue {q['name']} ({q['change']}): drain {q['drain']['action']}: {q['drain']['reason']}"
+        )
+        lines += [f"  + {f['name']}" for f in q["flavorsAdded"]]
+        lines += [f"  - {f['name']}" for f in q["flavorsRemoved"]]
+        lines += [
+            f"  quota {_identity_text(d['identity'])} {d['resource']} {d['field']}: "
+            f"{d['before'] or '-'} -> {d['after'] or '-'}"
+            for d in q["quota"]
+        ]
+        if q["drain"].get("live"):
+            lines.append(f"  live: {_live(q['drain']['live'])}")
+    return lines
+
+
+def _identity_text(identity: dict[str, str]) -> str:
+    return ",".join(identity.values())
+
+
+def _profile_lines(report: dict[str, Any]) -> list[str]:
+    p = report["profiles"]
+    lines = [
+        f"source {x['source']}: levels {_arrow(x['before'])} -> {_arrow(x['after'])}" for x in p["sources"]
+    ]
+    lines += [f"profile {x['id']} added: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["added"]]
+    lines += [f"profile {x['id']} removed: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["removed"]]
+    lines += [f"profile {x['id']}: {x['nodesBefore']} -> {x['nodesAfter']} nodes" for x in p["changed"]]
+    lines += [
+        f"  {m['nodes']} node(s) move {m['from'] or '(new)'} -> {m['to'] or '(gone)'}"
+        for m in p["moves"][: BUDGETS[0].rows]
+    ]
+    return lines
+
+
+def _arrow(levels: list[str] | None) -> str:
+    return "(none)" if levels is None else " > ".join(levels)
+
+
+def _node_lines(report: dict[str, Any]) -> list[str]:
+    n = report["nodes"]
+    if not n["changed"]:
+        return []
+    lines = [f"nodes: {n['changed']} of {n['total']} get new labels"]
+    for x in n["bySource"]:
+        keys = ", ".join(f"{k} ({c})" for k, c in x["keys"].items())
+        lines.append(f"  by {x['source']}: {x['nodes']} node(s): {keys}")
+    for d in n["byDomain"][: BUDGETS[0].rows]:
+        lines.append(
+            f"  in {d['level']}={d['domain']}: {d['nodes']} node(s)"
+            if d["domain"]
+            else f"  {d['level']}: {d['nodes']} node(s)"
+        )
+    for c in n["changes"] or []:
+        changes = "; ".join(f"{x['key']} {x['before'] or '-'} -> {x['after'] or '-'}" for x in c["labels"])
+        lines.append(f"  {c['node']}: {changes}")
+    return lines
+
+
+def _fit_lines(report: dict[str, Any]) -> list[str]:
+    return [
+        f"fit {f['queue']} {_identity_text(f['identity'])} at {f['level']}: "
+        f"{_fit(f['before']).strip('*')} -> {_fit(f['after']).strip('*')}"
+        for f in report["fit"]
+        if f["changed"]
+    ][: BUDGETS[0].rows]
+
+
+def _warning_lines(report: dict[str, Any]) -> list[str]:
+    return [
+        f"{w['path']}:{w['line']}:{w['col']}: {w['level']}: {w['message']} [{w['rule']}]"
+        for w in report["warnings"]
+    ]
+
+
+FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {"text": text, "markdown": markdown, "json": json_text}

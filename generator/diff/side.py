@@ -1,0 +1,118 @@
+"""One side of a plan (the base revision or the working tree) reduced to the facts it compares:
+queues and their flavors, every node's profile, domains and tasgen-written labels."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+from generator.model import HOSTNAME_KEY, PROFILE_KEY, Node, Where
+from generator.pipeline import Compilation
+
+
+@dataclass(frozen=True)
+class FlavorFacts:
+    name: str
+    identity: tuple[tuple[str, str], ...]
+    profile: str
+    resources: dict[str, dict[str, str]]  # resource -> nominalQuota / borrowingLimit / lendingLimit
+
+
+@dataclass
+class QueueFacts:
+    name: str
+    stop_policy: str
+    flavors: dict[str, FlavorFacts]  # by flavor name, in the queue's order
+    covered: tuple[str, ...]
+    body: dict[str, Any]  # the rendered ClusterQueue (what the gate compares with the live one)
+
+
+@dataclass
+class Side:
+    """What one revision compiles to; empty when it has no inventory or does not compile."""
+
+    compiled: bool = False
+    queues: dict[str, QueueFacts] = field(default_factory=dict)
+    profiles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # id -> level keys
+    nodes: dict[str, Node] = field(default_factory=dict)
+    profile_of: dict[str, str] = field(default_factory=dict)  # node -> profile id
+    domain_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> values of its levels
+    members: dict[str, list[str]] = field(default_factory=dict)  # profile id -> its nodes
+    #: Ready writing source -> node -> the labels it states (read-only parents included: the
+    #: snapshot's own dicts, shared, never copied)
+    stated: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    source_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    source_of: dict[str, str] = field(default_factory=dict)  # node -> the source of its profile
+    source_where: dict[str, Where] = field(default_factory=dict)  # source -> its document
+    source_declared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # levels as written
+    selected: dict[str, int] = field(default_factory=dict)  # source -> nodes it selects
+    carried: dict[str, Counter[str]] = field(default_factory=dict)  # source -> level -> nodes with it
+
+
+def side_of(compiled: Compilation | None) -> Side:
+    if compiled is None or compiled.failed or compiled.planned is None or compiled.context is None:
+        return Side()
+    ctx, planned = compiled.context, compiled.planned
+    assert planned.assignment is not None
+    side = Side(compiled=True, nodes=ctx.inventory.nodes)
+    side.source_levels = {name: s.levels for name, s in ctx.inventory.sources.items()}
+    side.source_where = {name: s.where for name, s in ctx.inventory.sources.items()}
+    side.source_declared = {name: s.declared_levels for name, s in ctx.inventory.sources.items()}
+    side.source_of = dict(planned.assignment.source_of)
+    _profiles(side, planned.assignment.profile_of)
+    _domains_and_labels(side, compiled)
+    _queues(side, [m.body for m in planned.manifests])
+    return side
+
+
+def _profiles(side: Side, profile_of: dict[str, Any]) -> None:
+    for node, profile in profile_of.items():
+        side.profile_of[node] = profile.id
+        side.profiles.setdefault(profile.id, profile.keys)
+        side.members.setdefault(profile.id, []).append(node)
+
+
+def _domains_and_labels(side: Side, compiled: Compilation) -> None:
+    """Each node's values for its profile's levels, and what the Ready writing sources state."""
+    ctx = compiled.context
+    assert ctx is not None
+    values: dict[str, dict[str, str]] = {}
+    for source in ctx.loaded_sources():
+        if ctx.expired(source):
+            continue
+        stated_by = ctx.hierarchy_values(source)
+        side.selected[source.name] = len(stated_by)
+        side.carried[source.name] = Counter(chain.from_iterable(stated for _, stated in stated_by))
+        values.update(
+            (n.name, stated) for n, stated in stated_by if side.source_of.get(n.name) == source.name
+        )
+        if source.writes and source.snapshot is not None:
+            side.stated[source.name] = source.snapshot.nodes
+    for profile, names in side.members.items():
+        keys = side.profiles[profile]
+        for name in names:
+            mine, host = values.get(name, {}), side.nodes[name].labels.get(HOSTNAME_KEY, name)
+            side.domain_of[name] = tuple([mine.get(k, host) for k in keys])
+
+
+def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:
+    flavors = {b["metadata"]["name"]: b["spec"] for b in bodies if b["kind"] == "ResourceFlavor"}
+    for body in (b for b in bodies if b["kind"] == "ClusterQueue"):
+        spec = body["spec"]
+        groups = spec.get("resourceGroups") or [{}]
+        queue = QueueFacts(body["metadata"]["name"], spec["stopPolicy"], {}, (), body)
+        queue.covered = tuple(groups[0].get("coveredResources", ()))
+        for entry in groups[0].get("flavors", ()):
+            queue.flavors[entry["name"]] = _flavor(entry, flavors[entry["name"]])
+        side.queues[queue.name] = queue
+
+
+def _flavor(entry: dict[str, Any], spec: dict[str, Any]) -> FlavorFacts:
+    labels = dict(spec["nodeLabels"])
+    profile = labels.pop(PROFILE_KEY)
+    resources = {
+        r["name"]: {k: str(v) for k, v in r.items() if k != "name"} for r in entry.get("resources", ())
+    }
+    return FlavorFacts(entry["name"], tuple(sorted(labels.items())), profile, resources)

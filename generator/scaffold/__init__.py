@@ -1,0 +1,102 @@
+"""``tasgen init``: the files a GitOps repository needs to use tasgen, from jinja2 templates
+(templates/init/): a commented GeneratorConfig, the pull-request workflow, a pre-commit
+configuration, and the Argo CD and Flux objects that sync rendered/.
+
+Nothing is overwritten: when any target exists, nothing is written at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata, resources
+from pathlib import Path
+
+import jinja2
+
+#: target path (relative to the repository) -> template (templates/init/)
+FILES = {
+    "inventories/config.yaml": "config.yaml.j2",
+    ".github/workflows/tasgen.yml": "workflow.yaml.j2",
+    ".pre-commit-config.yaml": "pre-commit-config.yaml.j2",
+    "deploy/argocd/application.yaml": "argocd-application.yaml.j2",
+    "deploy/flux/kustomization.yaml": "flux-kustomization.yaml.j2",
+}
+HOOKS_REPO = "https://github.com/tasgen/tasgen"
+DOCS = "https://github.com/tasgen/tasgen#readme"
+PLAN_MARKER = "<!-- tasgen-plan -->"  # the same as generator/diff/formats.py's (a test checks)
+
+
+@dataclass(frozen=True)
+class Options:
+    repo_url: str
+    branch: str
+    version: str
+
+
+class Exists(Exception):
+    """Some target files exist already; nothing was written."""
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(", ".join(paths))
+        self.paths = paths
+
+
+class Unwritable(Exception):
+    """A file could not be written; the ones written before it were removed."""
+
+
+def installed_version() -> str:
+    return metadata.version("tasgen")
+
+
+def scaffold(root: Path, options: Options) -> list[str]:
+    """Writes every file of :data:`FILES` below ``root``; returns their paths."""
+    taken = [path for path in FILES if (root / path).exists() or (root / path).is_symlink()]
+    if taken:
+        raise Exists(taken)
+    texts = {path: _render(template, options) for path, template in FILES.items()}
+    written: list[Path] = []
+    try:
+        for path, text in texts.items():
+            _write_new(root / path, text)
+            written.append(root / path)
+    except OSError as e:
+        for done in written:  # all or nothing
+            done.unlink(missing_ok=True)
+        raise Unwritable(f"cannot write {e.filename or root}: {e.strerror or e}") from e
+    return list(texts)
+
+
+def _write_new(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("x", encoding="utf-8") as stream:  # "x": never replaces a file
+        stream.write(text)
+
+
+def _render(template: str, options: Options) -> str:
+    return (
+        _environment()
+        .get_template(template)
+        .render(
+            repo_url=options.repo_url,
+            branch=options.branch,
+            version=options.version,
+            hooks_repo=HOOKS_REPO,
+            docs=DOCS,
+            marker=PLAN_MARKER,
+        )
+    )
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    folder = resources.files("generator.templates").joinpath("init")
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
+        autoescape=False,  # YAML
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )

@@ -1,0 +1,63 @@
+"""tasgen gate on an unusable plan and an unreachable API server: the documented exit codes,
+one JSON line saying why, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO
+
+
+def gate(*args: str) -> tuple[int, list[dict[str, Any]], str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "gate", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    return run.returncode, [json.loads(line) for line in run.stdout.splitlines()], run.stderr
+
+
+def test_a_plan_whose_metadata_is_not_a_mapping_exits_2(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: oops\n")
+    code, lines, stderr = gate("--plan", str(plan))
+    assert code == 2 and "Traceback" not in stderr
+    assert lines[-1]["event"] == "error" and "metadata is not a mapping" in lines[-1]["message"]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (connections are refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_dry_run_against_an_unreachable_api_server_retries_then_says_so(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{closed_port()}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    plan = str(REPO / "rendered" / "queues")
+    code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
+    assert code == 1 and "Traceback" not in stderr, stderr
+    events = [line["event"] for line in lines]
+    assert events[0] == "start" and "retry" in events and events[-1] == "error"
+    assert "stayed unreachable until the timeout" in lines[-1]["message"]

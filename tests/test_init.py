@@ -1,0 +1,159 @@
+"""tasgen init: the scaffold of a GitOps repository, checked by the tools that will read it:
+tasgen itself, actionlint (the workflow), the Argo CD and Flux CRDs (the bootstrap objects) and
+this repository's pre-commit hooks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator import scaffold
+from generator.diff.formats import MARKER
+from tests.conformance.crds import Catalog, go_module_dir
+from tests.conftest import REPO, tasgen, tree
+
+ACTIONLINT = ("github.com/rhysd/actionlint/cmd/actionlint", "v1.7.7")
+ARGO_CD = ("github.com/argoproj/argo-cd/v2", "v2.14.11", "manifests/crds/application-crd.yaml")
+FLUX = (
+    "github.com/fluxcd/kustomize-controller",
+    "v1.7.3",
+    "config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+)
+
+
+@pytest.fixture
+def scaffolded(tmp_path: Path) -> Path:
+    run = tasgen("init", str(tmp_path / "fleet"), "--repo-url", "https://github.com/acme/fleet.git")
+    assert run.exit_code == 0, run.output
+    return tmp_path / "fleet"
+
+
+def test_init_writes_the_scaffold(scaffolded: Path) -> None:
+    assert sorted(tree(scaffolded)) == sorted(scaffold.FILES)
+
+
+def test_the_scaffolded_inventory_is_valid(scaffolded: Path) -> None:
+    run = tasgen("validate", "-i", str(scaffolded / "inventories"), "--strict")
+    assert run.exit_code == 0, run.output
+
+
+@pytest.mark.parametrize("existing", sorted(scaffold.FILES))
+def test_init_overwrites_nothing(tmp_path: Path, existing: str) -> None:
+    target = tmp_path / existing
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("mine\n")
+    run = tasgen("init", str(tmp_path))
+    assert run.exit_code == 1
+    assert existing in run.output and "nothing was written" in run.output
+    assert tree(tmp_path) == {existing: "mine\n"}
+
+
+def test_the_bootstrap_objects_point_at_the_folders_a_render_writes(scaffolded: Path) -> None:
+    """The Argo CD Application syncs tasgen's ApplicationSet and the Flux Kustomization its
+    Kustomizations: both folders exist once the scaffold's inventory is rendered, and the
+    ApplicationSet reads the repository and branch init was given."""
+    (scaffolded / "inventories/nodes.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\nmetadata: {name: nodes}\n"
+        "nodes:\n  - name: gpu-1\n"
+        "    labels: {kubernetes.io/hostname: gpu-1, nvidia.com/gpu.product: H100}\n"
+    )
+    run = tasgen("render", "-i", str(scaffolded / "inventories"), "-o", str(scaffolded / "rendered"))
+    assert run.exit_code == 0, run.output
+    application = yaml.safe_load((scaffolded / "deploy/argocd/application.yaml").read_text())
+    flux = yaml.safe_load((scaffolded / "deploy/flux/kustomization.yaml").read_text())
+    assert application["spec"]["source"]["path"] == "rendered/argocd"
+    assert flux["spec"]["path"] == "./rendered/flux"
+    rendered = tree(scaffolded / "rendered")
+    assert "flux/kustomization.yaml" in rendered
+    (appset,) = yaml.safe_load_all(rendered["argocd/applicationset.yaml"])
+    git = appset["spec"]["generators"][0]["git"]
+    assert (git["repoURL"], git["revision"]) == ("https://github.com/acme/fleet.git", "main")
+
+
+def test_the_workflow_pins_this_release_and_updates_one_comment(scaffolded: Path) -> None:
+    workflow = yaml.safe_load((scaffolded / ".github/workflows/tasgen.yml").read_text())
+    steps = workflow["jobs"]["tasgen"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert f'pip install "tasgen=={scaffold.installed_version()}"' in runs[2]
+    assert "tasgen validate --format github --strict" in runs
+    assert "tasgen check --format github" in runs
+    assert any(r.startswith("tasgen plan --base") and "--format markdown" in r for r in runs)
+    script = steps[-1]["with"]["script"]
+    assert MARKER in script and "updateComment" in script and "createComment" in script
+    assert scaffold.PLAN_MARKER == MARKER
+
+
+def _tool(module: str, version: str) -> Path:
+    """A Go tool built once from the module proxy into the user's cache, as the harness does."""
+    go = shutil.which("go")
+    assert go is not None, "go is needed to build actionlint (see README: Test control plane)"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tasgen-tools" / version
+    binary = cache / module.rsplit("/", 1)[-1]
+    if not binary.exists():
+        env = {**os.environ, "GOBIN": str(cache), "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
+        subprocess.run([go, "install", f"{module}@{version}"], env=env, check=True, timeout=900)
+    return binary
+
+
+def test_the_workflow_is_actionlint_clean(scaffolded: Path) -> None:
+    actionlint = _tool(*ACTIONLINT)
+    done = subprocess.run(
+        [str(actionlint), "-no-color", ".github/workflows/tasgen.yml"],
+        cwd=scaffolded,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("crd", "target"),
+    [(ARGO_CD, "deploy/argocd/application.yaml"), (FLUX, "deploy/flux/kustomization.yaml")],
+)
+def test_the_bootstrap_objects_fit_their_crds(
+    scaffolded: Path, crd: tuple[str, str, str], target: str
+) -> None:
+    module, version, path = crd
+    catalog = Catalog(f"{module}@{version}", [go_module_dir(module, version) / path])
+    (obj,) = yaml.safe_load_all((scaffolded / target).read_text())
+    assert catalog.validate(obj) == []
+
+
+def test_the_pre_commit_config_uses_this_repository_s_hooks(scaffolded: Path) -> None:
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    config = yaml.safe_load((scaffolded / ".pre-commit-config.yaml").read_text())
+    (repo,) = config["repos"]
+    assert repo["rev"] == f"v{scaffold.installed_version()}"
+    assert [h["id"] for h in repo["hooks"]] == ["tasgen-validate", "tasgen-check"]
+    assert set(hooks) == {"tasgen-validate", "tasgen-check"}
+    for hook in hooks.values():
+        command = hook["entry"].split()
+        assert command[0] == "tasgen" and hook["language"] == "python" and not hook["pass_filenames"]
+        assert tasgen(*command[1:], "--help").exit_code == 0
+
+
+def test_this_repository_s_own_ci_is_actionlint_clean() -> None:
+    """tasgen's CI stays apart from the workflow users get; it is linted the same way."""
+    actionlint = _tool(*ACTIONLINT)
+    done = subprocess.run(
+        [str(actionlint), "-no-color", ".github/workflows/ci.yml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in (REPO / ".github" / "workflows").iterdir()) == ["ci.yml"]
+
+
+def test_init_that_cannot_write_a_file_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "deploy").write_text("a file where init needs a folder\n")
+    run = tasgen("init", str(tmp_path))
+    assert run.exit_code == 1 and "cannot write" in run.output and "nothing was written" in run.output
+    assert tree(tmp_path) == {"deploy": "a file where init needs a folder\n"}

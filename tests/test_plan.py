@@ -1,0 +1,264 @@
+"""tasgen plan on real git repositories: a base commit, a changed working tree, and what the
+report says a merge does (queues and drains, hierarchies, nodes, fit, warnings)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.conftest import NOW, REPO, Run, tasgen, tree
+from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
+
+SCHEMA = json.loads(resources.files("generator").joinpath("schemas", "plan-report.schema.json").read_text())
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    made = Repo(tmp_path / "repo")
+    made.commit(Fleet(), "base")
+    monkeypatch.chdir(made.root)
+    return made
+
+
+def plan(repo: Repo, fleet: Fleet, *args: str) -> Run:
+    """The change committed on a branch, as a pull request's checkout has it."""
+    if repo.git("branch", "--show-current").strip() == "main":
+        repo.git("checkout", "-q", "-b", "change")
+    repo.commit(fleet, "change")
+    return tasgen("plan", "--base", "main", "--now", NOW, *args)
+
+
+def report(repo: Repo, fleet: Fleet) -> dict[str, Any]:
+    run = plan(repo, fleet, "--format", "json")
+    assert run.exit_code == 0, run.output
+    data = run.json()
+    jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+    return data
+
+
+def queue(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(q for q in data["queues"] if q["name"] == name)
+
+
+def fit(data: dict[str, Any], queue: str, product: str, level: str) -> tuple[Any, Any]:
+    row = next(
+        f
+        for f in data["fit"]
+        if (f["queue"], f["identity"]["nvidia.com/gpu.product"], f["level"]) == (queue, product, level)
+    )
+    return row["before"], row["after"]
+
+
+def rules(data: dict[str, Any]) -> list[str]:
+    return [w["rule"] for w in data["warnings"]]
+
+
+def test_no_change_reports_nothing_changed(repo: Repo) -> None:
+    data = report(repo, Fleet())
+    assert data["summary"] == {
+        "queuesChanged": 0,
+        "flavorsAdded": 0,
+        "flavorsRemoved": 0,
+        "drains": [],
+        "nodesChanged": 0,
+        "fitChanged": 0,
+        "warnings": 0,
+    }
+    assert all(q["drain"]["action"] == "none" for q in data["queues"])
+
+
+def test_a_rack_move_relabels_the_node_and_changes_the_fit(repo: Repo) -> None:
+    moved = {**Fleet().racks, "h-3": "r1"}
+    data = report(repo, Fleet(racks=moved))
+    assert data["nodes"]["changed"] == 1
+    assert data["nodes"]["changes"] == [
+        {"node": "h-3", "labels": [{"key": RACK, "before": "r2", "after": "r1"}]}
+    ]
+    assert data["nodes"]["bySource"] == [{"source": "racks", "nodes": 1, "keys": {RACK: 1}}]
+    assert data["nodes"]["byDomain"] == [{"level": ZONE, "domain": "z1", "nodes": 1}]
+    assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 3, "gpus": 24})
+    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, {"pods": 4, "gpus": 32})
+    assert data["summary"]["queuesChanged"] == 0 and data["summary"]["drains"] == []
+
+
+def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
+    blocks = {n: {BLOCK: "b1" if i < 4 else "b2"} for i, n in enumerate(H100)}
+    data = report(repo, Fleet(levels=(ZONE, BLOCK, RACK), more=blocks))
+    training = queue(data, "training")
+    (replaced,) = training["flavorsReplaced"]
+    assert replaced["identity"] == {"nvidia.com/gpu.product": "H100"}
+    assert replaced["from"] == training["flavorsRemoved"][0]["name"]
+    assert replaced["to"] == training["flavorsAdded"][0]["name"]
+    assert training["drain"]["action"] == "hold-and-drain"
+    assert data["summary"]["drains"] == ["inference", "training"]
+    assert training["quota"] == []  # the same GPUs under a new name
+    (added,) = data["profiles"]["added"]
+    assert added["levels"] == [ZONE, BLOCK, RACK, "kubernetes.io/hostname"] and added["nodes"] == 8
+    assert data["profiles"]["moves"] == [
+        {"from": data["profiles"]["removed"][0]["id"], "to": added["id"], "nodes": 8}
+    ]
+    assert data["nodes"]["bySource"][0] == {"source": "racks", "nodes": 8, "keys": {BLOCK: 8}}
+    assert fit(data, "training", "H100", BLOCK) == (None, {"pods": 4, "gpus": 32})
+
+
+def test_a_level_added_that_some_nodes_lack_is_a_warning(repo: Repo) -> None:
+    data = report(repo, Fleet(levels=(ZONE, RACK, ROW), more={"h-0": {ROW: "w1"}, "h-1": {ROW: "w1"}}))
+    (warning,) = [w for w in data["warnings"] if w["rule"] == "level-added-uncarried"]
+    assert "6 of the 8 nodes" in warning["message"]
+    assert (warning["path"], warning["line"]) == ("inventories/source.yaml", 6)
+
+
+def test_a_level_removed_is_a_warning_and_the_fit_goes(repo: Repo) -> None:
+    data = report(repo, Fleet(levels=(RACK,)))
+    assert "level-removed" in rules(data)
+    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, None)
+    assert queue(data, "training")["drain"]["action"] == "hold-and-drain"
+    assert data["profiles"]["sources"] == [{"source": "racks", "before": [ZONE, RACK], "after": [RACK]}]
+
+
+def test_an_identity_dropped_from_a_queue_removes_its_flavor_and_drains(repo: Repo) -> None:
+    data = report(repo, Fleet(training=("H100",)))
+    training = queue(data, "training")
+    assert [f["identity"] for f in training["flavorsRemoved"]] == [{"nvidia.com/gpu.product": "L40S"}]
+    assert training["flavorsAdded"] == [] and training["flavorsReplaced"] == []
+    assert training["drain"]["action"] == "hold-and-drain"
+    assert queue(data, "inference")["change"] == "unchanged"
+    assert data["summary"]["drains"] == ["training"]
+
+
+def test_a_quota_change_is_a_delta_applied_in_place(repo: Repo) -> None:
+    data = report(repo, Fleet(quota="48"))
+    training = queue(data, "training")
+    assert training["quota"] == [
+        {
+            "identity": {"nvidia.com/gpu.product": "H100"},
+            "resource": "nvidia.com/gpu",
+            "field": "nominalQuota",
+            "before": "64",
+            "after": "48",
+        }
+    ]
+    assert training["drain"]["action"] == "none" and training["change"] == "changed"
+
+
+def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) -> None:
+    soon = Fleet(expires="2026-12-05T00:00:00Z")
+    data = report(repo, soon)
+    assert rules(data) == ["source-expiring"]
+    validate = tasgen("validate", "-i", "inventories", "--now", NOW, "--format", "json").json()
+    assert [p["rule"] for p in validate["problems"]] == ["source-expiring"]
+
+
+def test_a_queue_without_namespace_selector_is_a_warning(repo: Repo) -> None:
+    data = report(repo, Fleet(selector=False))
+    assert rules(data) == ["namespace-selector-missing", "namespace-selector-missing"]
+    assert data["summary"]["queuesChanged"] == 0  # a warning about the queue, not a change of it
+
+
+def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = Repo(tmp_path / "repo")
+    (repo.root / "README").write_text("empty\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "empty")
+    monkeypatch.chdir(repo.root)
+    data = report(repo, Fleet())
+    assert data["base"] == {"ref": "main", "state": "absent"}
+    assert {q["drain"]["action"] for q in data["queues"]} == {"created"}
+
+
+def test_an_invalid_base_is_reported_as_such(repo: Repo) -> None:
+    (repo.root / "inventories" / "queues.yaml").write_text("kind: [\n")
+    repo.git("commit", "-q", "-am", "broken")
+    data = report(repo, Fleet())
+    assert data["base"]["state"] == "invalid"
+
+
+def test_an_invalid_working_tree_exits_1_with_validate_s_problems(repo: Repo) -> None:
+    (repo.root / "inventories" / "queues.yaml").write_text("kind: [\n")
+    run = tasgen("plan", "--base", "main", "--now", NOW)
+    assert run.exit_code == 1
+    assert "inventories/queues.yaml:1:7: error: invalid YAML" in run.output and "[yaml-syntax]" in run.output
+
+
+@pytest.mark.parametrize("ref", ["no-such-branch", "--all", "main~5"])
+def test_a_base_that_is_not_a_commit_is_a_usage_error(repo: Repo, ref: str) -> None:
+    run = tasgen("plan", "--base", ref, "--now", NOW)
+    assert run.exit_code == 2 and "is not a" in run.output
+
+
+def test_plan_writes_nothing(repo: Repo) -> None:
+    repo.write(Fleet(training=("H100",)))
+    changed = tree(repo.root / "inventories")
+    assert tasgen("plan", "--base", "main", "--now", NOW).exit_code == 0
+    assert tree(repo.root / "inventories") == changed
+    assert repo.git("status", "--porcelain", "--ignored") == " M inventories/queues.yaml\n"
+
+
+def test_the_base_is_read_from_git_and_the_head_from_the_disk(repo: Repo) -> None:
+    """An untracked file counts for the working tree only; the base is the commit's."""
+    extra = Fleet(prefix="extra-").files()["queues.yaml"]
+    (repo.root / "inventories" / "extra.yaml").write_text(extra)
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--format", "json")
+    assert run.exit_code == 0, run.output
+    changes = {q["name"]: q["change"] for q in run.json()["queues"]}
+    assert changes == {
+        "training": "unchanged",
+        "inference": "unchanged",
+        "extra-training": "added",
+        "extra-inference": "added",
+    }
+    assert repo.git("status", "--porcelain") == "?? inventories/extra.yaml\n"
+
+
+def test_plan_with_an_unreadable_cluster_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
+    assert run.exit_code == 2 and "cannot read the cluster" in run.output
+
+
+def test_the_three_formats(repo: Repo, snapshot: SnapshotAssertion) -> None:
+    change = Fleet(training=("H100",), quota="48", racks={**Fleet().racks, "h-3": "r1"})
+    outputs = {f: plan(repo, change, "--format", f) for f in ("text", "markdown", "json")}
+    assert all(run.exit_code == 0 for run in outputs.values())
+    assert outputs["markdown"].output.startswith("<!-- tasgen-plan -->\n")
+    assert {f: run.output for f, run in outputs.items()} == snapshot
+
+
+def test_plan_with_an_unusable_kubeconfig_is_a_usage_error(repo: Repo, tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
+    assert run.exit_code == 2 and str(config) in run.output
+
+
+def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:
+    """Sets and dicts of node names are iterated in many places: the output is sorted anyway."""
+    plan(repo, Fleet(levels=(RACK,), training=("H100",), racks={**Fleet().racks, "h-3": "r1"}))
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-m", "generator.cli", "plan", "--base", "main", "--now", NOW, "--format", f],
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+        for f in ("json", "markdown")
+    }
+    assert len(outputs) == 2  # one JSON, one Markdown text, whatever the seed
