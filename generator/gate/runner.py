@@ -48,6 +48,11 @@ EVENTS: dict[Kind, tuple[str, bool]] = {
 }
 
 
+class Terminated(BaseException):
+    """The pod is being stopped (SIGTERM: the Job's activeDeadlineSeconds, a deleted Job, a
+    drained node). A BaseException, so that no handler of API errors swallows it."""
+
+
 class JsonLog:
     """One JSON object per line: what the gate decided or changed, for log pipelines."""
 
@@ -81,13 +86,19 @@ class Gate:
 
     def run(self) -> int:
         pending = sorted(self.desired)
-        while True:
-            pending = [name for name in pending if not self._step(name)]
-            if not pending:
-                return 1 if any(s.failed for s in self._state.values()) else 0
-            if self.deadline.passed:
-                return self._timed_out(pending)
-            self.sleep(min(self.poll_seconds, max(self.deadline.left(), 0.0)))
+        try:
+            while True:
+                pending = [name for name in pending if not self._step(name)]
+                if not pending:
+                    return 1 if any(s.failed for s in self._state.values()) else 0
+                if self.deadline.passed:
+                    return self._timed_out(pending)
+                self.sleep(min(self.poll_seconds, max(self.deadline.left(), 0.0)))
+        except Terminated:
+            # Stopped from outside before our own timeout: say so on every waiting queue, as
+            # a timeout does (the writes so far are safe, the next run resumes from them).
+            self.log("terminated", queues=pending)
+            return self._timed_out(pending, "the gate was stopped")
 
     def _step(self, name: str) -> bool:
         """Advance one queue as far as it goes without waiting; True when it is finished."""
@@ -198,25 +209,28 @@ class Gate:
         new: dict[str, Any] = self._call(lambda: self.queues.set_condition(live, cond, utcnow()))
         return new
 
-    def _timed_out(self, pending: list[str]) -> int:
+    def _timed_out(self, pending: list[str], why: str = "gate timed out") -> int:
         for name in pending:
             try:
-                self._report_timeout(name)
-            except (ApiException, HTTPError, OSError) as err:
+                self._report_timeout(name, why)
+            except (ApiException, Conflict, HTTPError, OSError) as err:
                 self.log("timeout", queue=name, message=f"and reading it failed: {err}"[:500])
         return 1
 
-    def _report_timeout(self, name: str) -> None:
-        live = self._get(name)
+    def _report_timeout(self, name: str, why: str) -> None:
+        live = self.queues.get(name)  # once, without backoff: the time is up
         action = decide(live, self.desired[name])
         what = action.condition.message if action.condition else ""
         message = (
-            f"gate timed out ({action.kind.value}: {what}); the plan was not switched"
+            f"{why} ({action.kind.value}: {what}); the plan was not switched"
             " and the next run resumes from here"
         )
         self.log("timeout", queue=name, action=action.kind.value, message=message)
         if live is not None:
-            self._try(lambda: self.queues.event(live, "GateTimeout", message, True, utcnow()), name, "event")
+            try:
+                self.queues.event(live, "GateTimeout", message, True, utcnow())
+            except ApiException as err:
+                self.log("report_failed", queue=name, what="event", error=str(err)[:300])
 
     def _get(self, name: str) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call(lambda: self.queues.get(name))

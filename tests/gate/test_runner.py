@@ -14,7 +14,7 @@ import pytest
 
 from generator.gate.decision import HOLD_AND_DRAIN, PREVIOUS_POLICY_ANNOTATION, Condition
 from generator.gate.kube import Conflict, Deadline, condition_body
-from generator.gate.runner import Gate, JsonLog
+from generator.gate.runner import Gate, JsonLog, Terminated
 from tests.gate.test_decision import desired, queue
 
 
@@ -309,3 +309,24 @@ def test_a_stuck_drain_does_not_hold_up_other_queues() -> None:
     assert quota.obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 16
     assert _flavors(stuck.obj) == ["a", "b"]  # ...and kept its old plan, held
     assert stuck.obj["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+
+
+def test_stopped_from_outside_reports_gate_timeout_itself() -> None:
+    """Finding 6: whatever stops the pod before its own timeout (the Job's deadline, a deleted
+    Job) sends SIGTERM; the gate reports GateTimeout on the waiting queue before it exits."""
+    fake = FakeKueue(queue(["a", "b"]), reserving=1, drain_reads=10**9)
+    gate, out = _gate(fake, desired(["a"]), timeout=600)
+    slept = [0]
+
+    def sleep(seconds: float) -> None:
+        slept[0] += 1
+        if slept[0] == 3:
+            raise Terminated
+
+    gate.sleep = sleep
+    assert gate.run() == 1
+    assert fake.events[-1] == "GateTimeout"
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    assert [ln["event"] for ln in lines][-2:] == ["terminated", "timeout"]
+    assert lines[-1]["message"].startswith("the gate was stopped (Drain:")
+    assert _flavors(fake.obj) == ["a", "b"]
