@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kubernetes import client, dynamic
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
-from generator.plan.gate_wiring import gate_manifests
+from tests.gate.install import PLURAL, GateInstall, apply, patch, refused
 from tests.gate.support import (
     GROUP,
     VERSION,
@@ -30,7 +28,6 @@ from tests.gate.support import (
     cluster_queue,
     flavors_of,
     gate_process,
-    kubeconfig_for,
     recorded,
     run_gate,
     unblock,
@@ -40,108 +37,16 @@ from tests.gate.support import (
 )
 
 pytestmark = pytest.mark.cluster
-PLURAL = "clusterqueues"
-
-
-class Gate:
-    """The gate's rendered objects for some queues, created on the server; a client per user."""
-
-    def __init__(self, admin: client.ApiClient, queues: list[str], tmp_path: Path) -> None:
-        self.admin = admin
-        self.name, self.namespace = unique("gate-adm"), unique("gate-adm-sys")
-        self.probe = unique("gate-probe")
-        manifests = gate_manifests(
-            [cluster_queue(q, {}) for q in [*queues, self.probe]],
-            namespace=self.namespace,
-            image="example.invalid/tasgen:test",
-            timeout_seconds=60,
-            name=self.name,
-        )
-        self.objects = [m.body for m in manifests if m.file.startswith("gate/") and m.kind != "Job"]
-        self.policy = next(b for b in self.objects if b["kind"] == "ValidatingAdmissionPolicy")
-        self._created: list[tuple[Any, dict[str, Any]]] = []
-        dyn = dynamic.DynamicClient(admin)
-        for body in self.objects:
-            resource = dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"])
-            resource.create(body=body, namespace=body["metadata"].get("namespace"))
-            self._created.append((resource, body))
-        self.kubeconfig = kubeconfig_for(admin, tmp_path / "gate.kubeconfig", token=self._token())
-        self.alice = impersonating(admin, "alice")
-
-    def _token(self) -> str:
-        request = client.CoreV1Api(self.admin).create_namespaced_service_account_token(
-            self.name, self.namespace, {"spec": {"expirationSeconds": 600}}
-        )
-        return str(request.status.token)
-
-    def await_active(self, kueue: Kueue) -> None:
-        """The policy takes a moment to reach the admission chain: until a queue held by the
-        gate's record refuses alice's change of its stop policy."""
-        probe = cluster_queue(self.probe, {}, "HoldAndDrain", managed=True)
-        probe["metadata"]["annotations"] = {PREVIOUS_POLICY_ANNOTATION: "None"}
-        kueue.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, probe)
-        kueue.on_cleanup(
-            lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, self.probe)
-        )
-        change = {"spec": {"stopPolicy": "None"}}
-        wait_for(
-            "the admission policy to refuse",
-            lambda: refused(lambda: patch(self.alice, self.probe, change, dry_run="All")),
-        )
-
-    def close(self) -> None:
-        for resource, body in reversed(self._created):
-            meta = body["metadata"]
-            with suppress(ApiException):
-                resource.delete(name=meta["name"], namespace=meta.get("namespace"))
-        self.alice.close()
-
-
-def impersonating(admin: client.ApiClient, user: str) -> client.ApiClient:
-    """A client acting as another cluster administrator (RBAC lets it do anything; only the
-    admission policy can stop it)."""
-    api = client.ApiClient(admin.configuration)
-    api.set_default_header("Impersonate-User", user)
-    api.set_default_header("Impersonate-Group", "system:masters")
-    return api
-
-
-def apply(api: client.ApiClient, body: dict[str, Any], manager: str = "kubectl") -> dict[str, Any]:
-    """What `kubectl apply --server-side` (or a GitOps engine) sends."""
-    out: dict[str, Any] = client.CustomObjectsApi(api).patch_cluster_custom_object(
-        GROUP,
-        VERSION,
-        PLURAL,
-        body["metadata"]["name"],
-        body,
-        field_manager=manager,
-        force=True,
-        _content_type="application/apply-patch+yaml",
-    )
-    return out
-
-
-def patch(api: client.ApiClient, name: str, body: dict[str, Any], **kw: Any) -> None:
-    client.CustomObjectsApi(api).patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, body, **kw)
-
-
-def refused(call: Callable[[], Any]) -> str | None:
-    """The admission policy's message when the call is refused, None when it went through."""
-    try:
-        call()
-    except ApiException as err:
-        if err.status == 403 and "ValidatingAdmissionPolicy" in str(err.body):
-            return str(err.body)
-        raise
-    return None
 
 
 @pytest.fixture
-def gate_for(api_client: client.ApiClient, kueue: Kueue, tmp_path: Path) -> Iterator[Callable[..., Gate]]:
-    made: list[Gate] = []
+def gate_for(
+    api_client: client.ApiClient, kueue: Kueue, tmp_path: Path
+) -> Iterator[Callable[..., GateInstall]]:
+    made: list[GateInstall] = []
 
-    def make(*queues: str) -> Gate:
-        gate = Gate(api_client, list(queues), tmp_path)
+    def make(*queues: str) -> GateInstall:
+        gate = GateInstall(api_client, list(queues), tmp_path)
         made.append(gate)
         gate.await_active(kueue)
         return gate
@@ -171,7 +76,7 @@ def _busy(kueue: Kueue, held_by_workload: bool = False) -> tuple[str, dict[str, 
 
 
 def test_gate_admission_refuses_an_unsafe_apply_and_lets_the_gate_switch(
-    kueue: Kueue, gate_for: Callable[..., Gate], tmp_path: Path
+    kueue: Kueue, gate_for: Callable[..., GateInstall], tmp_path: Path
 ) -> None:
     cq, f, ns = _busy(kueue, held_by_workload=True)
     gate = gate_for(cq)
@@ -199,7 +104,9 @@ def test_gate_admission_refuses_an_unsafe_apply_and_lets_the_gate_switch(
     assert after["metadata"]["generation"] == live["metadata"]["generation"]
 
 
-def test_gate_admission_allows_safe_changes_by_anyone(kueue: Kueue, gate_for: Callable[..., Gate]) -> None:
+def test_gate_admission_allows_safe_changes_by_anyone(
+    kueue: Kueue, gate_for: Callable[..., GateInstall]
+) -> None:
     f = {k: kueue.flavor(unique(f"gate-adm-{k}")) for k in ("a", "b")}
     cq = unique("gate-adm-cq")
     kueue.queue(cq, {f["a"]: 4, f["b"]: 4}, managed=True)
@@ -216,7 +123,7 @@ def test_gate_admission_allows_safe_changes_by_anyone(kueue: Kueue, gate_for: Ca
 
 
 def test_gate_admission_refuses_an_idle_drop_on_a_stale_status(
-    api_client: client.ApiClient, kueue: Kueue, gate_for: Callable[..., Gate]
+    api_client: client.ApiClient, kueue: Kueue, gate_for: Callable[..., GateInstall]
 ) -> None:
     """An idle flavor, but Kueue has not reported the status of the queue's current
     generation: unknown, so refused. (A test policy holds Kueue's status back.)"""
@@ -253,7 +160,7 @@ def poke(kueue: Kueue, cq: str) -> bool:
 
 
 def test_gate_admission_delete_of_a_busy_queue_waits_for_a_drain(
-    kueue: Kueue, gate_for: Callable[..., Gate]
+    kueue: Kueue, gate_for: Callable[..., GateInstall]
 ) -> None:
     """Finding 4: Kueue does not evict from a terminating queue, so a prune of a busy queue
     (removed or renamed plan) would hang; it is refused until the queue drains."""
@@ -280,7 +187,7 @@ def test_gate_admission_delete_of_a_busy_queue_waits_for_a_drain(
 
 
 def test_gate_admission_revert_and_policy_choice_during_a_drain(
-    kueue: Kueue, gate_for: Callable[..., Gate], tmp_path: Path
+    kueue: Kueue, gate_for: Callable[..., GateInstall], tmp_path: Path
 ) -> None:
     """Finding 5: a drain interrupted (the Job deleted) and then reverted converges: the gate
     with the reverted plan restores the policy. While the record is on, an administrator picks
