@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -73,6 +74,38 @@ def _busy(kueue: Kueue, held_by_workload: bool = False) -> tuple[str, dict[str, 
     )
     wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
     return cq, f, ns
+
+
+def test_gate_admission_policy_type_checks(
+    api_client: client.ApiClient, gate_for: Callable[..., GateInstall]
+) -> None:
+    """The CEL compiles (the API server refuses a policy that does not) and type-checks against
+    the ClusterQueue schema without a warning: kube-controller-manager's ValidatingAdmissionPolicy
+    status controller writes status.typeChecking. A policy with a wrong field name, as a
+    control, does get a warning."""
+    gate = gate_for(unique("gate-tc"))
+    adm = client.AdmissionregistrationV1Api(api_client)
+
+    def checked(name: str) -> Any:
+        vap = adm.read_validating_admission_policy(name)
+        done = vap.status and vap.status.observed_generation == vap.metadata.generation
+        return vap.status if done else None
+
+    status = wait_for("type checking of the policy", lambda: checked(gate.name))
+    assert not (status.type_checking and status.type_checking.expression_warnings), status
+
+    broken = {**gate.policy, "metadata": {"name": unique("gate-tc-broken")}}
+    broken["spec"] = {
+        **gate.policy["spec"],
+        "variables": [],
+        "validations": [{"expression": "oldObject.spec.noSuchField == 1"}],
+    }
+    adm.create_validating_admission_policy(broken)
+    try:
+        control = wait_for("type checking of the control", lambda: checked(broken["metadata"]["name"]))
+        assert control.type_checking and control.type_checking.expression_warnings, control
+    finally:
+        adm.delete_validating_admission_policy(broken["metadata"]["name"])
 
 
 def test_gate_admission_refuses_an_unsafe_apply_and_lets_the_gate_switch(

@@ -13,7 +13,7 @@ from tests.conftest import REPO
 def test_default_gate_image_is_what_a_release_publishes() -> None:
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-    assert DEFAULT_GATE_IMAGE == f"{workflow['env']['IMAGE']}:{version}"
+    assert f"{workflow['env']['IMAGE']}:{version}" == DEFAULT_GATE_IMAGE
     steps = [s.get("run", "") for s in workflow["jobs"]["image"]["steps"]]
     assert any("deploy/gate/build.sh" in run for run in steps)  # the build that CI tests
     assert any("buildah push" in run for run in steps)
