@@ -45,7 +45,8 @@ def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
     ]
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
-    assert chain[2]["spec"]["timeout"] == "780s"
+    # Flux waits for the gate Job as long as the Job may run: 2 pods x (600 s + 300 s start) + 60.
+    assert chain[2]["spec"]["timeout"] == "1860s"
 
 
 def test_flux_shards_each_get_a_kustomization_and_kueue_waits_for_all() -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from generator.model import Manifest
+from generator.plan.gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
 PLAN_KEY = "clusterqueues.yaml"
@@ -38,8 +39,21 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 RBAC_API = "rbac.authorization.k8s.io/v1"
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
 JOB_TTL_SECONDS = 900
-#: Grace beyond the gate's own timeout for the pod to start and report.
-START_GRACE_SECONDS = 120
+#: Grace beyond the gate's own timeout for a pod to be scheduled, pull its image and start.
+START_GRACE_SECONDS = 300
+#: Pods a Job may start after the first one: only after a crash (exit 3, a killed node); the
+#: gate's own verdicts (exit 1 timeout or API error, 2 unusable plan) fail the Job at once.
+BACKOFF_LIMIT = 1
+#: The gate's exit codes that end the Job (generator.gate.command: TIMEOUT, UNUSABLE).
+FINAL_EXIT_CODES = (1, 2)
+
+
+def job_deadline_seconds(timeout_seconds: int) -> int:
+    """activeDeadlineSeconds of the gate Job: every pod it may start gets the gate's whole
+    timeout plus a start margin, so the deadline never cuts a run's own timeout short (it
+    only bounds a Job whose pods cannot start at all, e.g. an image that cannot be pulled).
+    A Flux wait on the Job should last at least this long."""
+    return (BACKOFF_LIMIT + 1) * (timeout_seconds + START_GRACE_SECONDS)
 
 
 def gate_manifests(
@@ -73,6 +87,7 @@ def gate_manifests(
         Manifest("gate/rolebinding-events.yaml", gate.binding("RoleBinding", event_namespace)),
         Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
         Manifest("gate/job.yaml", gate.job(plan)),
+        *gate.admission(queues),
     ]
 
 
@@ -150,6 +165,17 @@ class _Gate:
         body["subjects"] = [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}]
         return body
 
+    def admission(self, queues: Sequence[str]) -> list[Manifest]:
+        """The policy that makes the API server refuse what the gate would not do (wave 2,
+        with the RBAC: in place before the gate runs and before any queue is applied)."""
+        meta = self.object(ADMISSION_API, "ValidatingAdmissionPolicy", None)["metadata"]
+        meta = {k: v for k, v in meta.items() if k != "name"}
+        policy, binding = admission_objects(self.name, self.namespace, queues, meta)
+        return [
+            Manifest("gate/admissionpolicy.yaml", policy),
+            Manifest("gate/admissionpolicybinding.yaml", binding),
+        ]
+
     def configmap(self, plan: str) -> dict[str, Any]:
         body = self.object("v1", "ConfigMap", self.namespace, name=f"{self.name}-plan")
         return {**body, "data": {PLAN_KEY: plan}}
@@ -166,10 +192,23 @@ class _Gate:
         )
         digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
         body["spec"] = {
-            # One retry covers a crash or a lost node: the run resumes from the queue's state
-            # (a retry after a timeout ends at activeDeadlineSeconds, a little later).
-            "backoffLimit": 1,
-            "activeDeadlineSeconds": self.timeout_seconds + START_GRACE_SECONDS,
+            # A retry covers a crash or a lost node (the run resumes from the queue's state);
+            # the gate's own verdicts end the Job at once, and an eviction is not counted.
+            "backoffLimit": BACKOFF_LIMIT,
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {
+                            "containerName": "gate",
+                            "operator": "In",
+                            "values": list(FINAL_EXIT_CODES),
+                        },
+                    },
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                ]
+            },
+            "activeDeadlineSeconds": job_deadline_seconds(self.timeout_seconds),
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
                 "metadata": {"labels": self.labels, "annotations": {PLAN_HASH_ANNOTATION: digest}},

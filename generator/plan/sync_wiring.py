@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Manifest
-from generator.plan.gate_wiring import START_GRACE_SECONDS
+from generator.plan.gate_wiring import job_deadline_seconds
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"
@@ -118,7 +118,7 @@ def _flux_kustomization(
     if folder == "gate":
         # The Job is immutable: a new plan hash in its template makes Flux recreate it.
         spec["force"] = True
-        spec["timeout"] = f"{gate_timeout + START_GRACE_SECONDS + 60}s"
+        spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
     meta = {
         "name": _flux_name(folder),
         "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),
