@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 
 import click
 
+from generator import fetch as fetching
 from generator import importnodes, scaffold
 from generator.diff import command as plan_command
+from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
-from generator.report import REPORTERS, Reporter, step_summary
+from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -329,6 +331,82 @@ def import_nodes(source: Any, name: str, output: Path | None) -> None:
         except importnodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)
+
+
+@cli.command()
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The inventory folder.",
+)
+@click.argument("names", metavar="[SOURCE]...", nargs=-1)
+@click.option(
+    "--secrets-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Read Secrets from DIR/<namespace>/<name>/<key> instead of the cluster.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Read Secrets from this cluster [default: $KUBECONFIG, else ~/.kube/config].",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=fetching.DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="For connecting, and for the whole answer to arrive.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=fetching.DEFAULT_MAX_BYTES,
+    show_default=True,
+    metavar="N",
+    help="The largest answer accepted (enforced while reading).",
+)
+@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry when validating.")
+def fetch(
+    inventory: Path,
+    names: tuple[str, ...],
+    secrets_dir: Path | None,
+    kubeconfig: Path | None,
+    timeout: float,
+    max_bytes: int,
+    now: str | None,
+) -> None:
+    """Poll webhook sources (all, or those named) and commit each valid answer to snapshotPath.
+
+    HTTPS only, TLS verified (caBundle, else the system trust store), redirects refused.
+    Each answer is validated like a committed snapshot against the current inventory; an
+    invalid one leaves the committed file untouched. Valid answers are written in a
+    canonical form (sorted keys), so an unchanged topology gives no diff; the ETag is kept
+    in <snapshotPath>.etag and a 304 means unchanged.
+
+    \b
+    Example:
+      tasgen fetch --secrets-dir /var/run/secrets/tasgen && tasgen render
+    Exit: 0 every source current or updated, 1 any source failed (the others are still
+    written), 2 usage error.
+    """
+    if not inventory.is_dir():
+        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    secrets = SecretsDir(secrets_dir) if secrets_dir else ClusterSecrets(kubeconfig)
+    options = fetching.Options(secrets, timeout, max_bytes)
+    try:
+        outcomes = fetching.fetch(inventory, names, options, _parse_now(now))
+    except fetching.UnknownSource as e:
+        raise click.UsageError(str(e)) from None
+    sys.stdout.write(fetch_report(outcomes))
+    failed = any(o.status is fetching.Status.FAILED for o in outcomes)
+    sys.exit(EXIT_PROBLEMS if failed else EXIT_CLEAN)
 
 
 @cli.command()

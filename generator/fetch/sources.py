@@ -1,0 +1,87 @@
+"""The webhook TopologySources of an inventory, as fetch needs them: each checked on its own
+(schema, one credential, a snapshotPath fetch may write), so that one broken source never
+keeps the others from being polled."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from generator.load.files import SUFFIXES, InputFile, load_files
+from generator.model import Finding
+from generator.validate import schema
+
+CREDENTIALS = ("bearerTokenSecretRef", "clientCertificateSecretRef")
+
+
+@dataclass
+class Hook:
+    name: str
+    webhook: dict[str, Any]
+    file: str  # where the TopologySource is written (shown path)
+    findings: list[Finding] = field(default_factory=list)  # why it cannot be polled
+
+    @property
+    def url(self) -> str:
+        return str(self.webhook.get("url", ""))
+
+    @property
+    def relative(self) -> str:
+        return PurePosixPath(str(self.webhook.get("snapshotPath", ""))).as_posix()
+
+
+def webhook_sources(files: list[InputFile]) -> dict[str, Hook]:
+    found: dict[str, Hook] = {}
+    for loaded in load_files(files):
+        for doc in loaded.documents:
+            spec = doc.body.get("spec")
+            if doc.kind != "TopologySource" or not isinstance(spec, dict) or "webhook" not in spec:
+                continue
+            hook = Hook(doc.name, spec["webhook"], doc.file)
+            hook.findings = schema.check("TopologySource", doc.body, doc.where()) or _own_findings(doc, spec)
+            found.setdefault(doc.name, hook)
+    return found
+
+
+def _own_findings(doc: Any, spec: dict[str, Any]) -> list[Finding]:
+    where = doc.where("spec", "webhook")
+    if sum(ref in spec["webhook"] for ref in CREDENTIALS) != 1:
+        message = (
+            "a webhook source names exactly one credential: "
+            "bearerTokenSecretRef or clientCertificateSecretRef"
+        )
+        return [Finding(where, "webhook-credentials", message)]
+    path = PurePosixPath(spec["webhook"]["snapshotPath"])
+    if path.is_absolute() or ".." in path.parts or path.suffix not in SUFFIXES:
+        message = "snapshotPath must be a .json, .yaml or .yml path inside the inventory folder"
+        return [Finding(where.at("snapshotPath"), "snapshot-path", message)]
+    return []
+
+
+def target(inventory: Path, hook: Hook) -> Path:
+    """Where the answer is written; refused when a symbolic link would lead it elsewhere."""
+    path = inventory / hook.relative
+    root = inventory.resolve()
+    if path.is_symlink() or not path.parent.resolve().is_relative_to(root):
+        raise ValueError(f"{hook.relative} leads outside the inventory folder (a symbolic link?)")
+    return path
+
+
+def ca_pem(webhook: dict[str, Any]) -> str | None:
+    """caBundle as PEM: given as PEM, or as base64 of PEM the way Kubernetes spells it."""
+    raw = webhook.get("caBundle")
+    if not raw:
+        return None
+    text = str(raw)
+    if "-----BEGIN" in text:
+        return text
+    try:
+        decoded = base64.b64decode("".join(text.split()), validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        raise ValueError("caBundle is neither PEM nor base64 of PEM") from None
+    if "-----BEGIN" not in decoded:
+        raise ValueError("caBundle decodes from base64 but is not PEM")
+    return decoded
