@@ -1,0 +1,330 @@
+"""`tasgen fetch` against real HTTPS servers on 127.0.0.1 with a CA made in the test."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator.fetch import credentials
+from tests.conftest import NOW, Run, tasgen
+from tests.fetch.conftest import SNAPSHOT_FILE, TOKEN, point_source, snapshot
+from tests.fetch.endpoints import Authority, Endpoint, RawListener, trickle
+
+Serve = Callable[..., Endpoint]
+
+
+def answer(body: Any, status: int = 200, **headers: str) -> Callable[[Any], Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return lambda _handler: (status, {"Content-Type": "application/json", **headers}, data)
+
+
+def fetch(inventory: Path, secrets: Path, *args: str) -> Run:
+    return tasgen("fetch", "-i", str(inventory), "--secrets-dir", str(secrets), "--now", NOW, *args)
+
+
+def assert_no_credential_anywhere(run: Run, root: Path, secrets: Path) -> None:
+    """The token is in no output and in no file outside the Secret's own folder."""
+    assert TOKEN not in run.output
+    for path in root.rglob("*"):
+        if path.is_file() and secrets not in path.parents:
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_bearer_token_answer_is_validated_and_committed_canonically(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, tmp_path: Path
+) -> None:
+    endpoint = serve(answer(snapshot("inv-9000"), ETag='"v1"'))
+    point_source(inventory, endpoint.url(), ca)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0, run.output
+    assert "l40s-inventory: updated (revision inv-9000)" in run.output
+    (request,) = endpoint.seen.requests
+    assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert request["path"] == "/v1/topology/l40s"
+    written = (inventory / SNAPSHOT_FILE).read_text()
+    assert written == json.dumps(snapshot("inv-9000"), indent=2, sort_keys=True) + "\n"
+    assert tasgen("validate", "-i", str(inventory), "--now", NOW).exit_code == 0
+    assert_no_credential_anywhere(run, tmp_path, secrets)
+
+
+def test_an_unchanged_topology_gives_no_diff_however_it_is_formatted(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    compact = json.dumps(snapshot("inv-9000"), separators=(",", ":")).encode()
+    reordered = json.dumps(dict(reversed(list(snapshot("inv-9000").items()))), indent=7).encode()
+    bodies = iter([compact, reordered])
+    endpoint = serve(lambda _h: (200, {}, next(bodies)))
+    point_source(inventory, endpoint.url(), ca)
+    assert fetch(inventory, secrets).exit_code == 0
+    first = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0
+    assert "l40s-inventory: unchanged (revision inv-9000)" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == first
+
+
+def test_etag_is_sent_back_and_304_means_unchanged(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    def respond(handler: Any) -> Any:
+        if handler.headers.get("If-None-Match") == '"v1"':
+            return 304, {"ETag": '"v1"'}, b""
+        return answer(snapshot("inv-9000"), ETag='"v1"')(handler)
+
+    endpoint = serve(respond)
+    point_source(inventory, endpoint.url(), ca)
+    assert fetch(inventory, secrets).exit_code == 0
+    committed = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0
+    assert "l40s-inventory: unchanged (revision inv-9000)" in run.output
+    assert endpoint.seen.requests[1]["headers"]["If-None-Match"] == '"v1"'
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == committed
+
+
+def test_a_hand_edited_snapshot_is_not_kept_alive_by_its_etag(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot("inv-9000"), ETag='"v1"'))
+    point_source(inventory, endpoint.url(), ca)
+    assert fetch(inventory, secrets).exit_code == 0
+    edited = json.dumps(snapshot("hand-edit"), indent=2, sort_keys=True) + "\n"
+    (inventory / SNAPSHOT_FILE).write_text(edited)
+    run = fetch(inventory, secrets)
+    assert "If-None-Match" not in endpoint.seen.requests[1]["headers"]
+    assert "l40s-inventory: updated (revision inv-9000)" in run.output
+
+
+def test_client_certificate_from_a_tls_secret(
+    serve: Serve,
+    ca: Authority,
+    inventory: Path,
+    secrets: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = ca.issue("tasgen-fetch-client", server=False)
+    folder = secrets / "gpu-topology" / "inventory-client"
+    folder.mkdir(parents=True)
+    (folder / "tls.crt").write_bytes(client.cert_pem)
+    (folder / "tls.key").write_bytes(client.key_pem)
+    memory = tmp_path / "memory"  # where the key pair is handed to OpenSSL, to look inside after
+    memory.mkdir()
+    monkeypatch.setattr(credentials, "_MEMORY", memory)
+    endpoint = serve(answer(snapshot("inv-9001")), client_ca=ca)
+    point_source(inventory, endpoint.url(), ca)
+    _use_client_certificate(inventory)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0, run.output
+    (request,) = endpoint.seen.requests
+    assert request["peer"]["subject"] == ((("commonName", "tasgen-fetch-client"),),)
+    assert "Authorization" not in request["headers"]
+    assert list(memory.iterdir()) == []
+    assert client.key_pem.decode() not in run.output
+
+
+def _use_client_certificate(inventory: Path) -> None:
+    path = inventory / "sources" / "l40s-inventory.yaml"
+    text = path.read_text().replace("bearerTokenSecretRef", "clientCertificateSecretRef")
+    path.write_text(text.replace("name: inventory-token", "name: inventory-client"))
+
+
+def test_a_server_requiring_a_client_certificate_refuses_a_bearer_token(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot()), client_ca=ca)
+    point_source(inventory, endpoint.url(), ca)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: TLS handshake" in run.output or "cannot reach" in run.output
+    assert endpoint.seen.requests == []
+
+
+def test_wrong_ca_fails_before_the_credential_is_sent(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, tmp_path: Path
+) -> None:
+    endpoint = serve(answer(snapshot()))
+    point_source(inventory, endpoint.url(), Authority("another CA"))
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: TLS verification of 127.0.0.1 failed" in run.output
+    assert endpoint.seen.connections == 1 and endpoint.seen.requests == []
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+    assert_no_credential_anywhere(run, tmp_path, secrets)
+
+
+def test_ca_bundle_as_base64_of_pem(serve: Serve, ca: Authority, inventory: Path, secrets: Path) -> None:
+    endpoint = serve(answer(snapshot("inv-9002")))
+    point_source(inventory, endpoint.url(), None, caBundle=base64.b64encode(ca.pem).decode())
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0, run.output
+    assert "updated (revision inv-9002)" in run.output
+
+
+def test_without_ca_bundle_the_system_trust_store_refuses_a_private_ca(
+    serve: Serve, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot()))
+    point_source(inventory, endpoint.url(), None)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "TLS verification of 127.0.0.1 failed" in run.output
+    assert endpoint.seen.requests == []
+
+
+def test_plain_http_url_is_refused_without_connecting(
+    serve: Serve, inventory: Path, secrets: Path, tmp_path: Path
+) -> None:
+    plain = serve(answer(snapshot()), tls=False)
+    point_source(inventory, plain.url(scheme="http"), None)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "sources/l40s-inventory.yaml:" in run.output and "[schema]" in run.output
+    assert "l40s-inventory: failed: its TopologySource is invalid" in run.output
+    assert plain.seen.connections == 0
+    assert_no_credential_anywhere(run, tmp_path, secrets)
+
+
+def test_https_url_to_a_plain_http_server_fails_the_handshake(
+    raw_listener: RawListener, inventory: Path, secrets: Path
+) -> None:
+    point_source(inventory, f"https://127.0.0.1:{raw_listener.port}/", None)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: TLS handshake with 127.0.0.1" in run.output
+    assert raw_listener.seen.connections == 1
+    assert TOKEN.encode() not in raw_listener.seen.raw
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_an_error_and_the_credential_goes_nowhere_else(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, status: int
+) -> None:
+    elsewhere = serve(answer(snapshot()))
+    redirecting = serve(answer(b"", status, Location=elsewhere.url()))
+    point_source(inventory, redirecting.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert f"l40s-inventory: failed: the endpoint answered {status} (a redirect)" in run.output
+    assert len(redirecting.seen.requests) == 1
+    assert elsewhere.seen.connections == 0 and elsewhere.seen.requests == []
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_an_error_status_is_reported_without_its_body(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    echo = serve(lambda h: (403, {}, f"denied: {h.headers['Authorization']}".encode()))
+    point_source(inventory, echo.url(), ca)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: the endpoint answered 403 Forbidden" in run.output
+    assert TOKEN not in run.output
+
+
+def test_an_oversize_answer_is_refused_by_its_declared_length(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot()))
+    point_source(inventory, endpoint.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets, "--max-bytes", "100")
+    assert run.exit_code == 1
+    assert "over the limit of 100" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_an_oversize_answer_without_a_length_is_cut_off_while_reading(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    # 655 MB if it were all read, with no Content-Length to refuse it by
+    endpoint = serve(lambda _h: (200, {}, (b"x" * 65536 for _ in range(10_000))))
+    point_source(inventory, endpoint.url(), ca)
+    run = fetch(inventory, secrets, "--max-bytes", "200000")
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: the answer is over the limit of 200000 bytes" in run.output
+
+
+def test_a_slow_answer_meets_the_deadline(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    body = json.dumps(snapshot()).encode()
+    endpoint = serve(lambda _h: (200, {"Content-Length": str(len(body))}, trickle(body, 0.05)))
+    point_source(inventory, endpoint.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets, "--timeout", "1")
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: the answer did not arrive within 1 s" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_an_endpoint_that_never_answers_times_out(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    def silent(_handler: Any) -> Any:
+        time.sleep(2)  # longer than --timeout: the client gives up first
+        return answer(snapshot())(_handler)
+
+    endpoint = serve(silent)
+    point_source(inventory, endpoint.url(), ca)
+    run = fetch(inventory, secrets, "--timeout", "0.5")
+    assert run.exit_code == 1
+    assert f"l40s-inventory: failed: no answer from 127.0.0.1:{endpoint.port} within 0.5 s" in run.output
+
+
+def test_invalid_json_leaves_the_file_untouched_with_a_position_in_the_answer(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(b'{\n  "revision": "inv-9003",\n  "nodes": {,\n}\n'))
+    point_source(inventory, endpoint.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    shown = f"inventories/{SNAPSHOT_FILE} (answer of {endpoint.url()})"
+    assert f"{shown}:3:13: error: invalid JSON" in run.output and "[json-syntax]" in run.output
+    assert "l40s-inventory: failed: the answer is not a valid snapshot" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_a_snapshot_naming_an_unknown_node_leaves_the_file_untouched(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = json.dumps(snapshot("inv-9004", **{"ghost-1": {"topology.gpustack.ai/rack": "b-r11"}}), indent=2)
+    endpoint = serve(answer(body.encode()))
+    point_source(inventory, endpoint.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    monkeypatch.chdir(inventory.parent)
+    run = fetch(Path("inventories"), secrets)
+    assert run.exit_code == 1
+    line = next(i for i, text in enumerate(body.splitlines(), 1) if "ghost-1" in text)
+    shown = f"inventories/{SNAPSHOT_FILE} (answer of {endpoint.url()})"
+    assert f"{shown}:{line}:5: error: snapshot of source 'l40s-inventory' names node 'ghost-1'" in run.output
+    assert "[snapshot-unknown-node]" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_naming_an_unknown_source_is_a_usage_error(inventory: Path, secrets: Path) -> None:
+    run = fetch(inventory, secrets, "no-such-source")
+    assert run.exit_code == 2
+    assert "no webhook source named no-such-source (webhook sources: l40s-inventory)" in run.output
+
+
+def test_a_missing_secret_fails_that_source(
+    serve: Serve, ca: Authority, inventory: Path, tmp_path: Path
+) -> None:
+    endpoint = serve(answer(snapshot()))
+    point_source(inventory, endpoint.url(), ca)
+    empty = tmp_path / "no-secrets"
+    empty.mkdir()
+    run = fetch(inventory, empty)
+    assert run.exit_code == 1
+    assert f"cannot read {empty}/gpu-topology/inventory-token/token" in run.output
+    assert endpoint.seen.connections == 0
