@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from generator.fetch import credentials
 from tests.conftest import NOW, Run, tasgen
@@ -328,3 +329,81 @@ def test_a_missing_secret_fails_that_source(
     assert run.exit_code == 1
     assert f"cannot read {empty}/gpu-topology/inventory-token/token" in run.output
     assert endpoint.seen.connections == 0
+
+
+def _split_in_two_sources(inventory: Path, first: Endpoint, second: Endpoint, ca: Authority) -> None:
+    """l40s-01/02 from the example's source, l40s-03/04 from a second webhook source."""
+    hosts = {"l40s-inventory": ["l40s-01", "l40s-02"], "l40s-second": ["l40s-03", "l40s-04"]}
+    committed = snapshot("inv-8812")
+    for name, endpoint in (("l40s-inventory", first), ("l40s-second", second)):
+        body = yaml.safe_load((inventory / "sources" / "l40s-inventory.yaml").read_text())
+        body["metadata"]["name"] = name
+        expression = {"key": "kubernetes.io/hostname", "operator": "In", "values": hosts[name]}
+        body["spec"]["nodeSelector"] = {"matchExpressions": [expression]}
+        body["spec"]["webhook"].update(url=endpoint.url(), caBundle=ca.pem.decode())
+        body["spec"]["webhook"]["snapshotPath"] = f"snapshots/{name}.json"
+        (inventory / "sources" / f"{name}.yaml").write_text(yaml.safe_dump(body))
+        nodes = {n: committed["nodes"][n] for n in hosts[name]}
+        (inventory / "snapshots" / f"{name}.json").write_text(json.dumps({"revision": "r0", "nodes": nodes}))
+
+
+def test_one_failing_source_does_not_keep_the_others_from_being_written(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    good_nodes = {n: v for n, v in snapshot()["nodes"].items() if n in ("l40s-01", "l40s-02")}
+    good = serve(answer({"revision": "inv-9100", "nodes": good_nodes}))
+    bad = serve(answer(b"{not json"))
+    _split_in_two_sources(inventory, good, bad, ca)
+    before = (inventory / "snapshots" / "l40s-second.json").read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: updated (revision inv-9100)" in run.output
+    assert "l40s-second: failed: the answer is not a valid snapshot" in run.output
+    assert json.loads((inventory / "snapshots" / "l40s-inventory.json").read_text())["revision"] == "inv-9100"
+    assert (inventory / "snapshots" / "l40s-second.json").read_bytes() == before
+    only = fetch(inventory, secrets, "l40s-inventory")
+    assert only.exit_code == 0 and "l40s-second" not in only.output
+    assert len(bad.seen.requests) == 1  # a named source is the only one polled
+
+
+def test_answers_are_judged_against_the_current_selectors(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    """Each source selects two nodes; answers describing all four are refused, both."""
+    everything = snapshot("inv-9200")
+    first, second = serve(answer(everything)), serve(answer(everything))
+    _split_in_two_sources(inventory, first, second, ca)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert run.output.count("[snapshot-unselected-node]") == 4
+    assert "l40s-inventory: failed: the answer is not a valid snapshot" in run.output
+    assert "l40s-second: failed: the answer is not a valid snapshot" in run.output
+
+
+def test_a_yaml_snapshot_path_is_written_as_canonical_yaml(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot("inv-9300")))
+    (inventory / SNAPSHOT_FILE).rename(inventory / "snapshots" / "l40s.yaml")
+    point_source(inventory, endpoint.url(), ca, snapshotPath="snapshots/l40s.yaml")
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 0, run.output
+    text = (inventory / "snapshots" / "l40s.yaml").read_text()
+    assert text.startswith("nodes:\n  l40s-01:\n    topology.gpustack.ai/rack: b-r11\n")
+    assert text.endswith("revision: inv-9300\n")
+
+
+def test_a_snapshot_path_that_is_a_symbolic_link_is_not_written_through(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text((inventory / SNAPSHOT_FILE).read_text())
+    (inventory / SNAPSHOT_FILE).unlink()
+    (inventory / SNAPSHOT_FILE).symlink_to(outside)
+    endpoint = serve(answer(snapshot("inv-9400")))
+    point_source(inventory, endpoint.url(), ca)
+    before = outside.read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "leads outside the inventory folder" in run.output
+    assert outside.read_bytes() == before and endpoint.seen.connections == 0
