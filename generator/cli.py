@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import click
 
 from generator import fetch as fetching
-from generator import importnodes, scaffold
+from generator import importfilter, importnodes, scaffold
 from generator.diff import command as plan_command
 from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
@@ -295,7 +295,9 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 
 
 @cli.command("import-nodes")
-@click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@click.argument(
+    "sources", metavar="FILE|-...", nargs=-1, required=True, type=click.File("r", encoding="utf-8")
+)
 @click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
 @click.option(
     "-o",
@@ -304,30 +306,50 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     default=None,
     help="Write here (atomically) instead of to standard output.",
 )
-def import_nodes(source: Any, name: str, output: Path | None) -> None:
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.",
+)
+def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inventory: Path) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
     Only names, labels and allocatable are kept, sorted, so that a refresh gives a small,
-    reviewable diff.
+    reviewable diff. Labels tasgen itself puts on nodes (the profile key, the levels of the
+    inventory's writing sources) and volatile ones (GeneratorConfig volatileLabelKeys,
+    default nvidia.com/gfd.timestamp) are dropped: importing right after a sync changes
+    nothing. Several files (one per cluster, say) make one inventory. Refreshing a file
+    keeps the comment block at its top.
 
     \b
     Example:
       kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
     """
-    shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
+    inputs: list[tuple[str, str]] = []
+    for source in sources:
+        shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
+        try:
+            inputs.append((shown, source.read()))
+        except UnicodeDecodeError:
+            click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
+            sys.exit(EXIT_PROBLEMS)
+    header = importnodes.header_of(output) if output else importnodes.HEADER
     try:
-        text = importnodes.convert(source.read(), name)
+        imported = importnodes.convert(inputs, name, importfilter.of_inventory(inventory), header)
     except importnodes.ImportProblem as e:
-        click.echo(f"{shown}:{e.line}:{e.col}: error: {e.message} [import-nodes]", err=True)
+        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [import-nodes]", err=True)
         sys.exit(EXIT_PROBLEMS)
-    except UnicodeDecodeError:
-        click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
-        sys.exit(EXIT_PROBLEMS)
+    if imported.nodes == 0:
+        click.echo("warning: the input lists no nodes (an empty cluster, or the wrong context?)", err=True)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(imported.text)
     else:
         try:
-            importnodes.write_atomically(output, text)
+            importnodes.write_atomically(output, imported.text)
         except importnodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.emit import yaml
+from generator.importfilter import LabelFilter
 from generator.load.files import ParseError, parse_text
 from generator.model import API_VERSION
 
@@ -23,23 +27,61 @@ class ImportProblem(Exception):
     def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
         super().__init__(message)
         self.message, self.line, self.col = message, line, col
+        self.file: str | None = None  # which input, when several are given
 
 
-def convert(text: str, name: str) -> str:
+@dataclass(frozen=True)
+class Imported:
+    text: str
+    nodes: int
+
+
+def convert(
+    inputs: Sequence[tuple[str, str]], name: str, keep: LabelFilter | None = None, header: str = HEADER
+) -> Imported:
+    """Node lists (shown name, text) -> one NodeInventory; labels ``keep`` refuses are dropped."""
+    nodes: dict[str, dict[str, Any]] = {}
+    origin: dict[str, str] = {}
+    for shown, text in inputs:
+        try:
+            for node in _nodes(text):
+                node_name = node["name"]
+                if node_name in origin:
+                    message = f"node {node_name!r} is listed again; the first is in {origin[node_name]}"
+                    raise ImportProblem(message)
+                origin[node_name], nodes[node_name] = shown, node
+        except ImportProblem as e:
+            e.file = shown
+            raise
+    for node in nodes.values():
+        node["labels"] = {k: v for k, v in node["labels"].items() if keep is None or keep.keeps(k)}
+    inventory = {
+        "apiVersion": API_VERSION,
+        "kind": "NodeInventory",
+        "metadata": {"name": name},
+        "nodes": [nodes[n] for n in sorted(nodes)],
+    }
+    return Imported(header + yaml.dump(inventory), len(nodes))
+
+
+def _nodes(text: str) -> list[dict[str, Any]]:
     try:
         documents = parse_text(text)
     except ParseError as e:
         line, col = e.position or (1, 1)
         raise ImportProblem(e.message, line, col) from e
-    nodes = [_node(item) for document in documents for item in _items(document)]
-    nodes.sort(key=lambda n: n["name"])
-    inventory = {
-        "apiVersion": API_VERSION,
-        "kind": "NodeInventory",
-        "metadata": {"name": name},
-        "nodes": nodes,
-    }
-    return HEADER + yaml.dump(inventory)
+    return [_node(item) for document in documents for item in _items(document)]
+
+
+def header_of(path: Path) -> str:
+    """The comment block at the top of the file being refreshed, when a person wrote one (the
+    rest is regenerated); tasgen's own header otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return HEADER
+    lines = list(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines()))
+    return "".join(f"{line}\n" for line in lines) or HEADER
 
 
 def _items(document: Any) -> list[dict[str, Any]]:

@@ -212,6 +212,9 @@ class Settings:
     gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
     kueue_api_version: KueueVersion = "v1beta2"
     expiry_warning_days: int = 14  # a snapshot expiring sooner is a warning (source-expiring)
+    #: labels import-nodes drops: keys, or prefixes ending in '*' (values that change on every
+    #: refresh would make every import a diff)
+    volatile_label_keys: tuple[str, ...] = ("nvidia.com/gfd.timestamp",)
     where: Where | None = None
 
 

@@ -114,6 +114,7 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         gate=dict(spec.get("gate", {})),
         kueue_api_version=spec.get("kueueAPIVersion", defaults.kueue_api_version),
         expiry_warning_days=spec.get("expiryWarningDays", defaults.expiry_warning_days),
+        volatile_label_keys=tuple(spec.get("volatileLabelKeys", defaults.volatile_label_keys)),
         where=docs[0].where("spec"),
     ), findings
 
