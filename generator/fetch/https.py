@@ -73,6 +73,8 @@ def get(request: Request) -> Answer:
         raise FetchError(f"no answer from {host}:{port} within {request.timeout:g} s") from None
     except (OSError, http.client.HTTPException) as e:
         raise FetchError(f"cannot reach {host}:{port}: {_reason(e)}") from None
+    except ValueError:  # its text would quote the offending header, the credential perhaps
+        raise FetchError("the request cannot be made: a control character in the URL or a header") from None
     finally:
         connection.close()
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.emit import yaml
-from generator.emit.output import Changes, write
 
 ETAG_SUFFIX = ".etag"
 
@@ -53,16 +54,31 @@ class Committed:
         return cls(path, text, _etag_for(path, text))
 
     def write(self, text: str, etag: str | None) -> None:
-        """The new snapshot and its ETag, each file replaced atomically."""
-        changed = {self.path.name: text}
-        sidecar = self.path.name + ETAG_SUFFIX
+        """The new snapshot, then its ETag, each file replaced atomically (should the second
+        write fail, the ETag's digest no longer matches and it is not used)."""
+        _replace(self.path, text)
+        sidecar = self.path.with_name(self.path.name + ETAG_SUFFIX)
         if etag:
-            changed[sidecar] = json.dumps({"etag": etag, "sha256": _digest(text)}, sort_keys=True) + "\n"
-        write(self.path.parent, Changes(changed=changed, removed=[] if etag else [sidecar]))
+            _replace(sidecar, json.dumps({"etag": etag, "sha256": _digest(text)}, sort_keys=True) + "\n")
+        else:
+            sidecar.unlink(missing_ok=True)
 
     def keep_etag(self, etag: str | None) -> None:
         if etag and self.text is not None and etag != self.etag:
             self.write(self.text, etag)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write beside the target, then rename over it: readers see the old file or the new one."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; an inventory is shared
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _read_text(path: Path) -> str | None:
