@@ -113,22 +113,26 @@ def _admit(files: list[InputFile], polled: list[_Polled], now: datetime) -> dict
     outcomes: dict[str, Outcome] = {}
     while polled:
         problems = _problems(files, polled, now)
-        own = {p.shown: [x for x in problems if x.path == p.shown] for p in polled}
-        bad = [p for p in polled if any(x.level is Level.ERROR for x in own[p.shown])]
-        for p in bad:
-            outcomes[p.hook.name] = _failed(p, "the answer is not a valid snapshot", own[p.shown])
-        polled = [p for p in polled if p not in bad]
-        if bad:
-            continue
-        others = [x for x in problems if x.level is Level.ERROR]
-        for p in polled:
-            outcomes[p.hook.name] = (
-                _failed(p, "the inventory has errors with this answer (tasgen validate)", others)
-                if others
-                else _commit(p, own[p.shown])
-            )
-        break
+        own = {p.hook.name: [x for x in problems if x.path == p.shown] for p in polled}
+        bad = {name for name, found in own.items() if any(x.level is Level.ERROR for x in found)}
+        if not bad:
+            outcomes.update(_settle(polled, own, [x for x in problems if x.level is Level.ERROR]))
+            break
+        for p in (p for p in polled if p.hook.name in bad):
+            outcomes[p.hook.name] = _failed(p, "the answer is not a valid snapshot", own[p.hook.name])
+        polled = [p for p in polled if p.hook.name not in bad]
     return outcomes
+
+
+def _settle(
+    polled: list[_Polled], own: dict[str, list[Problem]], others: list[Problem]
+) -> dict[str, Outcome]:
+    """Answers without problems of their own: written, unless the inventory has errors
+    elsewhere (then no answer can be shown valid, and those errors are the reason)."""
+    if others:
+        reason = "the inventory has errors with this answer (tasgen validate)"
+        return {p.hook.name: _failed(p, reason, others) for p in polled}
+    return {p.hook.name: _commit(p, own[p.hook.name]) for p in polled}
 
 
 def _problems(files: list[InputFile], polled: list[_Polled], now: datetime) -> list[Problem]:
