@@ -407,3 +407,16 @@ def test_a_snapshot_path_that_is_a_symbolic_link_is_not_written_through(
     assert run.exit_code == 1
     assert "leads outside the inventory folder" in run.output
     assert outside.read_bytes() == before and endpoint.seen.connections == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--timeout", "0"], ["--max-bytes", "0"], ["--secrets-dir", "/does/not/exist"], ["--now", "soon"]],
+)
+def test_bad_options_are_usage_errors(inventory: Path, args: list[str]) -> None:
+    run = tasgen("fetch", "-i", str(inventory), *args)
+    assert run.exit_code == 2, run.output
+
+
+def test_a_missing_inventory_folder_is_a_usage_error(tmp_path: Path) -> None:
+    assert tasgen("fetch", "-i", str(tmp_path / "nowhere")).exit_code == 2
