@@ -1,6 +1,6 @@
-"""The webhook TopologySources of an inventory, as fetch needs them: each checked on its own
-(schema, one credential, a snapshotPath fetch may write), so that one broken source never
-keeps the others from being polled."""
+"""The TopologySources whose snapshot is fetched (webhook sources), as fetch needs them: each
+checked on its own (schema, one credential, a snapshotPath fetch may write), so that one
+broken source never keeps the others from being polled."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from generator.load.files import SUFFIXES, InputFile, load_files
-from generator.model import Finding
+from generator.model import Document, Finding
+from generator.sourcetypes import WEBHOOK_CREDENTIALS, Obtained, SourceType, present
 from generator.validate import schema
-
-CREDENTIALS = ("bearerTokenSecretRef", "clientCertificateSecretRef")
 
 
 @dataclass
@@ -42,23 +41,30 @@ def webhook_sources(files: list[InputFile]) -> dict[str, Hook]:
     for loaded in load_files(candidates):
         for doc in loaded.documents:
             spec = doc.body.get("spec")
-            if doc.kind != "TopologySource" or not isinstance(spec, dict) or "webhook" not in spec:
+            kind = _fetched_type(spec) if doc.kind == "TopologySource" else None
+            if kind is None or not isinstance(spec, dict):
                 continue
-            hook = Hook(doc.name, spec["webhook"], doc.file)
-            hook.findings = schema.check("TopologySource", doc.body, doc.where()) or _own_findings(doc, spec)
+            hook = Hook(doc.name, spec[kind.key], doc.file)
+            hook.findings = schema.check("TopologySource", doc.body, doc.where()) or _own_findings(doc, kind)
             found.setdefault(doc.name, hook)
     return found
 
 
-def _own_findings(doc: Any, spec: dict[str, Any]) -> list[Finding]:
-    where = doc.where("spec", "webhook")
-    if sum(ref in spec["webhook"] for ref in CREDENTIALS) != 1:
+def _fetched_type(spec: Any) -> SourceType | None:
+    kinds = present(spec) if isinstance(spec, dict) else []
+    return next((k for k in kinds if k.obtained is Obtained.FETCHED), None)
+
+
+def _own_findings(doc: Document, kind: SourceType) -> list[Finding]:
+    spec = doc.body["spec"]
+    where = doc.where("spec", kind.key)
+    if sum(ref in spec[kind.key] for ref in WEBHOOK_CREDENTIALS) != 1:
         message = (
             "a webhook source names exactly one credential: "
             "bearerTokenSecretRef or clientCertificateSecretRef"
         )
         return [Finding(where, "webhook-credentials", message)]
-    path = PurePosixPath(spec["webhook"]["snapshotPath"])
+    path = PurePosixPath(kind.snapshot_file(spec) or "")
     if path.is_absolute() or ".." in path.parts or path.suffix not in SUFFIXES:
         message = "snapshotPath must be a .json, .yaml or .yml path inside the inventory folder"
         return [Finding(where.at("snapshotPath"), "snapshot-path", message)]

@@ -23,9 +23,9 @@ from generator.model import (
     Selector,
     Settings,
     Source,
-    SourceType,
     Where,
 )
+from generator.sourcetypes import of_spec
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
 
@@ -146,18 +146,10 @@ def source(doc: Document) -> Source:
         selector=selector(spec["nodeSelector"]),
         levels=normalize_levels(declared),
         declared_levels=declared,
-        type=source_type(spec),
+        type=of_spec(spec),
         spec=spec,
         where=doc.where(),
     )
-
-
-def source_type(spec: dict[str, Any]) -> SourceType:
-    """The first source type present (``rules.source_type`` reports more or fewer than one)."""
-    for name in ("nodeLabels", "configMap", "webhook"):
-        if name in spec:
-            return name  # type: ignore[return-value,unused-ignore]
-    return "nodeLabels"
 
 
 def selector(raw: dict[str, Any]) -> Selector:

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, Finding, Source
+from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, WEBHOOK_CREDENTIALS, present
 from generator.validate.labels import label_key_error, label_value_error, level_refusal
 from generator.validate.rules.base import Context, Rule
 
-_TYPES = ("nodeLabels", "configMap", "webhook")
+_KEYS = ", ".join(t.key for t in SOURCE_TYPES)
 
 
 def _source_type(ctx: Context) -> Iterable[Finding]:
     for src in ctx.inventory.sources.values():
-        present = [t for t in _TYPES if t in src.spec]
-        if len(present) != 1:
-            found = ", ".join(present) or "none"
-            message = f"a TopologySource has exactly one of nodeLabels, configMap or webhook (found: {found})"
+        found = present(src.spec)
+        if len(found) != 1:
+            named = ", ".join(t.key for t in found) or "none"
+            message = f"a TopologySource has exactly one of {_KEYS} (found: {named})"
             yield Finding(src.where.at("spec"), "source-type", message)
 
 
@@ -74,20 +75,20 @@ def _source_selector(ctx: Context) -> Iterable[Finding]:
 
 def _webhook_credentials(ctx: Context) -> Iterable[Finding]:
     for src in ctx.inventory.sources.values():
-        hook = src.spec.get("webhook")
+        hook = src.spec.get(WEBHOOK.key)
         if not isinstance(hook, dict):
             continue
-        refs = [k for k in ("bearerTokenSecretRef", "clientCertificateSecretRef") if k in hook]
+        refs = [k for k in WEBHOOK_CREDENTIALS if k in hook]
         if len(refs) != 1:
             message = (
                 "a webhook source names exactly one credential: bearerTokenSecretRef or "
                 "clientCertificateSecretRef (the endpoint is trusted to receive it)"
             )
-            yield Finding(src.where.at("spec", "webhook"), "webhook-credentials", message)
+            yield Finding(src.where.at("spec", WEBHOOK.key), "webhook-credentials", message)
 
 
 RULES = (
-    Rule("source-type", "A TopologySource has exactly one of nodeLabels, configMap, webhook.", _source_type),
+    Rule("source-type", f"A TopologySource has exactly one of {_KEYS}.", _source_type),
     Rule(
         "source-levels",
         "Levels are unique label keys, never the hostname or profile key; a writing "
