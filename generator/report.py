@@ -127,7 +127,8 @@ REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": g
 
 def fetch_report(outcomes: list[Outcome]) -> str:
     """Problems of every source first, then one summary line per source."""
-    lines = [_problem_line(p) for o in outcomes for p in o.problems]
+    # Sources refused for the same inventory errors share them: each is shown once.
+    lines = [_problem_line(p) for p in dict.fromkeys(p for o in outcomes for p in o.problems)]
     for o in outcomes:
         revision = f" (revision {o.revision})" if o.revision else ""
         reason = f": {o.reason}" if o.status is Status.FAILED else ""

@@ -53,7 +53,10 @@ class ClientCertificate:
         return {}
 
     def prepare(self, context: ssl.SSLContext) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="tasgen-", dir=_MEMORY if _MEMORY.is_dir() else None))
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="tasgen-", dir=_MEMORY if _MEMORY.is_dir() else None))
+        except OSError as e:
+            raise CredentialError(f"no private folder for the client key: {e.strerror}") from None
         try:
             pair = folder / "client.pem"
             descriptor = os.open(pair, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -62,6 +65,8 @@ class ClientCertificate:
             context.load_cert_chain(pair)
         except (ssl.SSLError, ValueError):
             raise CredentialError("tls.crt and tls.key are not a matching PEM certificate and key") from None
+        except OSError as e:
+            raise CredentialError(f"cannot hand the client key to OpenSSL: {e.strerror}") from None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

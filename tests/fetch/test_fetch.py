@@ -420,3 +420,37 @@ def test_bad_options_are_usage_errors(inventory: Path, args: list[str]) -> None:
 
 def test_a_missing_inventory_folder_is_a_usage_error(tmp_path: Path) -> None:
     assert tasgen("fetch", "-i", str(tmp_path / "nowhere")).exit_code == 2
+
+
+def test_an_answer_is_not_written_while_the_inventory_has_other_errors(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    endpoint = serve(answer(snapshot("inv-9500")))
+    point_source(inventory, endpoint.url(), ca)
+    (inventory / "broken.yaml").write_text("kind: [unclosed\n")
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert "l40s-inventory: failed: the inventory has errors with this answer (tasgen validate)" in run.output
+    assert run.output.count("broken.yaml:") == 1 and "[yaml-syntax]" in run.output
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_a_client_key_that_does_not_match_its_certificate(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    one, other = ca.issue("one", server=False), ca.issue("other", server=False)
+    folder = secrets / "gpu-topology" / "inventory-client"
+    folder.mkdir(parents=True)
+    (folder / "tls.crt").write_bytes(one.cert_pem)
+    (folder / "tls.key").write_bytes(other.key_pem)
+    endpoint = serve(answer(snapshot()), client_ca=ca)
+    point_source(inventory, endpoint.url(), ca)
+    _use_client_certificate(inventory)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert (
+        "l40s-inventory: failed: tls.crt and tls.key are not a matching PEM certificate and key" in run.output
+    )
+    assert endpoint.seen.connections == 0
+    assert other.key_pem.decode().splitlines()[1] not in run.output
