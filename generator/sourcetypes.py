@@ -16,6 +16,7 @@ from typing import Any
 
 DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+SECRET_KEY = "^[-._a-zA-Z0-9]+$"  # a Secret's data key (never a path: no '/')
 
 
 class Obtained(StrEnum):
@@ -50,7 +51,7 @@ def _secret_ref(description: str) -> dict[str, Any]:
         "properties": {
             "namespace": {"type": "string", "pattern": DNS_LABEL},
             "name": {"type": "string", "pattern": DNS_SUBDOMAIN},
-            "key": {"type": "string"},
+            "key": {"type": "string", "pattern": SECRET_KEY, "maxLength": 253},
         },
         "description": description,
     }
@@ -78,7 +79,7 @@ CONFIG_MAP = SourceType(
         "properties": {
             "namespace": {"type": "string", "pattern": DNS_LABEL, "maxLength": 63},
             "name": {"type": "string", "pattern": DNS_SUBDOMAIN, "maxLength": 253},
-            "key": {"type": "string", "minLength": 1, "maxLength": 253, "pattern": "^[-._a-zA-Z0-9]+$"},
+            "key": {"type": "string", "minLength": 1, "maxLength": 253, "pattern": SECRET_KEY},
         },
         "description": "the snapshot is data.<key> of this ConfigMap document of the inventory",
     },

@@ -82,6 +82,11 @@ class SecretsDir:
     root: Path
 
     def read(self, namespace: str, name: str, key: str) -> bytes:
+        if any(
+            part in ("", ".", "..") or "/" in part or part.startswith("..") for part in (namespace, name, key)
+        ):
+            # Kubernetes refuses such names; here they would lead outside DIR.
+            raise CredentialError(f"{namespace}/{name} key {key!r} cannot name a Secret's file")
         path = self.root / namespace / name / key
         try:
             return path.read_bytes()

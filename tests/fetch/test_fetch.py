@@ -454,3 +454,19 @@ def test_a_client_key_that_does_not_match_its_certificate(
     )
     assert endpoint.seen.connections == 0
     assert other.key_pem.decode().splitlines()[1] not in run.output
+
+
+@pytest.mark.parametrize(
+    ("key", "message"), [("../../../token", "[schema]"), ("..", "cannot name a Secret's file")]
+)
+def test_a_secret_key_never_leads_outside_the_secrets_dir(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path, key: str, message: str
+) -> None:
+    (secrets.parent / "token").write_text("not-for-the-endpoint")
+    endpoint = serve(answer(snapshot()))
+    ref = {"namespace": "gpu-topology", "name": "inventory-token", "key": key}
+    point_source(inventory, endpoint.url(), ca, bearerTokenSecretRef=ref)
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert message in run.output
+    assert endpoint.seen.connections == 0
