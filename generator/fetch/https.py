@@ -61,6 +61,8 @@ def get(request: Request) -> Answer:
     try:
         connection.request("GET", target, headers=_headers(request))
         sock = connection.sock  # the connection lets go of it once the answer is read
+        if sock is not None:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
         response = connection.getresponse()
         return _answer(response, request, _Clock(sock, deadline, request.timeout))
     except FetchError:
