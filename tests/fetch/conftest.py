@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,19 @@ from tests.fetch.endpoints import Authority, Endpoint, RawListener, Respond, ser
 TOKEN = "s3cr3t-token-4f9a1c"
 SOURCE_FILE = "sources/l40s-inventory.yaml"
 SNAPSHOT_FILE = "snapshots/l40s-inventory.json"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every connection fetch opens in these tests goes to 127.0.0.1: any other address fails
+    the test before a packet is sent (http.client connects through create_connection)."""
+    connect = socket.create_connection
+
+    def loopback(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        assert address[0] in ("127.0.0.1", "localhost"), f"a test tried to reach {address[0]}"
+        return connect(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", loopback)
 
 
 @pytest.fixture(scope="session")

@@ -470,3 +470,9 @@ def test_a_secret_key_never_leads_outside_the_secrets_dir(
     assert run.exit_code == 1
     assert message in run.output
     assert endpoint.seen.connections == 0
+
+
+def test_the_loopback_guard_stops_any_other_address(inventory: Path, secrets: Path) -> None:
+    """The example inventory's endpoint is never contacted by these tests (see conftest)."""
+    with pytest.raises(AssertionError, match=r"a test tried to reach inventory\.example\.com"):
+        fetch(inventory, secrets)
