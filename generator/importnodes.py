@@ -21,6 +21,7 @@ HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
     "# taints only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
 )
+_OWN_HEADER = "# Node facts for tasgen, imported from"  # how every wording of HEADER starts
 
 
 class ImportProblem(Exception):
@@ -75,13 +76,15 @@ def _nodes(text: str) -> list[dict[str, Any]]:
 
 def header_of(path: Path) -> str:
     """The comment block at the top of the file being refreshed, when a person wrote one (the
-    rest is regenerated); tasgen's own header otherwise."""
+    rest is regenerated); tasgen's own header otherwise, in its current wording."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return HEADER
     lines = list(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines()))
-    return "".join(f"{line}\n" for line in lines) or HEADER
+    if not lines or lines[0].startswith(_OWN_HEADER):
+        return HEADER
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _items(document: Any) -> list[dict[str, Any]]:

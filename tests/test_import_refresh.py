@@ -12,6 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from generator import importnodes
 from generator.cli import cli
 from tests.conftest import NOW, REPO, tasgen
 
@@ -25,6 +26,7 @@ def kubectl_list(nodes: list[dict[str, Any]]) -> dict[str, Any]:
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": n["name"], "labels": dict(n["labels"]), "resourceVersion": "7"},
+            "spec": {"taints": n.get("taints", []), "unschedulable": n.get("unschedulable", False)},
             "status": {"allocatable": dict(n.get("allocatable", {})), "capacity": {"cpu": "1"}},
         }
         for n in nodes
@@ -162,3 +164,13 @@ def test_a_refresh_keeps_the_comment_block_a_person_wrote(tmp_path: Path) -> Non
     assert text.startswith(note + "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\n")
     assert "name: n1" in text
     assert tasgen("validate", "-i", str(target.parent), "--now", NOW).exit_code == 0
+
+
+def test_tasgen_own_header_is_refreshed_in_its_current_wording(tmp_path: Path) -> None:
+    target = tmp_path / "nodes.yaml"
+    old = "# Node facts for tasgen, imported from `kubectl get nodes`: an older wording\n"
+    target.write_text(old + "apiVersion: topology.gpustack.ai/v1alpha1\n")
+    source = tmp_path / "nodes.json"
+    source.write_text(json.dumps(kubectl_list([_node("n1")])))
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith(importnodes.HEADER)
