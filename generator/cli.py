@@ -426,7 +426,7 @@ def fetch(
         outcomes = fetching.fetch(inventory, names, options, _parse_now(now))
     except fetching.UnknownSource as e:
         raise click.UsageError(str(e)) from None
-    sys.stdout.write(fetch_report(outcomes))
+    sys.stdout.write(_printable(fetch_report(outcomes)))
     failed = any(o.status is fetching.Status.FAILED for o in outcomes)
     sys.exit(EXIT_PROBLEMS if failed else EXIT_CLEAN)
 

@@ -22,6 +22,7 @@ HEADER = (
     "# taints only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
 )
 _OWN_HEADER = "# Node facts for tasgen, imported from"  # how every wording of HEADER starts
+_HEADER_LIMIT = 64 * 1024  # a comment block is read from the start of the file only
 
 
 class ImportProblem(Exception):
@@ -78,10 +79,15 @@ def header_of(path: Path) -> str:
     """The comment block at the top of the file being refreshed, when a person wrote one (the
     rest is regenerated); tasgen's own header otherwise, in its current wording."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return HEADER  # a FIFO would block the read; write_atomically refuses it anyway
+        with path.open("rb") as stream:
+            head = stream.read(_HEADER_LIMIT).decode("utf-8", errors="replace").splitlines()
+    except OSError:
         return HEADER
-    lines = list(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines()))
+    if len(head) > 1 and sum(map(len, head)) >= _HEADER_LIMIT - len(head):
+        head.pop()  # it may be cut in the middle
+    lines = list(itertools.takewhile(lambda line: line.startswith("#"), head))
     if not lines or lines[0].startswith(_OWN_HEADER):
         return HEADER
     return "".join(f"{line}\n" for line in lines)

@@ -4,6 +4,7 @@ several node lists make one inventory, a person's comment block survives a refre
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,12 @@ def test_tasgen_own_header_is_refreshed_in_its_current_wording(tmp_path: Path) -
     source.write_text(json.dumps(kubectl_list([_node("n1")])))
     assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
     assert target.read_text().startswith(importnodes.HEADER)
+
+
+def test_a_fifo_as_output_is_not_read_for_its_header(tmp_path: Path) -> None:
+    fifo = tmp_path / "nodes.yaml"
+    os.mkfifo(fifo)
+    source = tmp_path / "nodes.json"
+    source.write_text(json.dumps(kubectl_list([_node("n1")])))
+    run = tasgen("import-nodes", str(source), "-o", str(fifo))  # would hang if the FIFO were read
+    assert run.exit_code == 1 and "not a regular file" in run.output

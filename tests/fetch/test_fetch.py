@@ -476,3 +476,18 @@ def test_the_loopback_guard_stops_any_other_address(inventory: Path, secrets: Pa
     """The example inventory's endpoint is never contacted by these tests (see conftest)."""
     with pytest.raises(AssertionError, match=r"a test tried to reach inventory\.example\.com"):
         fetch(inventory, secrets)
+
+
+def test_an_answer_with_half_a_surrogate_pair_is_refused_at_its_escape(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    body = b'{\n  "revision": "inv-\\ud800",\n  "nodes": {}\n}\n'
+    endpoint = serve(answer(body))
+    point_source(inventory, endpoint.url(), ca)
+    before = (inventory / SNAPSHOT_FILE).read_bytes()
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert (
+        f"(answer of {endpoint.url()}):2:20: error: \\ud800 is half of a UTF-16 surrogate pair" in run.output
+    )
+    assert (inventory / SNAPSHOT_FILE).read_bytes() == before

@@ -1,0 +1,151 @@
+"""import-nodes on hostile input and hostile -o targets: a clear message, exit 1, nothing
+written, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def node(name: str = "n-1", **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "8"}},
+    }
+    body.update(fields)
+    return body
+
+
+def import_nodes(text: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli", "import-nodes", "-", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        timeout=60,
+    )
+
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (json.dumps(node(metadata="oops")), "a Node.metadata must be a mapping, got str"),
+        (json.dumps(node(status=[1])), "a Node.status must be a mapping, got list"),
+        (
+            json.dumps(node(metadata={"name": "n-1", "labels": ["a"]})),
+            "node 'n-1': metadata.labels must be a mapping, got list",
+        ),
+        (json.dumps(node(status={"allocatable": "8"})), "node 'n-1': status.allocatable must be a mapping"),
+        (
+            json.dumps(node(metadata={"name": "n-1", "labels": {"zone": None}})),
+            "node 'n-1': label 'zone' has the value None, not a string",
+        ),
+        (
+            json.dumps(node(metadata={"name": "n-1", "labels": {"gpu": True}})),
+            "node 'n-1': label 'gpu' has the value True, not a string",
+        ),
+        (
+            "kind: Node\nmetadata: {name: n-1, labels: {rack: 0123}}\n",
+            "node 'n-1': label 'rack' has the value",
+        ),
+        (
+            f"kind: Node\nmetadata: {{name: n-1, labels: {{rack: {HUGE}}}}}\n",
+            "label 'rack' has the value an integer of more than 30 digits",
+        ),
+        (
+            f"kind: Node\nmetadata: {{name: n-1}}\nstatus: {{allocatable: {{cpu: {HUGE}}}}}\n",
+            "allocatable 'cpu' is an integer of more than 30 digits, not a quantity string",
+        ),
+        (
+            "kind: Node\nmetadata: {name: n-1, labels: {1: a}}\n",
+            "node 'n-1': key 1 is not a string",
+        ),
+        (json.dumps(node(metadata={"name": "n-1", "labels": {"x": "y" * 10_000_000}})), None),
+    ],
+)
+def test_wrong_types_and_huge_values_are_clear_errors(text: str, message: str | None) -> None:
+    run = import_nodes(text)
+    if message is None:  # a huge string is a string: kept (validate judges label syntax)
+        assert run.returncode == 0 and len(run.stdout) > 10_000_000
+        return
+    assert run.returncode == 1, run.stdout[:300]
+    assert message in run.stderr and "[import-nodes]" in run.stderr
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    assert run.stdout == ""
+
+
+@pytest.fixture
+def nodes_json() -> str:
+    return json.dumps({"kind": "List", "items": [node()]})
+
+
+def test_output_replaces_a_regular_file_only(nodes_json: str, tmp_path: Path) -> None:
+    target = tmp_path / "nodes.yaml"
+    target.write_text("old\n")
+    assert import_nodes(nodes_json, "-o", str(target)).returncode == 0
+    assert "kind: NodeInventory" in target.read_text() and oct(target.stat().st_mode)[-3:] == "644"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nodes.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+def test_output_refuses_anything_but_a_regular_file(nodes_json: str, tmp_path: Path, kind: str) -> None:
+    target, aimed = tmp_path / "nodes.yaml", tmp_path / "aimed.yaml"
+    if kind == "symlink":
+        aimed.write_text("precious\n")
+        target.symlink_to(aimed)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/full")
+    run = import_nodes(nodes_json, "-o", str(target))
+    assert run.returncode == 1 and "is not a regular file" in run.stderr
+    assert "nothing was written" in run.stderr and "Traceback" not in run.stderr
+    if kind == "symlink":
+        assert target.is_symlink() and aimed.read_text() == "precious\n"
+    if kind == "fifo":
+        assert target.is_fifo()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_output_under_a_regular_file_is_a_clear_error(nodes_json: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x\n")
+    run = import_nodes(nodes_json, "-o", str(tmp_path / "file" / "nodes.yaml"))
+    assert run.returncode == 1 and "a path component is a file, not a folder" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_output_in_a_read_only_folder_is_a_clear_error(nodes_json: str, tmp_path: Path) -> None:
+    """A really read-only folder: a read-only tmpfs in a private mount namespace (root could
+    write to a folder without write permission; nobody writes to a read-only mount)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    script = (
+        f"mount -t tmpfs -o ro tmpfs {folder} && "
+        f"{sys.executable} -m generator.cli import-nodes - -o {folder}/nodes.yaml"
+    )
+    run = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        input=nodes_json,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 1, run.stderr
+    assert f"cannot write {folder}/nodes.yaml: Read-only file system; nothing was written" in run.stderr
+    assert "Traceback" not in run.stderr
