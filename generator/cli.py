@@ -19,6 +19,7 @@ from generator.diff import command as plan_command
 from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, fetch_report, step_summary
+from generator.rules import catalogue
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -441,6 +442,17 @@ def schema(kind: str) -> None:
       tasgen schema TopologySource > .schemas/TopologySource.json
     """
     click.echo(json.dumps(schema_of(kind), indent=2))
+
+
+@cli.command()
+def rules() -> None:
+    """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table.
+
+    \b
+    The README's table is this output; regenerate it after adding a rule:
+      tasgen rules
+    """
+    click.echo(catalogue(), nl=False)
 
 
 def main() -> None:

@@ -68,7 +68,7 @@ def convert(
 
 def _nodes(text: str) -> list[dict[str, Any]]:
     try:
-        documents = parse_text(text)
+        documents = parse_text(text, data_checks=False)
     except ParseError as e:
         line, col = e.position or (1, 1)
         raise ImportProblem(e.message, line, col) from e

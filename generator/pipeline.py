@@ -17,6 +17,7 @@ from generator.load.files import InputFile, LoadedFile, display_path, load_files
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.plan import Plan, Summary, plan, source_statuses
+from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.validate import validate
 from generator.validate.rules import Context
 
@@ -98,7 +99,7 @@ def run(
                     return _run(files, out, now, mode, strict).reported(report)
                 return _render(files, out, now, strict, use_memo, report, display_path(inventory_dir))
         except outtree.OutputError as e:
-            return Result([Problem(out_label, 1, 1, "output-unwritable", str(e))]).reported(report)
+            return Result([OUTPUT_UNWRITABLE.problem(out_label, 1, 1, str(e))]).reported(report)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -126,7 +127,7 @@ def _render(
         if result.written:
             out.replace(result.files)
     except outtree.OutputError as e:
-        problem = Problem(out.label, 1, 1, "output-unwritable", str(e))
+        problem = OUTPUT_UNWRITABLE.problem(out.label, 1, 1, str(e))
         return Result([*result.problems, problem], result.summary, inputs=files).reported(report)
     if use_memo and result.summary is not None:
         window = memo.Window.around(now, result.expiries)

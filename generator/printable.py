@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from generator.load.files import InputFile
 from generator.model import Problem
+from generator.rules.load import JSON_SYNTAX, YAML_SYNTAX
 
 
 def unpaired_surrogate(text: str) -> str | None:
@@ -33,7 +34,7 @@ def surrogate_problem(char: str, files: list[InputFile]) -> Problem | None:
         text = (file.data or b"").decode("utf-8", "replace")
         at = text.lower().find(escape)
         if at >= 0:
-            rule = "json-syntax" if file.relative.endswith(".json") else "yaml-syntax"
+            rule = JSON_SYNTAX if file.relative.endswith(".json") else YAML_SYNTAX
             line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
-            return Problem(file.shown, line, col, rule, message)
+            return rule.problem(file.shown, line, col, message)
     return None

@@ -90,7 +90,7 @@ def test_parse_errors_carry_positions() -> None:
         try:
             parse_text(text)
         except ParseError as e:
-            assert (e.position, e.rule) == (position, rule)
+            assert (e.position, e.rule.id) == (position, rule)
         else:
             raise AssertionError("parsed")
 

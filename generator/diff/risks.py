@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from generator.diff.side import Side
-from generator.model import HOSTNAME_KEY, Finding, Level, Where
+from generator.model import HOSTNAME_KEY, Finding, Where
+from generator.rules.diff import LEVEL_ADDED_UNCARRIED, LEVEL_REMOVED
 
 
 def plan_risks(base: Side, head: Side) -> list[Finding]:
@@ -31,7 +32,7 @@ def _levels_removed(base: Side, head: Side) -> Iterable[Finding]:
             "workloads that request it (kueue.x-k8s.io/podset-required-topology or preferred) are no "
             "longer placed on them; running ones keep running"
         )
-        yield Finding(_where(base, head, source), "level-removed", message, Level.WARNING)
+        yield LEVEL_REMOVED(_where(base, head, source), message)
 
 
 def _levels_added_uncarried(base: Side, head: Side) -> Iterable[Finding]:
@@ -50,7 +51,7 @@ def _levels_added_uncarried(base: Side, head: Side) -> Iterable[Finding]:
             )
             index = head.source_declared[source].index(key)
             where = head.source_where[source].at("spec", "levels", index)
-            yield Finding(where, "level-added-uncarried", message, Level.WARNING)
+            yield LEVEL_ADDED_UNCARRIED(where, message)
 
 
 def _where(base: Side, head: Side, source: str) -> Where:

@@ -9,6 +9,7 @@ from generator.emit.output import Changes, changes, first_difference, mutated_no
 from generator.emit.outtree import OutputTree
 from generator.emit.tree import render_tree
 from generator.model import Finding, Manifest, Where
+from generator.rules.emit import STALE_RENDER
 
 __all__ = ["Emission", "compare"]
 
@@ -33,25 +34,22 @@ class Emission:
         """A stale-render problem per file that differs from what render would write."""
         old = {p[len(out_label) + 1 :]: t for p, t in self.texts.items()}
         found = [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
-                "stale-render",
                 _stale_message(p, p in old),
             )
             for p, t in sorted(self.changes.changed.items())
         ]
         found += [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(1, 1)),
-                "stale-render",
                 "tasgen no longer writes this file; run 'tasgen render' to remove it",
             )
             for p in self.changes.removed
         ]
         found += [
-            Finding(
+            STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(1, 1)),
-                "stale-render",
                 "a leftover of an interrupted render; run 'tasgen render' to remove it",
             )
             for p in self.litter

@@ -14,6 +14,7 @@ from typing import Any
 
 from generator.load.files import ParseError, parse_text
 from generator.model import Finding, Manifest, Where
+from generator.rules.emit import IMMUTABLE_FIELD
 
 #: kind -> the spec fields that cannot change under one name
 IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "tolerations", "topologyName")}
@@ -59,4 +60,4 @@ def _finding(manifest: Manifest, field: str, before: Any, after: Any, where: Whe
         f"{before!r} to {after!r}; Kueue rejects that. Restore rendered/ from git (or delete "
         "the object there to replace it deliberately) — tasgen reports drift, never patches it"
     )
-    return Finding(where, "immutable-field", message)
+    return IMMUTABLE_FIELD(where, message)

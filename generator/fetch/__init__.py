@@ -15,7 +15,6 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from generator import printable
 from generator.fetch import https, snapshotfile
 from generator.fetch.credentials import CredentialError, SecretReader, of_webhook
 from generator.fetch.sources import Hook, ca_pem, target, webhook_sources
@@ -161,11 +160,6 @@ def _commit(polled: _Polled, warnings: list[Problem]) -> Outcome:
     data = parse_text(polled.body.decode("utf-8"), json_syntax=suffix == ".json")[0]
     text = snapshotfile.canonical(data, suffix)
     revision = str(data["revision"])
-    bad = printable.unpaired_surrogate(text)
-    if bad is not None:  # an escape such as \ud800: not a character, it cannot be written
-        answer = InputFile(polled.hook.relative, polled.shown, polled.body)
-        found = printable.surrogate_problem(bad, [answer])
-        return _failed(polled, "the answer is not a valid snapshot", [found] if found else [])
     try:
         if text == polled.committed.text:
             polled.committed.keep_etag(polled.etag)

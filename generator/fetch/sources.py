@@ -12,7 +12,10 @@ from typing import Any
 
 from generator.load.files import SUFFIXES, InputFile, load_files
 from generator.model import Document, Finding
-from generator.sourcetypes import WEBHOOK_CREDENTIALS, Obtained, SourceType, present
+from generator.rules.schema import SNAPSHOT_PATH
+from generator.rules.semantic import WEBHOOK_CREDENTIALS
+from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
+from generator.sourcetypes import Obtained, SourceType, present
 from generator.validate import schema
 
 
@@ -58,16 +61,16 @@ def _fetched_type(spec: Any) -> SourceType | None:
 def _own_findings(doc: Document, kind: SourceType) -> list[Finding]:
     spec = doc.body["spec"]
     where = doc.where("spec", kind.key)
-    if sum(ref in spec[kind.key] for ref in WEBHOOK_CREDENTIALS) != 1:
+    if sum(ref in spec[kind.key] for ref in CREDENTIAL_REFS) != 1:
         message = (
             "a webhook source names exactly one credential: "
             "bearerTokenSecretRef or clientCertificateSecretRef"
         )
-        return [Finding(where, "webhook-credentials", message)]
+        return [WEBHOOK_CREDENTIALS(where, message)]
     path = PurePosixPath(kind.snapshot_file(spec) or "")
     if path.is_absolute() or ".." in path.parts or path.suffix not in SUFFIXES:
         message = "snapshotPath must be a .json, .yaml or .yml path inside the inventory folder"
-        return [Finding(where.at("snapshotPath"), "snapshot-path", message)]
+        return [SNAPSHOT_PATH(where.at("snapshotPath"), message)]
     return []
 
 

@@ -9,6 +9,7 @@ they become findings, and every other file is still read.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,17 @@ from typing import Any
 
 import yaml_rs
 
+from generator.load import discovery, guard
 from generator.model import Document, Finding, Where
+from generator.rules import Rule
+from generator.rules.load import (
+    DOCUMENT_SHAPE,
+    DUPLICATE_KEY,
+    FILE_UNREADABLE,
+    JSON_SYNTAX,
+    YAML_ALIAS_LIMIT,
+    YAML_SYNTAX,
+)
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # A document marker at the start of a line: tells a multi-document file from a single
@@ -47,55 +58,57 @@ class InputFile:
     shown: str  # as shown to users in problems
     data: bytes | None  # None: could not be read (``error`` says why)
     error: str | None = None
-
-
-def discover(root: Path) -> list[Path]:
-    """Every inventory file below ``root``, in a stable order independent of the filesystem."""
-    found = (p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+    rule: Rule = FILE_UNREADABLE  # of the problem when ``data`` is None
 
 
 def read_inventory(root: Path) -> list[InputFile]:
-    """The inventory folder's files, read once."""
-    return [_read(path, root) for path in discover(root)]
+    """The inventory folder's files, read once, and an entry for each file or folder that
+    could not be read (see :mod:`generator.load.discovery` for what is followed)."""
+    return [_read(entry) for entry in discovery.discover(root, SUFFIXES)]
 
 
-def _read(path: Path, root: Path) -> InputFile:
-    shown, relative = display_path(path), path.relative_to(root).as_posix()
+def _read(entry: discovery.Entry) -> InputFile:
+    shown = display_path(entry.path)
+    if entry.error is not None or entry.target is None:
+        return InputFile(entry.relative, shown, None, entry.error, entry.rule)
     try:
-        return InputFile(relative, shown, path.read_bytes())
+        return InputFile(entry.relative, shown, entry.target.read_bytes())
     except OSError as e:
-        return InputFile(relative, shown, None, str(e))
+        return InputFile(entry.relative, shown, None, f"cannot read the file: {e.strerror or e}")
 
 
 def display_path(path: Path) -> str:
-    """The path users see in problems: relative to the working directory when below it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    """The path users see in problems: relative to the working directory when below it. Links
+    are not resolved (a linked file is shown where the inventory has it)."""
+    absolute = Path(os.path.abspath(path))
+    for cwd in (Path.cwd(), Path.cwd().resolve()):
+        if absolute.is_relative_to(cwd):
+            return absolute.relative_to(cwd).as_posix()
+    return path.as_posix()
 
 
 def load_file(file: InputFile) -> LoadedFile:
     shown, relative = file.shown, file.relative
     if file.data is None:
-        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, file.error or "unreadable")])
+        finding = file.rule(Where(shown, line_col=(1, 1)), file.error or "cannot read the file")
+        return LoadedFile(shown, relative, "", findings=[finding])
     try:
         text = file.data.decode("utf-8")
     except UnicodeDecodeError:
-        return LoadedFile(shown, relative, "", findings=[_unreadable(shown, "not UTF-8 text")])
+        finding = FILE_UNREADABLE(Where(shown, line_col=(1, 1)), "cannot read the file: not UTF-8 text")
+        return LoadedFile(shown, relative, "", findings=[finding])
     loaded = LoadedFile(shown, relative, text)
     try:
         data = parse_text(text, json_syntax=relative.endswith(".json"))
     except ParseError as e:
-        loaded.findings.append(Finding(Where(shown, line_col=e.position), e.rule, e.message))
+        loaded.findings.append(e.rule(Where(shown, line_col=e.position), e.message))
         return loaded
     for index, body in enumerate(data):
         if isinstance(body, dict):
             loaded.documents.append(Document(shown, index, body, text))
         elif body is not None:  # an empty document (a lone "---") is allowed
             message = "every document must be a mapping with apiVersion and kind"
-            loaded.findings.append(Finding(Where(shown, index), "document-shape", message))
+            loaded.findings.append(DOCUMENT_SHAPE(Where(shown, index), message))
     return loaded
 
 
@@ -104,21 +117,55 @@ def load_files(files: list[InputFile]) -> list[LoadedFile]:
 
 
 class ParseError(Exception):
-    def __init__(self, rule: str, message: str, position: tuple[int, int] | None) -> None:
+    def __init__(self, rule: Rule, message: str, position: tuple[int, int] | None) -> None:
         super().__init__(message)
         self.rule, self.message, self.position = rule, message, position
 
 
-def parse_text(text: str, *, json_syntax: bool = False) -> list[Any]:
-    """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`."""
+def parse_text(text: str, *, json_syntax: bool = False, data_checks: bool = True) -> list[Any]:
+    """The documents of a YAML or JSON text, as plain data; raises :class:`ParseError`. Without
+    ``data_checks``, keys that are not strings and numbers out of range are left to the caller
+    (import-nodes names the node and key of each)."""
+    text = text.removeprefix("\ufeff")  # a byte order mark is allowed at the start of a stream
+    try:
+        return _parse(text, json_syntax, data_checks)
+    except guard.GuardError as e:
+        raise ParseError(e.rule, e.message, _within(text, e.position)) from e
+    except ParseError as e:
+        e.position = _within(text, e.position)
+        raise
+
+
+def _parse(text: str, json_syntax: bool, data_checks: bool) -> list[Any]:
     if json_syntax:
-        return [_parse_json(text)]
+        data = _parse_json(text)
+        guard.check_surrogates(text, data)
+        return [data]
+    return _parse_yaml(text, data_checks)
+
+
+def _within(text: str, position: tuple[int, int] | None) -> tuple[int, int] | None:
+    """A parser's position, kept inside the text (libyaml reports the end of a stream that
+    lacks a final newline on the line after it)."""
+    if position is None:
+        return None
+    lines = text.split("\n")
+    line = min(position[0], len(lines))
+    col = position[1] if line == position[0] else len(lines[line - 1]) + 1
+    return line, min(col, len(lines[line - 1]) + 1)
+
+
+def _parse_yaml(text: str, data_checks: bool = True) -> list[Any]:
+    guard.check_characters(text)
+    guard.check_events(text)
     try:
         data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
     except yaml_rs.YAMLDecodeError as e:
         raise _yaml_error(str(e)) from e
     except (ValueError, RecursionError) as e:  # the parser's other refusals, e.g. deep nesting
-        raise ParseError("yaml-syntax", f"cannot parse YAML: {e}", None) from e
+        raise ParseError(YAML_SYNTAX, f"cannot parse YAML: {e}", None) from e
+    if data_checks:
+        guard.check_data(text, data)
     if isinstance(data, list) and _document_count(text) > 1:
         return data
     return [data]
@@ -138,16 +185,25 @@ def _parse_json(text: str) -> Any:
         seen: dict[str, Any] = {}
         for key, value in pairs:
             if key in seen:
-                raise ParseError("duplicate-key", f"duplicate key {key!r}", None)
+                raise ParseError(DUPLICATE_KEY, f"duplicate key {key!r}", None)
             seen[key] = value
         return seen
 
     try:
-        return json.loads(text, object_pairs_hook=no_duplicates)
+        return json.loads(
+            text,
+            object_pairs_hook=no_duplicates,
+            parse_int=guard.json_int,
+            parse_float=guard.json_float,
+            parse_constant=guard.json_constant,
+        )
+    except guard.GuardError as e:
+        found = guard.LONG_NUMBER.search(text)
+        raise ParseError(e.rule, e.message, guard.position_of(text, found.start()) if found else None) from e
     except json.JSONDecodeError as e:
-        raise ParseError("json-syntax", f"invalid JSON: {e.msg}", (e.lineno, e.colno)) from e
+        raise ParseError(JSON_SYNTAX, f"invalid JSON: {e.msg}", (e.lineno, e.colno)) from e
     except RecursionError as e:
-        raise ParseError("json-syntax", "JSON nested too deeply", None) from e
+        raise ParseError(JSON_SYNTAX, "JSON nested too deeply", None) from e
 
 
 def _yaml_error(raw: str) -> ParseError:
@@ -156,12 +212,8 @@ def _yaml_error(raw: str) -> ParseError:
     found = _ERROR_POSITION.search(raw)
     position = (int(found[1]), int(found[2])) if found else None
     if "duplicate" in first:
-        return ParseError("duplicate-key", f"{first}: every key may appear once", position)
+        return ParseError(DUPLICATE_KEY, f"{first}: every key may appear once", position)
     if "alias" in raw.lower() or "replay" in raw.lower():
         message = "YAML aliases expand beyond the allowed size (an alias bomb?); write it out"
-        return ParseError("yaml-alias-limit", message, position)
-    return ParseError("yaml-syntax", f"invalid YAML: {detail}", position)
-
-
-def _unreadable(shown: str, reason: str) -> Finding:
-    return Finding(Where(shown, line_col=(1, 1)), "file-unreadable", f"cannot read the file: {reason}")
+        return ParseError(YAML_ALIAS_LIMIT, message, position)
+    return ParseError(YAML_SYNTAX, f"invalid YAML: {detail}", position)

@@ -12,6 +12,7 @@ from generator.load.positions import (
     shift_into_block,
 )
 from generator.model import Finding, Pointer, Problem, Where
+from generator.rules.load import DUPLICATE_KEY
 
 _Scalar = tuple[int, Pointer]  # (document, pointer) of a scalar that embeds a snapshot
 
@@ -55,7 +56,7 @@ class _FileLocator:
         where = finding.where
         if where.line_col is not None:
             return where.line_col
-        if finding.rule == "duplicate-key" and self.text:
+        if finding.rule == DUPLICATE_KEY.id and self.text:
             duplicate = find_duplicate_key(self.text)
             if duplicate is not None:
                 return duplicate[0]

@@ -10,6 +10,7 @@ from generator.model import Finding, KueueVersion, Level, Manifest, Source, Wher
 from generator.plan import gate_wiring, manifests
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
+from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.rules import Context
 from generator.validate.rules.hierarchy import conflicts
 
@@ -154,7 +155,7 @@ def _status(
 ) -> SourceStatus:
     valid = source.name not in ctx.unloaded and not any(
         f.level is Level.ERROR
-        and f.rule != "ownership-conflict"
+        and f.rule != OWNERSHIP_CONFLICT.id
         and (f.source == source.name or _belongs(f.where, source))
         for f in findings
     )

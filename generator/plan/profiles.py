@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from generator.model import HOSTNAME_KEY, Finding, Level, Source
+from generator.model import HOSTNAME_KEY, Finding, Source
+from generator.rules.plan import NODE_AMBIGUOUS, PROFILE_COLLISION
 from generator.validate.hierarchy import populated_prefix
 from generator.validate.rules import Context
 
@@ -97,7 +98,7 @@ def _ambiguity_warnings(ctx: Context, ambiguous: dict[tuple[str, ...], list[str]
             "Narrow the nodeSelectors so that one source selects each node"
         )
         where = ctx.inventory.sources[names[-1]].where.at("spec", "nodeSelector")
-        yield Finding(where, "node-ambiguous", message, Level.WARNING)
+        yield NODE_AMBIGUOUS(where, message)
 
 
 def _collisions(ctx: Context, profiles: Iterable[Profile]) -> Iterable[Finding]:
@@ -111,4 +112,4 @@ def _collisions(ctx: Context, profiles: Iterable[Profile]) -> Iterable[Finding]:
                 f"{profile.id}; rename a level key"
             )
             if where is not None:
-                yield Finding(where, "profile-collision", message)
+                yield PROFILE_COLLISION(where, message)

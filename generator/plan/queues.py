@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from generator.model import Finding, Hardware, KueueVersion, Level, Node, QueuePlan
+from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.plan.profiles import Assignment, Profile
+from generator.rules.plan import FLAVOR_LIMIT, IDENTITY_UNMATCHED, QUEUE_EMPTY, QUOTA_UNPLACEABLE
 from generator.validate.quantities import format_units, parse, scale_for, to_units
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
@@ -91,15 +92,13 @@ class Planner:
                 f"queue {plan.name!r} needs {len(queue.flavors)} flavors (hardware identities x "
                 f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written"
             )
-            self.findings.append(Finding(plan.where.at("spec", "hardware"), "flavor-limit", message))
+            self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "hardware"), message))
         if not queue.flavors:
             message = (
                 f"queue {plan.name!r} has no flavor: it is rendered with stopPolicy Hold "
                 "(a queue without resource groups would admit every workload)"
             )
-            self.findings.append(
-                Finding(plan.where.at("spec", "hardware"), "queue-empty", message, Level.WARNING)
-            )
+            self.findings.append(QUEUE_EMPTY(plan.where.at("spec", "hardware"), message))
         return queue
 
     def _matching(self, identity: dict[str, str]) -> list[str]:
@@ -113,15 +112,26 @@ class Planner:
         for name in self._matching(hw.identity):
             by_profile[self.assignment.profile_of[name].id].append(name)
         if not by_profile:
-            message = f"identity {hw.identity} of queue {plan.name!r} matches no node: it gives no flavor"
-            self.findings.append(
-                Finding(hw.where.at("identity"), "identity-unmatched", message, Level.WARNING)
-            )
+            self._unmatched(plan, hw)
             return []
         groups = [(pid, by_profile[pid]) for pid in sorted(by_profile)]
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
         self._split(plan, hw, [nodes for _, nodes in groups], parts)
         return parts
+
+    def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
+        """No node has this identity: without a quota that is only a flavor less; a declared
+        quota would vanish, and the contract conserves quota, so that is an error."""
+        declared = {r: v for r, v in (hw.nominal_quota or {}).items() if parse(v) > 0}
+        for resource, value in declared.items():
+            message = (
+                f"queue {plan.name!r} declares {resource}: {value} for {hw.identity}, but no node has "
+                "that identity; there is nowhere to put it (quota is conserved)"
+            )
+            self.findings.append(QUOTA_UNPLACEABLE(hw.where.at("nominalQuota", resource), message))
+        if not declared:
+            message = f"identity {hw.identity} of queue {plan.name!r} matches no node: it gives no flavor"
+            self.findings.append(IDENTITY_UNMATCHED(hw.where.at("identity"), message))
 
     def _flavor(self, hw: Hardware, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
         frozen: tuple[Any, ...] = hw.tolerations
@@ -174,7 +184,7 @@ class Planner:
             f"queue {plan.name!r} declares {resource} {what} for {hw.identity}, but no matching "
             f"node has allocatable {resource}; there is nowhere to put it"
         )
-        self.findings.append(Finding(hw.where.at(field_name, resource), "quota-unplaceable", message))
+        self.findings.append(QUOTA_UNPLACEABLE(hw.where.at(field_name, resource), message))
 
     def _allocatable(self, nodes: list[str], resource: str) -> Decimal:
         # Fleets repeat a few allocatable values: count them, then parse each once.

@@ -11,7 +11,7 @@ from generator import sourcetypes
 from generator.load.files import LoadedFile
 from generator.model import Document, Finding, Inventory, Level
 from generator.validate import documents
-from generator.validate.rules import RISKS, RULES, Context
+from generator.validate.rules import Context, run_checks
 from generator.validate.rules.sources import selector_problems
 from generator.validate.snapshots import SnapshotFiles, load_snapshot
 
@@ -43,11 +43,10 @@ def validate(files: list[LoadedFile], now: datetime) -> Validation:
         # Rules read a complete inventory; on a partial one they would report echoes of the
         # problems above (e.g. unknown nodes of an inventory file that failed to parse).
         return Validation(inventory, findings, texts, context)
-    for rule in RULES:
+    findings.extend(run_checks(context))
+    if not any(f.level is Level.ERROR for f in findings):
         # Risks are judged on a valid inventory: on an invalid one they would echo its errors.
-        if rule.id in RISKS and any(f.level is Level.ERROR for f in findings):
-            continue
-        findings.extend(rule.check(context))
+        findings.extend(run_checks(context, risks=True))
     return Validation(inventory, findings, texts, context)
 
 

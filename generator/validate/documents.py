@@ -25,6 +25,14 @@ from generator.model import (
     Source,
     Where,
 )
+from generator.rules.schema import (
+    API_VERSION,
+    DOCUMENT_HEADER,
+    DUPLICATE_NODE,
+    DUPLICATE_OBJECT,
+    SINGLE_GENERATOR_CONFIG,
+    UNKNOWN_KIND,
+)
 from generator.sourcetypes import of_spec
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
@@ -70,13 +78,13 @@ def _header(doc: Document) -> list[Finding]:
     api, kind = doc.body.get("apiVersion"), doc.body.get("kind")
     if not isinstance(api, str) or not isinstance(kind, str):
         missing = "apiVersion" if not isinstance(api, str) else "kind"
-        return [Finding(doc.where(), "document-header", f"every document needs a string {missing}")]
+        return [DOCUMENT_HEADER(doc.where(), f"every document needs a string {missing}")]
     if kind not in schema.KINDS:
         known = ", ".join(sorted(schema.KINDS))
-        return [Finding(doc.where("kind"), "unknown-kind", f"unknown kind {kind!r}; expected one of {known}")]
+        return [UNKNOWN_KIND(doc.where("kind"), f"unknown kind {kind!r}; expected one of {known}")]
     if api != schema.KINDS[kind]:
         message = f"{kind} is written with apiVersion {schema.KINDS[kind]}, not {api!r}"
-        return [Finding(doc.where("apiVersion"), "api-version", message)]
+        return [API_VERSION(doc.where("apiVersion"), message)]
     return []
 
 
@@ -88,7 +96,7 @@ def _identity(doc: Document) -> str:
 
 def _duplicate(doc: Document, first: Document) -> Finding:
     message = f"a second {doc.kind} named {_identity(doc)!r}; the first is in {first.file}"
-    return Finding(doc.where("metadata", "name"), "duplicate-object", message)
+    return DUPLICATE_OBJECT(doc.where("metadata", "name"), message)
 
 
 # --- typed objects ----------------------------------------------------------------------
@@ -96,9 +104,8 @@ def _duplicate(doc: Document, first: Document) -> Finding:
 
 def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
     findings = [
-        Finding(
+        SINGLE_GENERATOR_CONFIG(
             d.where("kind"),
-            "single-generator-config",
             f"at most one GeneratorConfig; another is {docs[0].file} ({docs[0].name})",
         )
         for d in docs[1:]
@@ -128,7 +135,7 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
             name = entry["name"]
             if name in found:
                 message = f"node {name!r} is listed twice; the first is in {found[name].where.file}"
-                findings.append(Finding(where.at("name"), "duplicate-node", message))
+                findings.append(DUPLICATE_NODE(where.at("name"), message))
                 continue
             allocatable = {k: str(v) for k, v in entry.get("allocatable", {}).items()}
             taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in entry.get("taints", ()))

@@ -24,9 +24,9 @@ def label_key_error(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "a label key has at most one '/'"
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         return f"the prefix {prefix!r} must be a DNS subdomain (lowercase, at most 253 characters)"
-    if not name or len(name) > 63 or not _NAME.match(name):
+    if not name or len(name) > 63 or not _NAME.fullmatch(name):
         return (
             "the name part must be 1-63 characters of letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit"
@@ -37,7 +37,7 @@ def label_key_error(key: str) -> str | None:
 @lru_cache(maxsize=1 << 17)
 def label_value_error(value: str) -> str | None:
     """Why ``value`` is not a valid label value, or None."""
-    if value and (len(value) > 63 or not _NAME.match(value)):
+    if value and (len(value) > 63 or not _NAME.fullmatch(value)):
         return (
             "a label value must be empty or 1-63 characters of letters, digits, '-', '_' "
             "or '.', starting and ending with a letter or digit"
@@ -46,7 +46,7 @@ def label_value_error(value: str) -> str | None:
 
 
 def is_dns_subdomain(name: str) -> bool:
-    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
+    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(name))
 
 
 def selects(selector: Selector, labels: Mapping[str, str]) -> bool:

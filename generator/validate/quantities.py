@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Callable
 from decimal import Decimal
@@ -41,14 +42,29 @@ def parse(value: str) -> Decimal:
     return _parse_quantity(value)
 
 
+#: Kubernetes' quantity grammar exactly (ASCII digits only: Python's Decimal, which parses
+#: the value, would also take "1_000", "NaN", "Infinity" and other scripts' digits)
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?")
+#: Kueue keeps quotas as 64-bit integers (millis for CPU); the text stays short
+MAX_UNITS, MAX_LENGTH = 2**63 - 1, 64
+
+
 @lru_cache(maxsize=65536)
-def quantity_error(value: str) -> str | None:
+def quantity_error(value: str, resource: str = "") -> str | None:
+    shown = value if len(value) <= 40 else f"{value[:40]}... ({len(value)} characters)"
+    if len(value) > MAX_LENGTH:
+        return f"{shown!r} is too long for a Kubernetes quantity (at most {MAX_LENGTH} characters)"
+    if not _QUANTITY.fullmatch(value):
+        return f"{shown!r} is not a Kubernetes quantity (e.g. 8, 1500m, 2Ti)"
     try:
         amount = parse(value)
-    except ValueError:
-        return f"{value!r} is not a Kubernetes quantity (e.g. 8, 1500m, 2Ti)"
+        too_large = amount * (1000 if resource in MILLI_RESOURCES else 1) > MAX_UNITS
+    except (ValueError, ArithmeticError):  # an exponent beyond Decimal's range
+        too_large = True
+    if too_large:
+        return f"{shown!r} is beyond Kubernetes' range (at most {MAX_UNITS} units)"
     if amount < 0:
-        return f"{value!r} is negative"
+        return f"{shown!r} is negative"
     return None
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 from generator.model import Finding, Where
+from generator.rules.schema import SCHEMA
 from generator.sourcetypes import SOURCE_TYPES
 
 #: kind -> the apiVersion it is written with
@@ -60,6 +61,10 @@ def check(kind: str, instance: Any, where: Where) -> list[Finding]:
     if _fast(kind).is_valid(instance):
         return []
     errors = sorted(_wordy(kind).iter_errors(instance), key=lambda e: list(map(str, e.path)))
+    if not errors:
+        # The two validators disagree (Python's "$" also matches before a final newline):
+        # the fast one's verdict stands, in its own words.
+        return [SCHEMA(where.at(*e.instance_path), e.message) for e in _fast(kind).iter_errors(instance)]
     return [_finding(error, where) for error in _leaves(errors)]
 
 
@@ -92,8 +97,8 @@ def _finding(error: jsonschema.ValidationError, where: Where) -> Finding:
     if error.validator == "additionalProperties":
         unexpected = _unexpected(error)
         if unexpected is not None:
-            return Finding(where.key_of(*path, unexpected), "schema", message)
-    return Finding(where.at(*path), "schema", message)
+            return SCHEMA(where.key_of(*path, unexpected), message)
+    return SCHEMA(where.at(*path), message)
 
 
 def _unexpected(error: jsonschema.ValidationError) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any
 from generator.load.files import LoadedFile, ParseError, parse_text
 from generator.load.positions import embedded_position
 from generator.model import Document, Finding, Snapshot, Source, Where
+from generator.rules.schema import SNAPSHOT_EXPIRY, SNAPSHOT_MISSING, SNAPSHOT_PATH, SNAPSHOT_SHAPE
 from generator.sourcetypes import Obtained
 from generator.validate import schema
 
@@ -43,7 +44,7 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
         inner = e.position
         position = embedded_position(cm.text, cm.index, root.pointer, inner) if inner and cm.text else None
         where = Where(cm.file, cm.index, root.pointer, line_col=position)
-        return None, [Finding(where, e.rule, f"snapshot of source {source.name!r}: {e.message}")]
+        return None, [e.rule(where, f"snapshot of source {source.name!r}: {e.message}")]
     return _build(raw, root)
 
 
@@ -56,12 +57,12 @@ def _referenced_configmap(source: Source, store: SnapshotFiles) -> tuple[Documen
         return None, []  # the ConfigMap's own problems are reported
     if cm is None:
         message = f"no ConfigMap {identity} in the inventory; add it or fix spec.configMap"
-        return None, [Finding(where.at("name"), "snapshot-missing", message)]
+        return None, [SNAPSHOT_MISSING(where.at("name"), message)]
     data = cm.body.get("data", {})
     if ref["key"] not in data:
         keys = ", ".join(sorted(data)) or "none"
         message = f"ConfigMap {identity} has no data key {ref['key']!r} (keys: {keys})"
-        return None, [Finding(where.at("key"), "snapshot-missing", message)]
+        return None, [SNAPSHOT_MISSING(where.at("key"), message)]
     return cm, []
 
 
@@ -71,16 +72,16 @@ def _from_committed_file(source: Source, store: SnapshotFiles) -> tuple[Snapshot
     relative = PurePosixPath(path)
     if relative.is_absolute() or ".." in relative.parts:
         message = "snapshotPath must be a path inside the inventory folder (no '..', not absolute)"
-        return None, [Finding(where, "snapshot-path", message)]
+        return None, [SNAPSHOT_PATH(where, message)]
     loaded = store.files.get(relative.as_posix())
     if loaded is None:
         message = f"no snapshot file {path!r} in the inventory folder; commit the endpoint's answer there"
-        return None, [Finding(where, "snapshot-missing", message)]
+        return None, [SNAPSHOT_MISSING(where, message)]
     if loaded.findings:
         return None, loaded.findings
     raw = loaded.documents[0].body if len(loaded.documents) == 1 else None
     if raw is None:
-        return None, [Finding(Where(loaded.path), "snapshot-shape", "a snapshot file holds one mapping")]
+        return None, [SNAPSHOT_SHAPE(Where(loaded.path), "a snapshot file holds one mapping")]
     return _build(raw, Where(loaded.path))
 
 
@@ -94,7 +95,7 @@ _LOADERS: dict[Obtained, Loader] = {
 
 def _single(documents: list[Any]) -> Any:
     if len(documents) != 1:
-        raise ParseError("snapshot-shape", "a snapshot is one YAML or JSON document", None)
+        raise ParseError(SNAPSHOT_SHAPE, "a snapshot is one YAML or JSON document", None)
     return documents[0]
 
 
@@ -117,5 +118,5 @@ def _expiry(raw: str | None, where: Where) -> tuple[datetime | None, Finding | N
         moment = None
     if moment is None or moment.tzinfo is None or "T" not in raw.upper():
         message = f"expiresAt {raw!r} is not an RFC 3339 time with an offset, e.g. 2026-12-31T00:00:00Z"
-        return None, Finding(where, "snapshot-expiry", message)
+        return None, SNAPSHOT_EXPIRY(where, message)
     return moment, None

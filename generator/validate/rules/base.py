@@ -1,4 +1,4 @@
-"""What a rule is, and the context every rule reads."""
+"""What a semantic check is, and the context every check reads."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
 
-from generator.model import Finding, Inventory, Level, Node, Selector, Source
+from generator.model import Inventory, Node, Selector, Source
+from generator.rules import Hit
 from generator.validate.hierarchy import stated_values
 from generator.validate.labels import selects
 
@@ -67,12 +68,5 @@ def _select(selector: Selector, nodes: list[Node]) -> list[Node]:
     return result
 
 
-Check = Callable[[Context], Iterable[Finding]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    summary: str  # one line for the rule catalogue
-    check: Check
-    level: Level = Level.ERROR
+#: a semantic check: what it finds, without a rule ID or level (the engine stamps those)
+Check = Callable[[Context], Iterable[Hit]]

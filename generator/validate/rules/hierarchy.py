@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import Finding, Node, Source, Where
+from generator.model import Node, Source, Where
+from generator.rules import Hit, Rule
+from generator.rules.semantic import HIERARCHY_AMBIGUOUS_PARENT, HIERARCHY_PARENT_CHAIN, OWNERSHIP_CONFLICT
 from generator.validate.hierarchy import first_gap
 from generator.validate.labels import READ_ONLY_PARENTS
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 
 def _where(src: Source, node: Node, key: str) -> Where:
@@ -20,7 +22,7 @@ def _where(src: Source, node: Node, key: str) -> Where:
     return node.where.at("labels", key)
 
 
-def _parent_chain(ctx: Context) -> Iterable[Finding]:
+def _parent_chain(ctx: Context) -> Iterable[Hit]:
     for src in ctx.loaded_sources():
         if src.writes and src.snapshot is None:
             continue
@@ -32,10 +34,10 @@ def _parent_chain(ctx: Context) -> Iterable[Finding]:
                     f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
                     f"a level of source {src.name!r} needs every coarser level"
                 )
-                yield Finding(_where(src, node, finer), "hierarchy-parent-chain", message, source=src.name)
+                yield Hit(_where(src, node, finer), message, source=src.name)
 
 
-def _single_parent(ctx: Context) -> Iterable[Finding]:
+def _single_parent(ctx: Context) -> Iterable[Hit]:
     for src in ctx.loaded_sources():
         if src.writes and src.snapshot is None:
             continue
@@ -56,13 +58,13 @@ def _single_parent(ctx: Context) -> Iterable[Finding]:
 
 def _two_parents(
     src: Source, node: Node, key: str, value: str, parents: tuple[str, ...], seen: tuple[tuple[str, ...], str]
-) -> Finding:
+) -> Hit:
     message = (
         f"{key}={value!r} sits under {'/'.join(parents)} on node {node.name!r} but under "
         f"{'/'.join(seen[0])} on node {seen[1]!r}: one child value has one parent "
         f"(source {src.name!r}); give the domains distinct values"
     )
-    return Finding(_where(src, node, key), "hierarchy-ambiguous-parent", message, source=src.name)
+    return Hit(_where(src, node, key), message, source=src.name)
 
 
 def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
@@ -81,7 +83,7 @@ def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
                     yield node_name, key, other, src.name
 
 
-def _ownership(ctx: Context) -> Iterable[Finding]:
+def _ownership(ctx: Context) -> Iterable[Hit]:
     for node_name, key, first, second in conflicts(ctx):
         snapshot = ctx.inventory.sources[second].snapshot
         assert snapshot is not None
@@ -89,21 +91,11 @@ def _ownership(ctx: Context) -> Iterable[Finding]:
             f"sources {first!r} and {second!r} both write {key} on node {node_name!r} "
             "(OwnershipConflict): one key of a node has one writer"
         )
-        yield Finding(
-            snapshot.where.key_of("nodes", node_name, key), "ownership-conflict", message, source=second
-        )
+        yield Hit(snapshot.where.key_of("nodes", node_name, key), message, source=second)
 
 
-RULES = (
-    Rule(
-        "hierarchy-parent-chain",
-        "A node has a value for a level only with values for every coarser level.",
-        _parent_chain,
-    ),
-    Rule(
-        "hierarchy-ambiguous-parent",
-        "One child value sits under one parent tuple across a source's nodes.",
-        _single_parent,
-    ),
-    Rule("ownership-conflict", "Two writing sources never state the same key for the same node.", _ownership),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (HIERARCHY_PARENT_CHAIN, _parent_chain),
+    (HIERARCHY_AMBIGUOUS_PARENT, _single_parent),
+    (OWNERSHIP_CONFLICT, _ownership),
 )

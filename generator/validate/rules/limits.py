@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from generator.model import Finding, Hardware, Node
+from generator.model import Hardware, Node
+from generator.rules import Hit, Rule
+from generator.rules.semantic import LENDING_LIMIT, PLAN_LIMIT_COHORT
 from generator.validate.quantities import parse, quantity_error
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 
-def _cohort(ctx: Context) -> Iterable[Finding]:
+def _cohort(ctx: Context) -> Iterable[Hit]:
     """Kueue: a limit 'must be nil when cohort is empty' (there is nobody to borrow from)."""
     for plan in ctx.inventory.plans.values():
         if plan.cluster_queue.get("cohortName"):
@@ -22,10 +24,10 @@ def _cohort(ctx: Context) -> Iterable[Finding]:
                         f"queue {plan.name!r} has no cohort, so {field} has nothing to borrow from or "
                         "lend to and Kueue refuses it: set clusterQueue.cohortName or drop the limit"
                     )
-                    yield Finding(hw.where.key_of(field), "plan-limit-cohort", message)
+                    yield Hit(hw.where.key_of(field), message)
 
 
-def _lending(ctx: Context) -> Iterable[Finding]:
+def _lending(ctx: Context) -> Iterable[Hit]:
     """Kueue: lendingLimit 'must be less than or equal to the nominalQuota'. tasgen splits both
     with the same weights and caps each flavor's lending part at its nominal part, so the
     total is what needs checking."""
@@ -40,7 +42,7 @@ def _lending(ctx: Context) -> Iterable[Finding]:
                         f"lendingLimit {resource}: {value} exceeds the nominalQuota {source}; a queue "
                         "cannot lend more than it has"
                     )
-                    yield Finding(hw.where.at("lendingLimit", resource), "lending-limit", message)
+                    yield Hit(hw.where.at("lendingLimit", resource), message)
 
 
 def _nominal(ctx: Context, hw: Hardware, resource: str) -> tuple[Decimal, str]:
@@ -56,15 +58,7 @@ def _matches(node: Node, identity: dict[str, str]) -> bool:
     return all(node.labels.get(k) == v for k, v in identity.items())
 
 
-RULES = (
-    Rule(
-        "plan-limit-cohort",
-        "borrowingLimit and lendingLimit need a cohort (clusterQueue.cohortName).",
-        _cohort,
-    ),
-    Rule(
-        "lending-limit",
-        "lendingLimit is at most nominalQuota (declared, else the matching nodes' allocatable).",
-        _lending,
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (PLAN_LIMIT_COHORT, _cohort),
+    (LENDING_LIMIT, _lending),
 )

@@ -6,16 +6,18 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from generator.model import Finding, Level, LocalQueue, QueuePlan, Selector
+from generator.model import LocalQueue, QueuePlan, Selector
+from generator.rules import Hit, Rule
+from generator.rules.semantic import LOCAL_QUEUE, LOCAL_QUEUE_UNSELECTED, NAMESPACE_SELECTOR_MISSING
 from generator.validate.documents import selector
 from generator.validate.labels import selects
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 #: the label the API server puts on every Namespace, with its name as value
 NAMESPACE_NAME_KEY = "kubernetes.io/metadata.name"
 
 
-def _local_queues(ctx: Context) -> Iterable[Finding]:
+def _local_queues(ctx: Context) -> Iterable[Hit]:
     seen: dict[tuple[str, str], tuple[QueuePlan, LocalQueue]] = {}
     for name in sorted(ctx.inventory.plans):
         plan = ctx.inventory.plans[name]
@@ -25,7 +27,7 @@ def _local_queues(ctx: Context) -> Iterable[Finding]:
             if problem is None and first_lq is not lq:
                 problem = f"LocalQueue {lq.namespace}/{lq.name} is listed by queue {first.name!r} already"
             if problem:
-                yield Finding(lq.where, "local-queue", problem)
+                yield Hit(lq.where, problem)
 
 
 def _name_problem(plan: QueuePlan, lq: LocalQueue) -> str | None:
@@ -39,7 +41,7 @@ def _name_problem(plan: QueuePlan, lq: LocalQueue) -> str | None:
     )
 
 
-def _namespace_selector(ctx: Context) -> Iterable[Finding]:
+def _namespace_selector(ctx: Context) -> Iterable[Hit]:
     for plan in ctx.inventory.plans.values():
         if "namespaceSelector" in plan.cluster_queue:
             continue
@@ -54,10 +56,10 @@ def _namespace_selector(ctx: Context) -> Iterable[Finding]:
             f"queue {plan.name!r} has no clusterQueue.namespaceSelector: Kueue then admits workloads "
             f"from no namespace. Set namespaceSelector: {fix}"
         )
-        yield Finding(plan.where.key_of("spec"), "namespace-selector-missing", message, Level.WARNING)
+        yield Hit(plan.where.key_of("spec"), message)
 
 
-def _unselected(ctx: Context) -> Iterable[Finding]:
+def _unselected(ctx: Context) -> Iterable[Hit]:
     """A LocalQueue whose namespace the queue's namespaceSelector refuses admits nothing. Only
     decidable when the selector reads the namespace's name alone (the one label tasgen knows)."""
     for plan in ctx.inventory.plans.values():
@@ -71,7 +73,7 @@ def _unselected(ctx: Context) -> Iterable[Finding]:
                     f"reads {NAMESPACE_NAME_KEY}): workloads of LocalQueue {lq.namespace}/{lq.name} are "
                     "never admitted; add the namespace to the selector"
                 )
-                yield Finding(lq.where.at("namespace"), "local-queue-unselected", message, Level.WARNING)
+                yield Hit(lq.where.at("namespace"), message)
 
 
 def _name_selector(raw: Any) -> Selector | None:
@@ -98,22 +100,8 @@ def _well_formed(expression: dict[str, Any]) -> bool:
     )
 
 
-RULES = (
-    Rule(
-        "local-queue",
-        "LocalQueue names are DNS-1123 labels; no two plans list the same namespace/name.",
-        _local_queues,
-    ),
-    Rule(
-        "namespace-selector-missing",
-        "A ClusterQueue sets namespaceSelector; without one Kueue admits from no namespace (warning).",
-        _namespace_selector,
-        Level.WARNING,
-    ),
-    Rule(
-        "local-queue-unselected",
-        "A LocalQueue's namespace is one its ClusterQueue's namespaceSelector selects (warning).",
-        _unselected,
-        Level.WARNING,
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (LOCAL_QUEUE, _local_queues),
+    (NAMESPACE_SELECTOR_MISSING, _namespace_selector),
+    (LOCAL_QUEUE_UNSELECTED, _unselected),
 )

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import Finding, Hardware, QueuePlan
+from generator.model import Hardware, QueuePlan
+from generator.rules import Hit, Rule
+from generator.rules.semantic import (
+    FLAVOR_OVERLAP,
+    GENERATOR_CONFIG,
+    PLAN_CLUSTER_QUEUE,
+    PLAN_IDENTITY,
+    PLAN_QUOTA,
+    QUANTITY,
+)
+from generator.validate.documents import selector
 from generator.validate.labels import label_key_error, label_value_error, write_refusal
 from generator.validate.quantities import quantity_error
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
+from generator.validate.rules.sources import selector_hits
 
 
-def _identity(ctx: Context) -> Iterable[Finding]:
+def _identity(ctx: Context) -> Iterable[Hit]:
     keys = ctx.inventory.settings.hardware_identity_keys
     for plan in ctx.inventory.plans.values():
         for hw in plan.hardware:
             for key, value in hw.identity.items():
                 problem = _identity_problem(key, value, keys)
                 if problem:
-                    yield Finding(hw.where.key_of("identity", key), "plan-identity", problem)
+                    yield Hit(hw.where.key_of("identity", key), problem)
 
 
 def _identity_problem(key: str, value: str, keys: tuple[str, ...]) -> str | None:
@@ -29,7 +40,7 @@ def _identity_problem(key: str, value: str, keys: tuple[str, ...]) -> str | None
     return label_value_error(value)
 
 
-def _overlap(ctx: Context) -> Iterable[Finding]:
+def _overlap(ctx: Context) -> Iterable[Hit]:
     for plan in ctx.inventory.plans.values():
         for i, hw in enumerate(plan.hardware):
             for earlier in plan.hardware[:i]:
@@ -43,24 +54,31 @@ def _compatible(a: Hardware, b: Hardware) -> bool:
     return all(b.identity.get(k, v) == v for k, v in a.identity.items())
 
 
-def _overlap_finding(plan: QueuePlan, hw: Hardware, earlier: Hardware) -> Finding:
+def _overlap_finding(plan: QueuePlan, hw: Hardware, earlier: Hardware) -> Hit:
     message = (
         f"identity {hw.identity} of queue {plan.name!r} can select the same nodes as "
         f"{earlier.identity}: flavor selectors must not overlap (add a distinguishing key)"
     )
-    return Finding(hw.where.at("identity"), "flavor-overlap", message)
+    return Hit(hw.where.at("identity"), message)
 
 
-def _quota(ctx: Context) -> Iterable[Finding]:
+def _quota_resources(ctx: Context) -> Iterable[Hit]:
+    for plan in ctx.inventory.plans.values():
+        for hw in plan.hardware:
+            for field, resource, _ in _amounts(hw):
+                if resource not in plan.covered_resources:
+                    covered = ", ".join(plan.covered_resources)
+                    message = f"{resource!r} is not a covered resource ({covered})"
+                    yield Hit(hw.where.at(field, resource), message)
+
+
+def _quota_amounts(ctx: Context) -> Iterable[Hit]:
     for plan in ctx.inventory.plans.values():
         for hw in plan.hardware:
             for field, resource, value in _amounts(hw):
-                where = hw.where.at(field, resource)
-                if resource not in plan.covered_resources:
-                    covered = ", ".join(plan.covered_resources)
-                    yield Finding(where, "plan-quota", f"{resource!r} is not a covered resource ({covered})")
-                elif quantity_error(value):
-                    yield Finding(where, "quantity", f"{resource}: {quantity_error(value)}")
+                problem = quantity_error(value, resource) if resource in plan.covered_resources else None
+                if problem:
+                    yield Hit(hw.where.at(field, resource), f"{resource}: {problem}")
 
 
 def _amounts(hw: Hardware) -> Iterable[tuple[str, str, str]]:
@@ -69,16 +87,31 @@ def _amounts(hw: Hardware) -> Iterable[tuple[str, str, str]]:
             yield field, resource, value
 
 
-def _cluster_queue(ctx: Context) -> Iterable[Finding]:
+def _cluster_queue(ctx: Context) -> Iterable[Hit]:
     for plan in ctx.inventory.plans.values():
         raw = plan.spec.get("clusterQueue", {})
         for old, new in (("cohort", "cohortName"), ("admissionChecks", "admissionChecksStrategy")):
             if old in raw and new in raw:
                 where = plan.where.key_of("spec", "clusterQueue", old)
-                yield Finding(where, "plan-cluster-queue", f"give {new} or its v1beta1 form {old}, not both")
+                yield Hit(where, f"give {new} or its v1beta1 form {old}, not both")
+        raw_selector = plan.cluster_queue.get("namespaceSelector")
+        if raw_selector is not None:
+            yield from selector_hits(
+                selector(raw_selector), plan.where.at("spec", "clusterQueue", "namespaceSelector")
+            )
 
 
-def _config(ctx: Context) -> Iterable[Finding]:
+def _weight(ctx: Context) -> Iterable[Hit]:
+    """fairSharing.weight matches the quantity pattern (schema); its range is checked here."""
+    for plan in ctx.inventory.plans.values():
+        weight = plan.cluster_queue.get("fairSharing", {}).get("weight")
+        problem = quantity_error(str(weight)) if weight is not None else None
+        if problem:
+            where = plan.where.at("spec", "clusterQueue", "fairSharing", "weight")
+            yield Hit(where, f"fairSharing.weight: {problem}")
+
+
+def _config(ctx: Context) -> Iterable[Hit]:
     settings = ctx.inventory.settings
     if settings.where is None:
         return
@@ -86,11 +119,11 @@ def _config(ctx: Context) -> Iterable[Finding]:
         problem = label_key_error(key)
         if problem:
             message = f"hardwareIdentityKeys: {key!r} is not a label key: {problem}"
-            yield Finding(settings.where.at("hardwareIdentityKeys", i), "generator-config", message)
+            yield Hit(settings.where.at("hardwareIdentityKeys", i), message)
     prefix = settings.admin_label_prefix
     problem = _prefix_problem(prefix) if prefix is not None else None
     if problem:
-        yield Finding(settings.where.at("adminLabelPrefix"), "generator-config", problem)
+        yield Hit(settings.where.at("adminLabelPrefix"), problem)
 
 
 def _prefix_problem(prefix: str) -> str | None:
@@ -107,22 +140,12 @@ def _prefix_problem(prefix: str) -> str | None:
     return None
 
 
-RULES = (
-    Rule(
-        "plan-identity",
-        "Identity keys are GeneratorConfig hardwareIdentityKeys; values are label values.",
-        _identity,
-    ),
-    Rule("flavor-overlap", "No two identities of a queue can select the same node.", _overlap),
-    Rule("plan-quota", "nominalQuota, borrowingLimit and lendingLimit name only covered resources.", _quota),
-    Rule(
-        "plan-cluster-queue",
-        "clusterQueue gives a field in one spelling (v1beta2 or v1beta1).",
-        _cluster_queue,
-    ),
-    Rule(
-        "generator-config",
-        "hardwareIdentityKeys are label keys; adminLabelPrefix is outside reserved namespaces.",
-        _config,
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (PLAN_IDENTITY, _identity),
+    (FLAVOR_OVERLAP, _overlap),
+    (PLAN_QUOTA, _quota_resources),
+    (QUANTITY, _quota_amounts),
+    (QUANTITY, _weight),
+    (PLAN_CLUSTER_QUEUE, _cluster_queue),
+    (GENERATOR_CONFIG, _config),
 )

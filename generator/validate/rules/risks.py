@@ -8,12 +8,19 @@ from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
-from generator.model import Finding, Hardware, Level, Node, Source
+from generator.model import Hardware, Node, Source
+from generator.rules import Hit, Rule
+from generator.rules.semantic import (
+    LEVEL_UNCARRIED,
+    QUOTA_ABOVE_ALLOCATABLE,
+    SELECTOR_UNMATCHED,
+    SOURCE_EXPIRING,
+)
 from generator.validate.quantities import parse, quantity_error
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 
-def _selector_unmatched(ctx: Context) -> Iterable[Finding]:
+def _selector_unmatched(ctx: Context) -> Iterable[Hit]:
     """A typo in a nodeSelector selects nothing: the source quietly gives no node a tree."""
     for src in ctx.loaded_sources():
         if not ctx.selected[src.name]:
@@ -21,10 +28,10 @@ def _selector_unmatched(ctx: Context) -> Iterable[Finding]:
                 f"the nodeSelector of source {src.name!r} matches no node of the NodeInventory: "
                 "it gives no node a hierarchy (a typo in a label key or value?)"
             )
-            yield Finding(src.where.at("spec", "nodeSelector"), "selector-unmatched", message, Level.WARNING)
+            yield Hit(src.where.at("spec", "nodeSelector"), message)
 
 
-def _level_uncarried(ctx: Context) -> Iterable[Finding]:
+def _level_uncarried(ctx: Context) -> Iterable[Hit]:
     """A level no selected node has a value for cuts every node's hierarchy above it (a typo in
     the coarsest level makes every node hostname-only)."""
     for src in ctx.loaded_sources():
@@ -37,16 +44,16 @@ def _level_uncarried(ctx: Context) -> Iterable[Finding]:
                 yield _uncarried(src, i, key)
 
 
-def _uncarried(src: Source, index: int, key: str) -> Finding:
+def _uncarried(src: Source, index: int, key: str) -> Hit:
     where = "states" if src.writes else "carries"
     message = (
         f"no node that source {src.name!r} selects {where} level {key!r}: its nodes' hierarchies "
         "stop above it (a typo in the level, or labels not there yet?)"
     )
-    return Finding(src.where.at("spec", "levels", index), "level-uncarried", message, Level.WARNING)
+    return Hit(src.where.at("spec", "levels", index), message)
 
 
-def _source_expiring(ctx: Context) -> Iterable[Finding]:
+def _source_expiring(ctx: Context) -> Iterable[Hit]:
     days = ctx.inventory.settings.expiry_warning_days
     for src in ctx.loaded_sources():
         expires = src.snapshot.expires_at if src.snapshot else None
@@ -58,10 +65,10 @@ def _source_expiring(ctx: Context) -> Iterable[Finding]:
                 "nodes fall back to hostname-only and its queues drain; refresh the snapshot "
                 "(GeneratorConfig expiryWarningDays sets the warning's horizon)"
             )
-            yield Finding(src.snapshot.where.at("expiresAt"), "source-expiring", message, Level.WARNING)
+            yield Hit(src.snapshot.where.at("expiresAt"), message)
 
 
-def _quota_above_allocatable(ctx: Context) -> Iterable[Finding]:
+def _quota_above_allocatable(ctx: Context) -> Iterable[Hit]:
     """A quota larger than the nodes can give is admitted but never fits: workloads wait."""
     for plan in ctx.inventory.plans.values():
         for hw in plan.hardware:
@@ -79,12 +86,12 @@ def _matching(ctx: Context, identity: dict[str, str]) -> list[Node]:
     return [n for n in ctx.inventory.nodes.values() if all(n.labels.get(k) == v for k, v in identity.items())]
 
 
-def _above(queue: str, hw: Hardware, resource: str, declared: str, total: Decimal) -> Finding:
+def _above(queue: str, hw: Hardware, resource: str, declared: str, total: Decimal) -> Hit:
     message = (
         f"queue {queue!r} declares {resource}: {declared} for {hw.identity}, but the matching "
         f"nodes' allocatable is {total.normalize():f}: the excess can be admitted but never placed"
     )
-    return Finding(hw.where.at("nominalQuota", resource), "quota-above-allocatable", message, Level.WARNING)
+    return Hit(hw.where.at("nominalQuota", resource), message)
 
 
 def _allocatable(nodes: list[Node], resource: str) -> Decimal:
@@ -95,29 +102,9 @@ def _allocatable(nodes: list[Node], resource: str) -> Decimal:
     )
 
 
-RULES = (
-    Rule(
-        "selector-unmatched",
-        "A TopologySource's nodeSelector matches at least one node (warning).",
-        _selector_unmatched,
-        Level.WARNING,
-    ),
-    Rule(
-        "level-uncarried",
-        "Every level of a source is stated for (or carried by) at least one node it selects (warning).",
-        _level_uncarried,
-        Level.WARNING,
-    ),
-    Rule(
-        "source-expiring",
-        "A source does not expire within GeneratorConfig expiryWarningDays (default 14; warning).",
-        _source_expiring,
-        Level.WARNING,
-    ),
-    Rule(
-        "quota-above-allocatable",
-        "A declared nominalQuota is at most the allocatable of the nodes it splits over (warning).",
-        _quota_above_allocatable,
-        Level.WARNING,
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (SELECTOR_UNMATCHED, _selector_unmatched),
+    (LEVEL_UNCARRIED, _level_uncarried),
+    (SOURCE_EXPIRING, _source_expiring),
+    (QUOTA_ABOVE_ALLOCATABLE, _quota_above_allocatable),
 )

@@ -6,16 +6,26 @@ changes"); since any error stops the render, nothing of it reaches rendered/.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from generator.model import Finding, Level, Source
+from generator.model import Source
+from generator.rules import Hit, Rule
+from generator.rules.semantic import (
+    LABEL_NOT_WRITABLE,
+    SNAPSHOT_LABEL_SYNTAX,
+    SNAPSHOT_READ_ONLY_MISMATCH,
+    SNAPSHOT_UNDECLARED_LEVEL,
+    SNAPSHOT_UNKNOWN_NODE,
+    SNAPSHOT_UNSELECTED_NODE,
+    SOURCE_EXPIRED,
+)
 from generator.validate.labels import (
     READ_ONLY_PARENTS,
     label_key_error,
     label_value_error,
     write_refusal,
 )
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 
 def _stated(ctx: Context) -> Iterable[tuple[Source, str, dict[str, str]]]:
@@ -25,7 +35,7 @@ def _stated(ctx: Context) -> Iterable[tuple[Source, str, dict[str, str]]]:
             yield src, node_name, labels
 
 
-def _unknown_node(ctx: Context) -> Iterable[Finding]:
+def _unknown_node(ctx: Context) -> Iterable[Hit]:
     for src, node_name, _ in _stated(ctx):
         if node_name not in ctx.inventory.nodes:
             assert src.snapshot is not None
@@ -33,10 +43,10 @@ def _unknown_node(ctx: Context) -> Iterable[Finding]:
                 f"snapshot of source {src.name!r} names node {node_name!r}, which is not in "
                 "the NodeInventory (run 'tasgen import-nodes' or fix the name)"
             )
-            yield Finding(src.snapshot.where.key_of("nodes", node_name), "snapshot-unknown-node", message)
+            yield Hit(src.snapshot.where.key_of("nodes", node_name), message)
 
 
-def _unselected_node(ctx: Context) -> Iterable[Finding]:
+def _unselected_node(ctx: Context) -> Iterable[Hit]:
     for src in ctx.writing_sources():
         assert src.snapshot is not None
         selected = {n.name for n in ctx.selected[src.name]}
@@ -47,51 +57,52 @@ def _unselected_node(ctx: Context) -> Iterable[Finding]:
                     "nodeSelector does not select"
                 )
                 where = src.snapshot.where.key_of("nodes", node_name)
-                yield Finding(where, "snapshot-unselected-node", message)
+                yield Hit(where, message)
 
 
-def _labels(rule_id: str) -> Callable[[Context], Iterable[Finding]]:
+def _labels(rule: Rule) -> Check:
     """The check of one rule about stated labels; the labels are judged once per run (a
     label has at most one problem) and each rule reports its share."""
 
-    def check(ctx: Context) -> Iterable[Finding]:
-        return (f for f in ctx.memo("stated-labels", _judge_labels) if f.rule == rule_id)
+    def check(ctx: Context) -> Iterable[Hit]:
+        return (hit for judged, hit in ctx.memo("stated-labels", _judge_labels) if judged is rule)
 
     return check
 
 
-def _judge_labels(ctx: Context) -> list[Finding]:
+def _judge_labels(ctx: Context) -> list[tuple[Rule, Hit]]:
     admin = ctx.inventory.settings.admin_label_prefix
-    found: list[Finding] = []
+    found: list[tuple[Rule, Hit]] = []
     for src, node_name, labels in _stated(ctx):
         assert src.snapshot is not None
         where = src.snapshot.where.at("nodes", node_name)
         for key, value in labels.items():
-            rule, message = _label_problem(src, key, value, admin)
-            if rule:
-                on_key = rule != "snapshot-label-syntax" or label_key_error(key) is not None
-                found.append(Finding(where.key_of(key) if on_key else where.at(key), rule, message))
+            judged = _label_problem(src, key, value, admin)
+            if judged is not None:
+                rule, message = judged
+                on_key = rule is not SNAPSHOT_LABEL_SYNTAX or label_key_error(key) is not None
+                found.append((rule, Hit(where.key_of(key) if on_key else where.at(key), message)))
     return found
 
 
-def _label_problem(src: Source, key: str, value: str, admin: str | None) -> tuple[str, str]:
+def _label_problem(src: Source, key: str, value: str, admin: str | None) -> tuple[Rule, str] | None:
     syntax = label_key_error(key)
     if syntax:
-        return "snapshot-label-syntax", f"label key {key!r}: {syntax}"
+        return SNAPSHOT_LABEL_SYNTAX, f"label key {key!r}: {syntax}"
     if key not in src.levels:
         levels = ", ".join(src.levels)
-        return "snapshot-undeclared-level", f"{key!r} is not one of the source's levels ({levels})"
+        return SNAPSHOT_UNDECLARED_LEVEL, f"{key!r} is not one of the source's levels ({levels})"
     if key not in READ_ONLY_PARENTS:
         refusal = write_refusal(key, admin)
         if refusal:
-            return "label-not-writable", f"source {src.name!r} may not publish {key!r}: {refusal}"
+            return LABEL_NOT_WRITABLE, f"source {src.name!r} may not publish {key!r}: {refusal}"
     syntax = label_value_error(value)
     if syntax:
-        return "snapshot-label-syntax", f"label {key}={value!r}: {syntax}"
-    return "", ""
+        return SNAPSHOT_LABEL_SYNTAX, f"label {key}={value!r}: {syntax}"
+    return None
 
 
-def _read_only_parents(ctx: Context) -> Iterable[Finding]:
+def _read_only_parents(ctx: Context) -> Iterable[Hit]:
     for src, node_name, labels in _stated(ctx):
         node = ctx.inventory.nodes.get(node_name)
         assert src.snapshot is not None
@@ -105,12 +116,10 @@ def _read_only_parents(ctx: Context) -> Iterable[Finding]:
                     f"{key} is read-only: the snapshot repeats {labels[key]!r} but node "
                     f"{node_name!r} {found}; tasgen never creates or changes cloud labels"
                 )
-                yield Finding(
-                    src.snapshot.where.at("nodes", node_name, key), "snapshot-read-only-mismatch", message
-                )
+                yield Hit(src.snapshot.where.at("nodes", node_name, key), message)
 
 
-def _expired(ctx: Context) -> Iterable[Finding]:
+def _expired(ctx: Context) -> Iterable[Hit]:
     for src in ctx.writing_sources():
         if ctx.expired(src):
             assert src.snapshot is not None and src.snapshot.expires_at is not None
@@ -119,35 +128,15 @@ def _expired(ctx: Context) -> Iterable[Finding]:
                 "not Ready, its NodeFeatures are removed and its nodes fall back to the "
                 "hostname-only profile; refresh the snapshot"
             )
-            yield Finding(src.snapshot.where.at("expiresAt"), "source-expired", message, Level.WARNING)
+            yield Hit(src.snapshot.where.at("expiresAt"), message)
 
 
-RULES = (
-    Rule("snapshot-unknown-node", "A snapshot names only nodes of the NodeInventory.", _unknown_node),
-    Rule(
-        "snapshot-unselected-node",
-        "A snapshot names only nodes its source's nodeSelector selects.",
-        _unselected_node,
-    ),
-    Rule(
-        "snapshot-undeclared-level",
-        "A snapshot states only keys listed in its source's levels.",
-        _labels("snapshot-undeclared-level"),
-    ),
-    Rule(
-        "label-not-writable",
-        "A writing source publishes only topology.gpustack.ai/* (not the profile key) and the admin prefix.",
-        _labels("label-not-writable"),
-    ),
-    Rule(
-        "snapshot-label-syntax",
-        "Snapshot label keys and values follow Kubernetes syntax.",
-        _labels("snapshot-label-syntax"),
-    ),
-    Rule(
-        "snapshot-read-only-mismatch",
-        "A repeated topology.kubernetes.io/region or zone equals the node's own label.",
-        _read_only_parents,
-    ),
-    Rule("source-expired", "A source past its expiresAt is not Ready (warning).", _expired, Level.WARNING),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (SNAPSHOT_UNKNOWN_NODE, _unknown_node),
+    (SNAPSHOT_UNSELECTED_NODE, _unselected_node),
+    (SNAPSHOT_UNDECLARED_LEVEL, _labels(SNAPSHOT_UNDECLARED_LEVEL)),
+    (LABEL_NOT_WRITABLE, _labels(LABEL_NOT_WRITABLE)),
+    (SNAPSHOT_LABEL_SYNTAX, _labels(SNAPSHOT_LABEL_SYNTAX)),
+    (SNAPSHOT_READ_ONLY_MISMATCH, _read_only_parents),
+    (SOURCE_EXPIRED, _expired),
 )

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import HOSTNAME_KEY, PROFILE_KEY, Finding, Source
-from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, WEBHOOK_CREDENTIALS, present
+from generator.model import HOSTNAME_KEY, PROFILE_KEY, Selector, Source, Where
+from generator.rules import Hit, Rule
+from generator.rules.semantic import SOURCE_LEVELS, SOURCE_SELECTOR, SOURCE_TYPE, WEBHOOK_CREDENTIALS
+from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, present
+from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
 from generator.validate.labels import label_key_error, label_value_error, level_refusal
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 _KEYS = ", ".join(t.key for t in SOURCE_TYPES)
 
 
-def _source_type(ctx: Context) -> Iterable[Finding]:
+def _source_type(ctx: Context) -> Iterable[Hit]:
     for src in ctx.inventory.sources.values():
         found = present(src.spec)
         if len(found) != 1:
             named = ", ".join(t.key for t in found) or "none"
             message = f"a TopologySource has exactly one of {_KEYS} (found: {named})"
-            yield Finding(src.where.at("spec"), "source-type", message)
+            yield Hit(src.where.at("spec"), message)
 
 
-def _source_levels(ctx: Context) -> Iterable[Finding]:
+def _source_levels(ctx: Context) -> Iterable[Hit]:
     admin = ctx.inventory.settings.admin_label_prefix
     for src in ctx.inventory.sources.values():
         seen: set[str] = set()
@@ -29,7 +32,7 @@ def _source_levels(ctx: Context) -> Iterable[Finding]:
             message = _level_problem(key, seen, admin if src.writes else None, src.writes)
             seen.add(key)
             if message:
-                yield Finding(src.where.at("spec", "levels", i), "source-levels", message)
+                yield Hit(src.where.at("spec", "levels", i), message)
 
 
 def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) -> str | None:
@@ -52,55 +55,48 @@ def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) ->
     return None
 
 
-def selector_problems(src: Source) -> list[Finding]:
-    """Label syntax in a nodeSelector (the operators' values are checked by the schema)."""
-    where = src.where.at("spec", "nodeSelector")
+def selector_problems(src: Source) -> list[Hit]:
+    """Label syntax in a source's nodeSelector."""
+    return selector_hits(src.selector, src.where.at("spec", "nodeSelector"))
+
+
+def selector_hits(selector: Selector, where: Where) -> list[Hit]:
+    """Label syntax in a label selector (the operators' values are checked by the schema)."""
     found = [
-        Finding(where.key_of("matchLabels", key), "source-selector", f"{key}={value!r}: {problem}")
-        for key, value in src.selector.match_labels
+        Hit(where.key_of("matchLabels", key), f"{key}={value!r}: {problem}")
+        for key, value in selector.match_labels
         if (problem := label_key_error(key) or label_value_error(value))
     ]
-    for i, req in enumerate(src.selector.expressions):
+    for i, req in enumerate(selector.expressions):
         bad = [f"{v!r}: {label_value_error(v)}" for v in sorted(req.values) if label_value_error(v)]
         problem = label_key_error(req.key) or (bad[0] if bad else None)
         if problem:
-            found.append(Finding(where.at("matchExpressions", i), "source-selector", f"{req.key}: {problem}"))
+            found.append(Hit(where.at("matchExpressions", i), f"{req.key}: {problem}"))
     return found
 
 
-def _source_selector(ctx: Context) -> Iterable[Finding]:
+def _source_selector(ctx: Context) -> Iterable[Hit]:
     for src in ctx.inventory.sources.values():
         yield from selector_problems(src)
 
 
-def _webhook_credentials(ctx: Context) -> Iterable[Finding]:
+def _webhook_credentials(ctx: Context) -> Iterable[Hit]:
     for src in ctx.inventory.sources.values():
         hook = src.spec.get(WEBHOOK.key)
         if not isinstance(hook, dict):
             continue
-        refs = [k for k in WEBHOOK_CREDENTIALS if k in hook]
+        refs = [k for k in CREDENTIAL_REFS if k in hook]
         if len(refs) != 1:
             message = (
                 "a webhook source names exactly one credential: bearerTokenSecretRef or "
                 "clientCertificateSecretRef (the endpoint is trusted to receive it)"
             )
-            yield Finding(src.where.at("spec", WEBHOOK.key), "webhook-credentials", message)
+            yield Hit(src.where.at("spec", WEBHOOK.key), message)
 
 
-RULES = (
-    Rule("source-type", f"A TopologySource has exactly one of {_KEYS}.", _source_type),
-    Rule(
-        "source-levels",
-        "Levels are unique label keys, never the hostname or profile key; a writing "
-        "source's levels are writable keys or the cloud's region/zone.",
-        _source_levels,
-    ),
-    Rule(
-        "source-selector",
-        "nodeSelector uses valid label keys and values.",
-        _source_selector,
-    ),
-    Rule(
-        "webhook-credentials", "A webhook source names exactly one credential secret.", _webhook_credentials
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (SOURCE_TYPE, _source_type),
+    (SOURCE_LEVELS, _source_levels),
+    (SOURCE_SELECTOR, _source_selector),
+    (WEBHOOK_CREDENTIALS, _webhook_credentials),
 )

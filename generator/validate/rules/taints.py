@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from generator.model import Finding, Hardware, Level, Node, QueuePlan, Taint, Where
+from generator.model import Hardware, Node, QueuePlan, Taint, Where
+from generator.rules import Hit, Rule
+from generator.rules.semantic import FLAVOR_SETTINGS_CONFLICT, PLAN_TOLERATIONS, TAINT_UNTOLERATED
 from generator.validate.labels import label_key_error, label_value_error
-from generator.validate.rules.base import Context, Rule
+from generator.validate.rules.base import Check, Context
 
 #: taint effects that keep pods off a node (PreferNoSchedule only discourages)
 BLOCKING = ("NoSchedule", "NoExecute")
@@ -24,14 +26,14 @@ def _entries(ctx: Context) -> Iterator[tuple[QueuePlan, int, Hardware, dict[str,
             yield plan, i, hw, plan.spec["hardware"][i]
 
 
-def _syntax(ctx: Context) -> Iterable[Finding]:
+def _syntax(ctx: Context) -> Iterable[Hit]:
     for _, _, hw, raw in _entries(ctx):
         for j, toleration in enumerate(raw.get("tolerations", ())):
             for field, problem in _toleration_problems(toleration):
-                yield Finding(hw.where.at("tolerations", j, *field), "plan-tolerations", problem)
+                yield Hit(hw.where.at("tolerations", j, *field), problem)
         for j, taint in enumerate(raw.get("nodeTaints", ())):
             for field, problem in _taint_problems(taint):
-                yield Finding(hw.where.at("nodeTaints", j, *field), "plan-tolerations", problem)
+                yield Hit(hw.where.at("nodeTaints", j, *field), problem)
 
 
 def _toleration_problems(toleration: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
@@ -58,7 +60,7 @@ def _taint_problems(taint: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], st
         yield ("value",), f"taint value {value!r}: {label_value_error(value)}"
 
 
-def _agreement(ctx: Context) -> Iterable[Finding]:
+def _agreement(ctx: Context) -> Iterable[Hit]:
     """One identity, one set of flavors: every entry naming it states the same settings."""
     first: dict[tuple[tuple[str, str], ...], tuple[QueuePlan, int, Hardware]] = {}
     for plan, i, hw, raw in _entries(ctx):
@@ -78,7 +80,7 @@ def _agreement(ctx: Context) -> Iterable[Finding]:
 
 def _conflict(
     plan: QueuePlan, hw: Hardware, field: str, mine: Any, other: tuple[QueuePlan, int, Any], where: Where
-) -> Finding:
+) -> Hit:
     other_plan, j, theirs = other
     message = (
         f"queue {plan.name!r} gives identity {hw.identity} {field} {_flow(mine)}, but queue "
@@ -86,7 +88,7 @@ def _conflict(
         "the queues share this identity's ResourceFlavors, so every entry for it must state "
         f"the same {field}"
     )
-    return Finding(where, "flavor-settings-conflict", message)
+    return Hit(where, message)
 
 
 def _flow(entries: Iterable[dict[str, Any]]) -> str:
@@ -107,7 +109,7 @@ def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
     return operator == "Exists" or toleration.get("value", "") == value
 
 
-def _untolerated(ctx: Context) -> Iterable[Finding]:
+def _untolerated(ctx: Context) -> Iterable[Hit]:
     tainted = [n for n in ctx.inventory.nodes.values() if n.taints]
     if not tainted:
         return  # the common fleet: nothing to look at
@@ -124,7 +126,7 @@ def _matches(node: Node, identity: dict[str, str]) -> bool:
     return all(node.labels.get(k) == v for k, v in identity.items())
 
 
-def _untolerated_entry(hw: Hardware, nodes: list[Node]) -> Iterable[Finding]:
+def _untolerated_entry(hw: Hardware, nodes: list[Node]) -> Iterable[Hit]:
     blocked: dict[Taint, list[str]] = {}
     for node in sorted(nodes, key=lambda n: n.name):
         for taint in node.taints:
@@ -138,28 +140,15 @@ def _untolerated_entry(hw: Hardware, nodes: list[Node]) -> Iterable[Finding]:
             f"the workload tolerates it itself. Add to this entry: tolerations: [{{key: {key}, "
             f"operator: Exists, effect: {effect}}}]"
         )
-        yield Finding(hw.where.at("identity"), "taint-untolerated", message, Level.WARNING)
+        yield Hit(hw.where.at("identity"), message)
 
 
 def _blocks(taint: Taint) -> bool:
     return taint[2] in BLOCKING and not taint[0].startswith(TRANSIENT_PREFIX)
 
 
-RULES = (
-    Rule(
-        "plan-tolerations",
-        "tolerations and nodeTaints are valid Kubernetes tolerations and taints.",
-        _syntax,
-    ),
-    Rule(
-        "flavor-settings-conflict",
-        "Entries for one hardware identity in several queues state the same tolerations and nodeTaints.",
-        _agreement,
-    ),
-    Rule(
-        "taint-untolerated",
-        "A flavor's tolerations cover the NoSchedule/NoExecute taints of its nodes (warning).",
-        _untolerated,
-        Level.WARNING,
-    ),
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (PLAN_TOLERATIONS, _syntax),
+    (FLAVOR_SETTINGS_CONFLICT, _agreement),
+    (TAINT_UNTOLERATED, _untolerated),
 )

@@ -1,0 +1,38 @@
+"""The one registry of rules: every problem tasgen reports is raised through a :class:`Rule`.
+
+A rule is declared once, in the module of the stage that checks it (:mod:`.load`,
+:mod:`.schema`, :mod:`.semantic`, :mod:`.plan`, :mod:`.emit`), with its ID, level and the
+one-line summary of the catalogue. Checks never spell a rule ID or a level: they call the
+rule (``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
+:class:`Hit`s that the validate engine hands to the rule the check is registered with. The
+README's catalogue is generated from :data:`REGISTRY` (``tasgen rules``), and a test keeps
+the two equal.
+
+This package sits just above :mod:`generator.model`, so that every stage may import it.
+"""
+
+from __future__ import annotations
+
+from generator.rules import diff, emit, load, plan, schema, semantic
+from generator.rules.base import Hit, Rule, Stage
+
+#: every rule, in catalogue order (the order of the stages, then of declaration)
+REGISTRY: tuple[Rule, ...] = (
+    *load.RULES,
+    *schema.RULES,
+    *semantic.RULES,
+    *plan.RULES,
+    *emit.RULES,
+    *diff.RULES,
+)
+BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
+
+
+def catalogue() -> str:
+    """The rule table of the README, as Markdown."""
+    lines = ["| rule | level | stage | what it requires |", "|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {r.level.value} | {r.stage.value} | {r.summary} |" for r in REGISTRY]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["BY_ID", "REGISTRY", "Hit", "Rule", "Stage", "catalogue"]

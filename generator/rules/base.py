@@ -1,0 +1,56 @@
+"""What a rule is: an ID, a level, a stage and a summary, and the one way to raise it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+from generator.model import Finding, Level, Problem, Where
+
+
+class Stage(StrEnum):
+    LOAD = "load"
+    SCHEMA = "schema"
+    RULES = "rules"
+    PLAN = "plan"
+    EMIT = "emit"
+    DIFF = "plan (diff)"  # tasgen plan, comparing two revisions
+
+
+class Hit(NamedTuple):
+    """What a semantic check found, before the engine stamps its rule's ID and level."""
+
+    where: Where
+    message: str
+    source: str | None = None  # the TopologySource it is about, for the status summary
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    stage: Stage
+    summary: str  # one line for the catalogue
+    level: Level = Level.ERROR
+
+    def __call__(self, where: Where, message: str, *, source: str | None = None) -> Finding:
+        """A finding of this rule (its position is looked up later)."""
+        return Finding(where, self.id, bounded(message), self.level, source)
+
+    def of(self, hit: Hit) -> Finding:
+        return self(hit.where, hit.message, source=hit.source)
+
+    def problem(self, path: str, line: int, col: int, message: str) -> Problem:
+        """A problem whose position is already known (e.g. of a file under rendered/)."""
+        return Problem(path, line, col, self.id, bounded(message), self.level)
+
+
+#: Messages quote the values they are about; a 10 MB value must not make a 10 MB message.
+MAX_MESSAGE = 500
+
+
+def bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE:
+        return message
+    cut = len(message) - MAX_MESSAGE + 100
+    return f"{message[:320]}...[{cut:,} characters]...{message[-80:]}"

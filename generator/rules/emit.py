@@ -1,0 +1,13 @@
+"""Rules of the emit stage: what is already in rendered/."""
+
+from generator.rules.base import Rule, Stage
+
+_S = Stage.EMIT
+
+IMMUTABLE_FIELD = Rule(
+    "immutable-field", _S, "A render never changes an immutable field of an object already in rendered/."
+)
+STALE_RENDER = Rule("stale-render", _S, "rendered/ is what 'tasgen render' would write (tasgen check).")
+OUTPUT_UNWRITABLE = Rule("output-unwritable", _S, "rendered/ can be written.")
+
+RULES = (IMMUTABLE_FIELD, STALE_RENDER, OUTPUT_UNWRITABLE)

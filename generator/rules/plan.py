@@ -1,0 +1,31 @@
+"""Rules of the plan stage: profiles, flavors and quotas."""
+
+from generator.model import Level
+from generator.rules.base import Rule, Stage
+
+_S = Stage.PLAN
+
+NODE_AMBIGUOUS = Rule(
+    "node-ambiguous",
+    _S,
+    "A node selected by several Ready sources falls back to hostname-only.",
+    Level.WARNING,
+)
+PROFILE_COLLISION = Rule("profile-collision", _S, "Two different hierarchies never hash to one profile ID.")
+IDENTITY_UNMATCHED = Rule(
+    "identity-unmatched",
+    _S,
+    "A hardware identity without a declared quota that matches no node gives no flavor.",
+    Level.WARNING,
+)
+QUOTA_UNPLACEABLE = Rule(
+    "quota-unplaceable",
+    _S,
+    "A declared quota has matching nodes with allocatable of that resource (quota is conserved).",
+)
+FLAVOR_LIMIT = Rule(
+    "flavor-limit", _S, "A ClusterQueue has at most 64 flavors (hardware identities x profiles)."
+)
+QUEUE_EMPTY = Rule("queue-empty", _S, "A ClusterQueue with no flavor stays held.", Level.WARNING)
+
+RULES = (NODE_AMBIGUOUS, PROFILE_COLLISION, IDENTITY_UNMATCHED, QUOTA_UNPLACEABLE, FLAVOR_LIMIT, QUEUE_EMPTY)
