@@ -3,10 +3,12 @@ a dropped flavor still holds reservations (contract section 6)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -17,7 +19,11 @@ from urllib3.exceptions import HTTPError
 from generator.gate.decision import decide
 from generator.gate.kube import Deadline, Queues, load_client, with_backoff
 from generator.gate.plan import PlanError, plan_version, read_plan
-from generator.gate.runner import Gate, JsonLog
+from generator.gate.runner import Gate, JsonLog, Terminated
+
+#: Exit codes. The Job fails at once on TIMEOUT and UNUSABLE (its podFailurePolicy): a new pod
+#: would meet the same queue or the same plan. CRASHED is retried: nothing about it is known.
+DONE, TIMEOUT, UNUSABLE, CRASHED = 0, 1, 2, 3
 
 
 @click.command("gate")
@@ -74,7 +80,8 @@ def gate(
     Example:
       tasgen gate --plan rendered/queues --dry-run
       tasgen gate --plan /etc/tasgen/plan --timeout 1800    # in the Job
-    Exit: 0 done, 1 timed out or an API error, 2 unusable plan or kubeconfig.
+    Exit: 0 done, 1 timed out, stopped or an API error, 2 unusable plan or kubeconfig,
+    3 unexpected error.
     """
     log = JsonLog()
     try:
@@ -82,14 +89,24 @@ def gate(
         api = load_client(kubeconfig)
     except (PlanError, ConfigException, OSError) as err:
         log("error", message=str(err))
-        sys.exit(2)
+        sys.exit(UNUSABLE)
     queues = Queues(api, event_namespace, plan_version(desired))
     log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
     if dry_run:
         sys.exit(_dry_run(queues, desired, log, Deadline(timeout)))
-    code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
+    except Exception as err:  # a bug of ours or a library's: one log line, and a retry
+        log("crash", error=f"{type(err).__name__}: {err}"[:1000])
+        code = CRASHED
     log("finish", exitCode=code)
     sys.exit(code)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (the kubelet stopping the pod) ends the run through Gate.run's report."""
+    raise Terminated
 
 
 def _dry_run(
@@ -107,11 +124,11 @@ def _dry_run(
             action = decide(live, desired[name])
         except ApiException as err:
             log("error", queue=name, status=err.status, reason=err.reason, dryRun=True)
-            return 1
+            return TIMEOUT
         except (HTTPError, OSError) as err:
             message = f"the API server stayed unreachable until the timeout: {err}"[:500]
             log("error", queue=name, message=message, dryRun=True)
-            return 1
+            return TIMEOUT
         cond = action.condition
         log(
             "decision",

@@ -12,8 +12,9 @@ The states a queue moves through, and the action that leaves each one::
     new plan, held, P recorded     -> Restore  (policy P, record removed)
     new plan, policy P             -> Done
 
-An emptied plan skips Restore: a queue without resource groups admits every workload, so it
-stays held until a plan with a flavor comes back (then Restore runs with the recorded policy).
+An emptied plan skips Restore: it stays held until a plan with a flavor comes back (then Restore
+runs with the recorded policy). Kueue v0.17 admits to a queue without resource groups only the
+workloads that request nothing; held, it admits none.
 """
 
 from __future__ import annotations

@@ -48,6 +48,11 @@ EVENTS: dict[Kind, tuple[str, bool]] = {
 }
 
 
+class Terminated(BaseException):
+    """The pod is being stopped (SIGTERM: the Job's activeDeadlineSeconds, a deleted Job, a
+    drained node). A BaseException, so that no handler of API errors swallows it."""
+
+
 class JsonLog:
     """One JSON object per line: what the gate decided or changed, for log pipelines."""
 
@@ -81,29 +86,28 @@ class Gate:
 
     def run(self) -> int:
         pending = sorted(self.desired)
-        while True:
-            pending = [name for name in pending if not self._step(name)]
-            if not pending:
-                return 1 if any(s.failed for s in self._state.values()) else 0
-            if self.deadline.passed:
-                return self._timed_out(pending)
-            self.sleep(min(self.poll_seconds, max(self.deadline.left(), 0.0)))
+        try:
+            while True:
+                pending = [name for name in pending if not self._step(name)]
+                if not pending:
+                    return 1 if any(s.failed for s in self._state.values()) else 0
+                if self.deadline.passed:
+                    return self._timed_out(pending)
+                self.sleep(min(self.poll_seconds, max(self.deadline.left(), 0.0)))
+        except Terminated:
+            # Stopped from outside before our own timeout: say so on every waiting queue, as
+            # a timeout does (the writes so far are safe, the next run resumes from them).
+            self.log("terminated", queues=pending)
+            return self._timed_out(pending, "the gate was stopped")
 
     def _step(self, name: str) -> bool:
         """Advance one queue as far as it goes without waiting; True when it is finished."""
         state = self._state.setdefault(name, _QueueState())
         try:
             for _ in range(MAX_STEPS):
-                live = self._get(name)
-                action = decide(live, self.desired[name])
-                # Reporting writes the status: continue with the object it returned, so that
-                # the spec write does not conflict with our own condition.
-                live = self._report(name, live, action, state)
-                if action.kind in TERMINAL:
-                    return True
-                if action.kind in WAITING or live is None:
-                    return False
-                self._write(name, live, action)
+                outcome = self._decide_and_act(name, state)
+                if outcome is not None:
+                    return outcome
             return False
         except ApiException as err:
             # Forbidden, invalid: retrying cannot help; the other queues go on.
@@ -114,13 +118,35 @@ class Gate:
         state.failed = True
         return True
 
+    def _decide_and_act(self, name: str, state: _QueueState) -> bool | None:
+        """One read, one decision, its writes: True finished, False waiting, None to read
+        again (after a spec write, or a conflict). A conflict means someone else changed the
+        queue after our read, so the decision is void: the caller reads again and decides
+        again, never writes the old decision with the new resourceVersion."""
+        live = self._get(name)
+        action = decide(live, self.desired[name])
+        self._report(name, live, action, state)
+        if live is not None and action.condition is not None:
+            # Continue with the object the condition write returned, which differs from the
+            # one decided on only by our own condition, so the spec write does not conflict
+            # with it.
+            live = self._set_condition(name, live, action.condition)
+            if live is None:
+                return None
+        if action.kind in TERMINAL:
+            return True
+        if action.kind in WAITING or live is None:
+            return False
+        self._write(name, live, action)
+        return None
+
     def _write(self, name: str, live: Mapping[str, Any], action: Action) -> None:
-        """Write the action's spec change, then give Kueue a moment to observe it."""
+        """Write the action's spec change, then give Kueue a moment to observe it. On a
+        conflict (usually Kueue's status) the caller decides again on a fresh read."""
         body = next_object(live, self.desired[name], action)
         try:
             new = self._call(lambda: self.queues.replace(body))
         except Conflict:
-            # Someone (usually Kueue's status) wrote in between: decide again on a fresh read.
             self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
             return
         meta = new["metadata"]
@@ -146,15 +172,12 @@ class Gate:
             self.sleep(0.2)
             waited += 0.2
 
-    def _report(
-        self, name: str, live: dict[str, Any] | None, action: Action, state: _QueueState
-    ) -> dict[str, Any] | None:
-        """Log the decision, emit an Event and set the condition, each only on a change;
-        returns the queue as it is after the condition write."""
+    def _report(self, name: str, live: dict[str, Any] | None, action: Action, state: _QueueState) -> None:
+        """Log the decision and emit an Event, each only when it changed."""
         cond = action.condition
         key = (action.kind.value, cond.message if cond else "")
         if key == state.last:
-            return live
+            return
         state.last = key
         self.log(
             "decision",
@@ -165,56 +188,49 @@ class Gate:
             dropped=list(action.dropped),
             generation=(live or {}).get("metadata", {}).get("generation"),
         )
-        if live is None or cond is None:
-            return live
-        if action.kind in EVENTS:
+        if live is not None and cond is not None and action.kind in EVENTS:
             reason, warning = EVENTS[action.kind]
             self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()), name, "event")
-        return self._set_condition(name, live, cond)
 
-    def _set_condition(
-        self,
-        name: str,
-        live: dict[str, Any],
-        cond: Condition,
-    ) -> dict[str, Any] | None:
-        current: dict[str, Any] | None = live
-        for _ in range(MAX_STEPS):
-            if current is None or condition_is(current, cond):
-                return current
-            try:
-                new = self._apply_condition(current, cond)
-            except Conflict:
-                # Kueue wrote its status in between: apply again on the fresh object.
-                current = self._get(name)
-                continue
-            self.log("condition", queue=name, status=cond.status, reason=cond.reason)
-            return new
-        return current
+    def _set_condition(self, name: str, live: dict[str, Any], cond: Condition) -> dict[str, Any] | None:
+        """The condition of the decision, written on the object it was decided on: the queue
+        as it is afterwards, or None when the write met a conflict."""
+        if condition_is(live, cond):
+            return live
+        try:
+            new = self._apply_condition(live, cond)
+        except Conflict:
+            self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
+            return None
+        self.log("condition", queue=name, status=cond.status, reason=cond.reason)
+        return new
 
     def _apply_condition(self, live: Mapping[str, Any], cond: Condition) -> dict[str, Any]:
         new: dict[str, Any] = self._call(lambda: self.queues.set_condition(live, cond, utcnow()))
         return new
 
-    def _timed_out(self, pending: list[str]) -> int:
+    def _timed_out(self, pending: list[str], why: str = "gate timed out") -> int:
         for name in pending:
             try:
-                self._report_timeout(name)
-            except (ApiException, HTTPError, OSError) as err:
+                self._report_timeout(name, why)
+            except (ApiException, Conflict, HTTPError, OSError) as err:
                 self.log("timeout", queue=name, message=f"and reading it failed: {err}"[:500])
         return 1
 
-    def _report_timeout(self, name: str) -> None:
-        live = self._get(name)
+    def _report_timeout(self, name: str, why: str) -> None:
+        live = self.queues.get(name)  # once, without backoff: the time is up
         action = decide(live, self.desired[name])
         what = action.condition.message if action.condition else ""
         message = (
-            f"gate timed out ({action.kind.value}: {what}); the plan was not switched"
+            f"{why} ({action.kind.value}: {what}); the plan was not switched"
             " and the next run resumes from here"
         )
         self.log("timeout", queue=name, action=action.kind.value, message=message)
         if live is not None:
-            self._try(lambda: self.queues.event(live, "GateTimeout", message, True, utcnow()), name, "event")
+            try:
+                self.queues.event(live, "GateTimeout", message, True, utcnow())
+            except ApiException as err:
+                self.log("report_failed", queue=name, what="event", error=str(err)[:300])
 
     def _get(self, name: str) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call(lambda: self.queues.get(name))

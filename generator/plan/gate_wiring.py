@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from generator.model import Manifest
+from generator.plan.gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
 PLAN_KEY = "clusterqueues.yaml"
@@ -39,8 +40,21 @@ FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 FOLDERS = ("labels", "kueue", "gate", "queues")
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
 JOB_TTL_SECONDS = 900
-#: Grace beyond the gate's own timeout for the pod to start and report.
-START_GRACE_SECONDS = 120
+#: Grace beyond the gate's own timeout for a pod to be scheduled, pull its image and start.
+START_GRACE_SECONDS = 300
+#: Pods a Job may start after the first one: only after a crash (exit 3, a killed node); the
+#: gate's own verdicts (exit 1 timeout or API error, 2 unusable plan) fail the Job at once.
+BACKOFF_LIMIT = 1
+#: The gate's exit codes that end the Job (generator.gate.command: TIMEOUT, UNUSABLE).
+FINAL_EXIT_CODES = (1, 2)
+
+
+def job_deadline_seconds(timeout_seconds: int) -> int:
+    """activeDeadlineSeconds of the gate Job: every pod it may start gets the gate's whole
+    timeout plus a start margin, so the deadline never cuts a run's own timeout short (it
+    only bounds a Job whose pods cannot start at all, e.g. an image that cannot be pulled).
+    A Flux wait on the Job should last at least this long."""
+    return (BACKOFF_LIMIT + 1) * (timeout_seconds + START_GRACE_SECONDS)
 
 
 def gate_manifests(
@@ -77,6 +91,7 @@ def gate_manifests(
         Manifest("gate/rolebinding-events.yaml", gate.binding("RoleBinding", event_namespace)),
         Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
         Manifest("gate/job.yaml", gate.job(plan)),
+        *gate.admission(queues),
     ]
     return found + flux_chain(repo_path, flux_namespace, flux_source, timeout_seconds)
 
@@ -155,6 +170,17 @@ class _Gate:
         body["subjects"] = [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}]
         return body
 
+    def admission(self, queues: Sequence[str]) -> list[Manifest]:
+        """The policy that makes the API server refuse what the gate would not do (wave 2,
+        with the RBAC: in place before the gate runs and before any queue is applied)."""
+        meta = self.object(ADMISSION_API, "ValidatingAdmissionPolicy", None)["metadata"]
+        meta = {k: v for k, v in meta.items() if k != "name"}
+        policy, binding = admission_objects(self.name, self.namespace, queues, meta)
+        return [
+            Manifest("gate/admissionpolicy.yaml", policy),
+            Manifest("gate/admissionpolicybinding.yaml", binding),
+        ]
+
     def configmap(self, plan: str) -> dict[str, Any]:
         body = self.object("v1", "ConfigMap", self.namespace, name=f"{self.name}-plan")
         return {**body, "data": {PLAN_KEY: plan}}
@@ -171,10 +197,23 @@ class _Gate:
         )
         digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
         body["spec"] = {
-            # One retry covers a crash or a lost node: the run resumes from the queue's state
-            # (a retry after a timeout ends at activeDeadlineSeconds, a little later).
-            "backoffLimit": 1,
-            "activeDeadlineSeconds": self.timeout_seconds + START_GRACE_SECONDS,
+            # A retry covers a crash or a lost node (the run resumes from the queue's state);
+            # the gate's own verdicts end the Job at once, and an eviction is not counted.
+            "backoffLimit": BACKOFF_LIMIT,
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {
+                            "containerName": "gate",
+                            "operator": "In",
+                            "values": list(FINAL_EXIT_CODES),
+                        },
+                    },
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                ]
+            },
+            "activeDeadlineSeconds": job_deadline_seconds(self.timeout_seconds),
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
                 "metadata": {"labels": self.labels, "annotations": {PLAN_HASH_ANNOTATION: digest}},
@@ -238,7 +277,7 @@ def flux_chain(repo_path: str, flux_namespace: str, flux_source: str, timeout_se
         if folder == "gate":
             # The Job is immutable: a new plan hash in its template makes Flux recreate it.
             spec["force"] = True
-            spec["timeout"] = f"{timeout_seconds + START_GRACE_SECONDS + 60}s"
+            spec["timeout"] = f"{job_deadline_seconds(timeout_seconds) + 60}s"
         meta = {"name": f"tasgen-{folder}", "namespace": flux_namespace, "labels": dict(MANAGED_BY)}
         result.append(
             Manifest(

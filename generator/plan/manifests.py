@@ -181,7 +181,7 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
                 ],
             }
         ]
-    # A queue without resource groups admits every workload: an emptied plan stays held.
+    # An emptied plan stays held: Kueue would still admit workloads that request nothing.
     spec["stopPolicy"] = plan.stop_policy if queue.flavors else "Hold"
     return {
         "apiVersion": kueue_api(version),

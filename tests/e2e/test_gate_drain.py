@@ -19,12 +19,14 @@ from tests.gate.support import (
     VERSION,
     Kueue,
     admitted_on,
+    block_current_status,
     cluster_queue,
     condition,
     flavors_of,
     gate_process,
     recorded,
     run_gate,
+    unblock,
     unique,
     wait_for,
     write_plan,
@@ -211,61 +213,6 @@ def test_gate_killed_mid_drain_converges(kueue: Kueue, kubeconfig: Path, tmp_pat
 # --- stale status: Kueue cannot write the current generation's status ----------------------
 
 
-def _block_current_status(api: client.ApiClient, cq: str) -> str:
-    """A ValidatingAdmissionPolicy that refuses any status write making this queue's Active
-    condition current: Kueue's status then stays one generation behind, deterministically,
-    while the gate's own condition (which leaves Active alone) is still accepted."""
-    name = unique("gate-stale")
-    adm = client.AdmissionregistrationV1Api(api)
-    adm.create_validating_admission_policy(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": name},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [GROUP],
-                            "apiVersions": ["*"],
-                            "operations": ["UPDATE"],
-                            "resources": ["clusterqueues/status"],
-                        }
-                    ]
-                },
-                "matchConditions": [{"name": "this-queue", "expression": f"object.metadata.name == '{cq}'"}],
-                "validations": [
-                    {
-                        "expression": (
-                            "!has(object.status) || !has(object.status.conditions) || "
-                            "!object.status.conditions.exists(c, c.type == 'Active' && "
-                            "has(c.observedGeneration) && "
-                            "c.observedGeneration == object.metadata.generation)"
-                        ),
-                        "message": "test: Kueue status held back",
-                    }
-                ],
-            },
-        }
-    )
-    adm.create_validating_admission_policy_binding(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": name},
-            "spec": {"policyName": name, "validationActions": ["Deny"]},
-        }
-    )
-    return name
-
-
-def _unblock(api: client.ApiClient, name: str) -> None:
-    adm = client.AdmissionregistrationV1Api(api)
-    adm.delete_validating_admission_policy_binding(name)
-    adm.delete_validating_admission_policy(name)
-
-
 def _poke(api: client.ApiClient, cq: str) -> bool:
     """Any change to the queue makes Kueue reconcile it (and retry its status) at once, rather
     than after the backoff that the refused writes built up."""
@@ -284,7 +231,7 @@ def test_gate_stale_status_awaits_queue_status(
     kueue: Kueue, api_client: client.ApiClient, kubeconfig: Path, tmp_path: Path
 ) -> None:
     cq, f = _setup(kueue, {"a": 4, "b": 4})
-    policy = _block_current_status(api_client, cq)
+    policy = block_current_status(api_client, cq)
     try:
         # Bump the generation until Kueue demonstrably cannot catch up (the policy needs a
         # moment to reach the API server's admission chain).
@@ -324,11 +271,11 @@ def test_gate_stale_status_awaits_queue_status(
         with gate_process(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--timeout", "90") as gate:
             time.sleep(3)
             assert gate.poll() is None and f["b"] in flavors_of(kueue.get(cq))
-            _unblock(api_client, policy)
+            unblock(api_client, policy)
             policy = ""
             wait_for("Kueue to catch up", lambda: _poke(api_client, cq) and kueue.current(cq))
             assert gate.wait(timeout=90) == 0
     finally:
         if policy:
-            _unblock(api_client, policy)
+            unblock(api_client, policy)
     assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}

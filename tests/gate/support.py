@@ -73,13 +73,21 @@ class Kueue:
         )
         return name
 
-    def queue(self, name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
-        body = cluster_queue(name, flavors, policy)
+    def queue(
+        self, name: str, flavors: dict[str, int], policy: str = "None", *, managed: bool = False
+    ) -> dict[str, Any]:
+        """A ClusterQueue; managed: labelled as tasgen's, as rendered queues are."""
+        body = cluster_queue(name, flavors, policy, managed=managed)
         self.custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
-        self.on_cleanup(
-            lambda: self.custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
-        )
+        self.on_cleanup(lambda: self._delete_queue(name))
         return body
+
+    def _delete_queue(self, name: str) -> None:
+        # A managed queue that still holds reservations may be deleted only while it drains
+        # (the gate's admission policy): drain it first, as its docs tell an operator to.
+        with suppress(ApiException):
+            self.patch_spec(name, {"stopPolicy": "HoldAndDrain"})
+        self.custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
 
     def namespace(self, queue: str) -> str:
         """A namespace with a LocalQueue (of the same name) pointing at queue."""
@@ -216,7 +224,9 @@ def _pod_spec(cpu: int) -> dict[str, Any]:
     }
 
 
-def cluster_queue(name: str, flavors: dict[str, int], policy: str = "None") -> dict[str, Any]:
+def cluster_queue(
+    name: str, flavors: dict[str, int], policy: str = "None", *, managed: bool = False
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"namespaceSelector": {}, "stopPolicy": policy}
     if flavors:
         spec["resourceGroups"] = [
@@ -228,12 +238,10 @@ def cluster_queue(name: str, flavors: dict[str, int], policy: str = "None") -> d
                 ],
             }
         ]
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    meta: dict[str, Any] = {"name": name}
+    if managed:
+        meta["labels"] = {"app.kubernetes.io/managed-by": "tasgen"}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": meta, "spec": spec}
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -260,6 +268,64 @@ def admitted_on(wl: dict[str, Any]) -> str | None:
         return None
     flavors = admission["podSetAssignments"][0].get("flavors") or {}
     return str(flavors.get(RESOURCE)) if RESOURCE in flavors else None
+
+
+# --- Kueue's status held back ---------------------------------------------------------------
+
+
+def block_current_status(api: client.ApiClient, cq: str) -> str:
+    """A ValidatingAdmissionPolicy that refuses any status write making this queue's Active
+    condition current: Kueue's status then stays one generation behind, deterministically,
+    while the gate's own condition (which leaves Active alone) is still accepted."""
+    name = unique("gate-stale")
+    adm = client.AdmissionregistrationV1Api(api)
+    adm.create_validating_admission_policy(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": ["UPDATE"],
+                            "resources": ["clusterqueues/status"],
+                        }
+                    ]
+                },
+                "matchConditions": [{"name": "this-queue", "expression": f"object.metadata.name == '{cq}'"}],
+                "validations": [
+                    {
+                        "expression": (
+                            "!has(object.status) || !has(object.status.conditions) || "
+                            "!object.status.conditions.exists(c, c.type == 'Active' && "
+                            "has(c.observedGeneration) && "
+                            "c.observedGeneration == object.metadata.generation)"
+                        ),
+                        "message": "test: Kueue status held back",
+                    }
+                ],
+            },
+        }
+    )
+    adm.create_validating_admission_policy_binding(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        }
+    )
+    return name
+
+
+def unblock(api: client.ApiClient, name: str) -> None:
+    adm = client.AdmissionregistrationV1Api(api)
+    adm.delete_validating_admission_policy_binding(name)
+    adm.delete_validating_admission_policy(name)
 
 
 # --- the gate as a subprocess ---------------------------------------------------------------

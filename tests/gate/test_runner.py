@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from generator.gate.decision import HOLD_AND_DRAIN, PREVIOUS_POLICY_ANNOTATION, Condition
 from generator.gate.kube import Conflict, Deadline, condition_body
-from generator.gate.runner import Gate, JsonLog
+from generator.gate.runner import Gate, JsonLog, Terminated
 from tests.gate.test_decision import desired, queue
 
 
@@ -32,7 +33,10 @@ class FakeKueue:
         self.writes = 0
         self.kill_at: int | None = None
         self.conflicts = 0  # the next N writes fail as if Kueue wrote in between
+        #: write number -> what someone else changes just before that write lands
+        self.meddle: dict[int, Callable[[FakeKueue], None]] = {}
         self.events: list[str] = []
+        self.admin_set: str | None = None  # the policy an administrator set, if one did
         self._observe()
 
     # -- the Queues interface used by the gate ---------------------------------------------
@@ -79,6 +83,8 @@ class FakeKueue:
         self.writes += 1
         if self.kill_at is not None and self.writes >= self.kill_at:
             raise Killed
+        if self.writes in self.meddle:
+            self.meddle.pop(self.writes)(self)
         if self.conflicts:
             self.conflicts -= 1
             self._bump()
@@ -115,6 +121,26 @@ class FakeKueue:
         status.update(
             reservingWorkloads=self.reserving, flavorsReservation=listing, flavorsUsage=copy.deepcopy(listing)
         )
+
+    # -- what others do between the gate's read and its write ------------------------------
+
+    def admit(self) -> None:
+        """Kueue admits a workload on the queue's last flavor (only while it admits at all)."""
+        if self.obj["spec"].get("stopPolicy", "None") == "None":
+            self.reserving = 1
+            self._observe()
+            self._bump()
+
+    def admin_policy(self, policy: str) -> None:
+        """An administrator sets the stop policy (as the admission policy lets them: never
+        during a drain of the gate's)."""
+        if PREVIOUS_POLICY_ANNOTATION in (self.obj["metadata"].get("annotations") or {}):
+            return
+        self.admin_set = policy
+        self.obj["spec"]["stopPolicy"] = policy
+        self.obj["metadata"]["generation"] += 1
+        self._observe()
+        self._bump()
 
 
 def _flavors(obj: dict[str, Any]) -> list[str]:
@@ -180,6 +206,53 @@ def test_conflicts_are_retried_on_a_fresh_read() -> None:
     _converged(fake, desired(["a"]), "None")
 
 
+def test_workload_admitted_on_an_idle_dropped_flavor_during_the_condition_write() -> None:
+    """Issue 9, finding 1: the gate decided "b is idle, apply in place"; Kueue admits onto b
+    while the gate writes its condition. The 409 must lead to a new decision (hold and
+    drain), never to the old one written with the new resourceVersion."""
+    fake = FakeKueue(queue(["a", "b"]), reserving=0)
+    fake.meddle[1] = FakeKueue.admit  # write 1: the AppliedInPlace condition
+    gate, out = _gate(fake, desired(["a"]))
+    assert gate.run() == 0
+    _converged(fake, desired(["a"]), "None")
+    assert _updates(out) == ["Hold", "Switch", "Restore"]
+
+
+def test_admin_hold_during_the_hold_decision_is_recorded() -> None:
+    """Issue 9, finding 1: an administrator sets Hold while the gate writes the Draining
+    condition of its decision to hold (recording None); the recorded policy must be Hold."""
+    fake = FakeKueue(queue(["a", "b"]), reserving=1)
+    fake.meddle[1] = lambda f: f.admin_policy("Hold")
+    gate, out = _gate(fake, desired(["a"]))
+    assert gate.run() == 0
+    _converged(fake, desired(["a"]), "Hold")
+    assert _updates(out) == ["Hold", "Switch", "Restore"]
+
+
+@pytest.mark.parametrize("meddler", ["admit", "hold"])
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_change_before_any_write_is_decided_again(meddler: str, start: int) -> None:
+    """Someone else writes just before each of the gate's writes in turn (Kueue admitting on
+    the flavor being dropped, an administrator's Hold): no write is based on the stale read,
+    so reservations are never stranded (FakeKueue.replace asserts it) and the
+    administrator's policy is the one in force at the end."""
+    clean = FakeKueue(queue(["a", "b"]), reserving=start)
+    assert _gate(clean, desired(["a"]))[0].run() == 0
+    for k in range(1, clean.writes + 1):
+        fake = FakeKueue(queue(["a", "b"]), reserving=start)
+        fake.meddle[k] = FakeKueue.admit if meddler == "admit" else lambda f: f.admin_policy("Hold")
+        assert _gate(fake, desired(["a"]))[0].run() == 0, f"meddled at write {k}"
+        assert _flavors(fake.obj) == ["a"]
+        assert not fake.meddle, f"write {k} never came"
+        assert fake.obj["spec"]["stopPolicy"] == (fake.admin_set or "None"), k
+        assert PREVIOUS_POLICY_ANNOTATION not in (fake.obj["metadata"].get("annotations") or {})
+
+
+def _updates(out: io.StringIO) -> list[str]:
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    return [ln["action"] for ln in lines if ln["event"] == "updated"]
+
+
 def test_timeout_leaves_the_old_plan_held() -> None:
     fake = FakeKueue(queue(["a", "b"]), reserving=1, drain_reads=10**9)
     gate, out = _gate(fake, desired(["a"]), timeout=5)
@@ -236,3 +309,24 @@ def test_a_stuck_drain_does_not_hold_up_other_queues() -> None:
     assert quota.obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 16
     assert _flavors(stuck.obj) == ["a", "b"]  # ...and kept its old plan, held
     assert stuck.obj["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+
+
+def test_stopped_from_outside_reports_gate_timeout_itself() -> None:
+    """Finding 6: whatever stops the pod before its own timeout (the Job's deadline, a deleted
+    Job) sends SIGTERM; the gate reports GateTimeout on the waiting queue before it exits."""
+    fake = FakeKueue(queue(["a", "b"]), reserving=1, drain_reads=10**9)
+    gate, out = _gate(fake, desired(["a"]), timeout=600)
+    slept = [0]
+
+    def sleep(seconds: float) -> None:
+        slept[0] += 1
+        if slept[0] == 3:
+            raise Terminated
+
+    gate.sleep = sleep
+    assert gate.run() == 1
+    assert fake.events[-1] == "GateTimeout"
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    assert [ln["event"] for ln in lines][-2:] == ["terminated", "timeout"]
+    assert lines[-1]["message"].startswith("the gate was stopped (Drain:")
+    assert _flavors(fake.obj) == ["a", "b"]

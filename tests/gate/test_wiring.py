@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from generator.gate.plan import read_plan
 from generator.model import Manifest
 from generator.plan.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
@@ -55,6 +56,8 @@ def test_files_are_in_gate_and_flux_folders() -> None:
         "gate/rolebinding-events.yaml",
         "gate/configmap-plan.yaml",
         "gate/job.yaml",
+        "gate/admissionpolicy.yaml",
+        "gate/admissionpolicybinding.yaml",
         "flux/labels.yaml",
         "flux/kueue.yaml",
         "flux/gate.yaml",
@@ -108,7 +111,6 @@ def test_job_is_a_wave_3_sync_hook_after_its_wave_2_inputs() -> None:
     }
     others = [m for k, m in found.items() if k[1].startswith("gate/") and k[0] != "Job"]
     assert {m.body["metadata"]["annotations"][WAVE] for m in others} == {"2"}
-    assert job["spec"]["activeDeadlineSeconds"] > 600
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "tasgen-gate"
     assert pod["containers"][0]["command"] == ["python", "-m", "generator.gate"]
@@ -151,7 +153,8 @@ def test_flux_chain(repo_path: str) -> None:
     ]
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
-    assert chain[2]["spec"]["timeout"] == "780s"
+    # Flux waits for the Job as long as the Job may run: 2 pods x (600 s + 300 s start) + 60.
+    assert chain[2]["spec"]["timeout"] == "1860s"
 
 
 def test_name_sets_every_object_and_reference() -> None:
@@ -166,6 +169,8 @@ def test_name_sets_every_object_and_reference() -> None:
         "RoleBinding": "g2",
         "ConfigMap": "g2-plan",
         "Job": "g2",
+        "ValidatingAdmissionPolicy": "g2",
+        "ValidatingAdmissionPolicyBinding": "g2",
     }
     job = next(m.body for m in found if m.kind == "Job")["spec"]["template"]["spec"]
     assert job["serviceAccountName"] == "g2"
@@ -173,3 +178,49 @@ def test_name_sets_every_object_and_reference() -> None:
     binding = next(m.body for m in found if m.kind == "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == "g2"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "g2", "namespace": "ns"}]
+
+
+def test_job_fails_at_once_on_the_gates_own_verdicts_and_retries_crashes() -> None:
+    """Finding 6: exit 1 (timeout, API error) and 2 (unusable plan) end the Job; a crash
+    (exit 3, OOM kill) is retried once; an eviction does not count."""
+    spec = render(QUEUES)[("Job", "gate/job.yaml")].body["spec"]
+    assert spec["backoffLimit"] == 1
+    assert spec["podFailurePolicy"]["rules"] == [
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": "gate", "operator": "In", "values": [1, 2]},
+        },
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"  # podFailurePolicy needs it
+
+
+@pytest.mark.parametrize("timeout", [30, 600, 86400])
+def test_job_deadline_never_cuts_a_runs_own_timeout_short(timeout: int) -> None:
+    """Every pod the Job may start (1 + backoffLimit) gets its whole --timeout after a start
+    of up to five minutes, before activeDeadlineSeconds ends the Job."""
+    found = gate_manifests(QUEUES, namespace="n", image="i", timeout_seconds=timeout)
+    spec = next(m.body for m in found if m.kind == "Job")["spec"]
+    args = spec["template"]["spec"]["containers"][0]["args"]
+    own = int(args[args.index("--timeout") + 1])
+    assert own == timeout
+    assert spec["activeDeadlineSeconds"] >= (spec["backoffLimit"] + 1) * (own + 300)
+
+
+def test_admission_policy_covers_the_managed_queues_and_exempts_the_gate() -> None:
+    found = gate_manifests(QUEUES, namespace="ns", image="i", timeout_seconds=60, name="g2")
+    policy = next(m.body for m in found if m.kind == "ValidatingAdmissionPolicy")
+    binding = next(m.body for m in found if m.kind == "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": "g2", "validationActions": ["Deny"]}
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["objectSelector"] == {
+        "matchLabels": {"app.kubernetes.io/managed-by": "tasgen"}
+    }
+    assert spec["matchConstraints"]["resourceRules"][0]["operations"] == ["UPDATE", "DELETE"]
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    assert variables["isGate"] == "request.userInfo.username == 'system:serviceaccount:ns:g2'"
+    assert variables["managed"] == "oldObject.metadata.name in ['team-a', 'team-b']"
+    # The policy and the gate name the gate's record alike (the compiler cannot import it).
+    assert all(PREVIOUS_POLICY_ANNOTATION in v["messageExpression"] for v in spec["validations"][1:2])
+    assert policy["metadata"]["annotations"][WAVE] == "2"  # with the RBAC, before the Job

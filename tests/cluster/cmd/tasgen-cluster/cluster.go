@@ -65,6 +65,9 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := step(ctx, "start nfd-master", func() error { return c.startNFDMaster(ctx) }); err != nil {
 		return err
 	}
+	if err := step(ctx, "start the admission policy status controller", func() error { return c.startPolicyStatus(ctx) }); err != nil {
+		return err
+	}
 	// The kubeconfig appears only now, atomically, so that its existence
 	// means "every component is ready".
 	return writeFileAtomic(c.opts.kubeconfig, c.env.KubeConfig)
