@@ -133,8 +133,18 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
     taints) is dropped: it changes on every flap and says nothing about the hardware."""
     if not isinstance(taints, list) or not all(isinstance(t, dict) for t in taints):
         raise ImportProblem(f"node {node!r}: spec.taints must be a list of taints")
-    kept = [{k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")} for t in taints]
+    kept = [
+        {k: _taint_field(node, k, t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")}
+        for t in taints
+    ]
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
+
+
+def _taint_field(node: str, field: str, value: Any) -> str:
+    """A taint's key, value and effect are strings in Kubernetes, like label values."""
+    if not isinstance(value, str):
+        raise ImportProblem(f"node {node!r}: a taint's {field} is {_short(value)}, not a string (quote it)")
+    return value
 
 
 def _mapping(parent: dict[str, Any], key: str, what: str) -> dict[str, Any]:
