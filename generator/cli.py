@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 
 import click
 
-from generator import importnodes, scaffold
+from generator import fetch as fetching
+from generator import importfilter, importnodes, scaffold
 from generator.diff import command as plan_command
+from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
-from generator.report import REPORTERS, Reporter, step_summary
+from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.rules import catalogue
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
@@ -294,7 +296,9 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 
 
 @cli.command("import-nodes")
-@click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@click.argument(
+    "sources", metavar="FILE|-...", nargs=-1, required=True, type=click.File("r", encoding="utf-8")
+)
 @click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
 @click.option(
     "-o",
@@ -303,33 +307,129 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     default=None,
     help="Write here (atomically) instead of to standard output.",
 )
-def import_nodes(source: Any, name: str, output: Path | None) -> None:
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.",
+)
+def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inventory: Path) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
     Only names, labels and allocatable are kept, sorted, so that a refresh gives a small,
-    reviewable diff.
+    reviewable diff. Labels tasgen itself puts on nodes (the profile key, the levels of the
+    inventory's writing sources) and volatile ones (GeneratorConfig volatileLabelKeys,
+    default nvidia.com/gfd.timestamp) are dropped: importing right after a sync changes
+    nothing. Several files (one per cluster, say) make one inventory. Refreshing a file
+    keeps the comment block at its top.
 
     \b
     Example:
       kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
     """
-    shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
+    inputs: list[tuple[str, str]] = []
+    for source in sources:
+        shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
+        try:
+            inputs.append((shown, source.read()))
+        except UnicodeDecodeError:
+            click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
+            sys.exit(EXIT_PROBLEMS)
+    header = importnodes.header_of(output) if output else importnodes.HEADER
     try:
-        text = importnodes.convert(source.read(), name)
+        imported = importnodes.convert(inputs, name, importfilter.of_inventory(inventory), header)
     except importnodes.ImportProblem as e:
-        click.echo(f"{shown}:{e.line}:{e.col}: error: {e.message} [import-nodes]", err=True)
+        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [import-nodes]", err=True)
         sys.exit(EXIT_PROBLEMS)
-    except UnicodeDecodeError:
-        click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
-        sys.exit(EXIT_PROBLEMS)
+    if imported.nodes == 0:
+        click.echo("warning: the input lists no nodes (an empty cluster, or the wrong context?)", err=True)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(imported.text)
     else:
         try:
-            importnodes.write_atomically(output, text)
+            importnodes.write_atomically(output, imported.text)
         except importnodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)
+
+
+@cli.command()
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    default="inventories",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The inventory folder.",
+)
+@click.argument("names", metavar="[SOURCE]...", nargs=-1)
+@click.option(
+    "--secrets-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Read Secrets from DIR/<namespace>/<name>/<key> instead of the cluster.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Read Secrets from this cluster [default: $KUBECONFIG, else ~/.kube/config].",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=fetching.DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="For connecting, and for the whole answer to arrive.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=fetching.DEFAULT_MAX_BYTES,
+    show_default=True,
+    metavar="N",
+    help="The largest answer accepted (enforced while reading).",
+)
+@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry when validating.")
+def fetch(
+    inventory: Path,
+    names: tuple[str, ...],
+    secrets_dir: Path | None,
+    kubeconfig: Path | None,
+    timeout: float,
+    max_bytes: int,
+    now: str | None,
+) -> None:
+    """Poll webhook sources (all, or those named) and commit each valid answer to snapshotPath.
+
+    HTTPS only, TLS verified (caBundle, else the system trust store), redirects refused.
+    Each answer is validated like a committed snapshot against the current inventory; an
+    invalid one leaves the committed file untouched. Valid answers are written in a
+    canonical form (sorted keys), so an unchanged topology gives no diff; the ETag is kept
+    in <snapshotPath>.etag and a 304 means unchanged.
+
+    \b
+    Example:
+      tasgen fetch --secrets-dir /var/run/secrets/tasgen && tasgen render
+    Exit: 0 every source current or updated, 1 any source failed (the others are still
+    written), 2 usage error.
+    """
+    if not inventory.is_dir():
+        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    secrets = SecretsDir(secrets_dir) if secrets_dir else ClusterSecrets(kubeconfig)
+    options = fetching.Options(secrets, timeout, max_bytes)
+    try:
+        outcomes = fetching.fetch(inventory, names, options, _parse_now(now))
+    except fetching.UnknownSource as e:
+        raise click.UsageError(str(e)) from None
+    sys.stdout.write(_printable(fetch_report(outcomes)))
+    failed = any(o.status is fetching.Status.FAILED for o in outcomes)
+    sys.exit(EXIT_PROBLEMS if failed else EXIT_CLEAN)
 
 
 @cli.command()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.emit import yaml
+from generator.importfilter import LabelFilter
 from generator.load.files import ParseError, parse_text
 from generator.model import API_VERSION
 
@@ -17,29 +21,76 @@ HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
     "# taints only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
 )
+_OWN_HEADER = "# Node facts for tasgen, imported from"  # how every wording of HEADER starts
+_HEADER_LIMIT = 64 * 1024  # a comment block is read from the start of the file only
 
 
 class ImportProblem(Exception):
     def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
         super().__init__(message)
         self.message, self.line, self.col = message, line, col
+        self.file: str | None = None  # which input, when several are given
 
 
-def convert(text: str, name: str) -> str:
+@dataclass(frozen=True)
+class Imported:
+    text: str
+    nodes: int
+
+
+def convert(
+    inputs: Sequence[tuple[str, str]], name: str, keep: LabelFilter | None = None, header: str = HEADER
+) -> Imported:
+    """Node lists (shown name, text) -> one NodeInventory; labels ``keep`` refuses are dropped."""
+    nodes: dict[str, dict[str, Any]] = {}
+    origin: dict[str, str] = {}
+    for shown, text in inputs:
+        try:
+            for node in _nodes(text):
+                node_name = node["name"]
+                if node_name in origin:
+                    message = f"node {node_name!r} is listed again; the first is in {origin[node_name]}"
+                    raise ImportProblem(message)
+                origin[node_name], nodes[node_name] = shown, node
+        except ImportProblem as e:
+            e.file = shown
+            raise
+    for node in nodes.values():
+        node["labels"] = {k: v for k, v in node["labels"].items() if keep is None or keep.keeps(k)}
+    inventory = {
+        "apiVersion": API_VERSION,
+        "kind": "NodeInventory",
+        "metadata": {"name": name},
+        "nodes": [nodes[n] for n in sorted(nodes)],
+    }
+    return Imported(header + yaml.dump(inventory), len(nodes))
+
+
+def _nodes(text: str) -> list[dict[str, Any]]:
     try:
         documents = parse_text(text, data_checks=False)
     except ParseError as e:
         line, col = e.position or (1, 1)
         raise ImportProblem(e.message, line, col) from e
-    nodes = [_node(item) for document in documents for item in _items(document)]
-    nodes.sort(key=lambda n: n["name"])
-    inventory = {
-        "apiVersion": API_VERSION,
-        "kind": "NodeInventory",
-        "metadata": {"name": name},
-        "nodes": nodes,
-    }
-    return HEADER + yaml.dump(inventory)
+    return [_node(item) for document in documents for item in _items(document)]
+
+
+def header_of(path: Path) -> str:
+    """The comment block at the top of the file being refreshed, when a person wrote one (the
+    rest is regenerated); tasgen's own header otherwise, in its current wording."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return HEADER  # a FIFO would block the read; write_atomically refuses it anyway
+        with path.open("rb") as stream:
+            head = stream.read(_HEADER_LIMIT).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return HEADER
+    if len(head) > 1 and sum(map(len, head)) >= _HEADER_LIMIT - len(head):
+        head.pop()  # it may be cut in the middle
+    lines = list(itertools.takewhile(lambda line: line.startswith("#"), head))
+    if not lines or lines[0].startswith(_OWN_HEADER):
+        return HEADER
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _items(document: Any) -> list[dict[str, Any]]:
@@ -82,8 +133,18 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
     taints) is dropped: it changes on every flap and says nothing about the hardware."""
     if not isinstance(taints, list) or not all(isinstance(t, dict) for t in taints):
         raise ImportProblem(f"node {node!r}: spec.taints must be a list of taints")
-    kept = [{k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")} for t in taints]
+    kept = [
+        {k: _taint_field(node, k, t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")}
+        for t in taints
+    ]
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
+
+
+def _taint_field(node: str, field: str, value: Any) -> str:
+    """A taint's key, value and effect are strings in Kubernetes, like label values."""
+    if not isinstance(value, str):
+        raise ImportProblem(f"node {node!r}: a taint's {field} is {_short(value)}, not a string (quote it)")
+    return value
 
 
 def _mapping(parent: dict[str, Any], key: str, what: str) -> dict[str, Any]:

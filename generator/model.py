@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from generator.sourcetypes import SourceType
+
 #: A path inside one YAML/JSON document, e.g. ``("nodes", 3, "labels", "zone")``.
 Pointer = tuple[str | int, ...]
 
@@ -132,7 +134,6 @@ class Node:
     unschedulable: bool = False
 
 
-SourceType = Literal["nodeLabels", "configMap", "webhook"]
 KueueVersion = Literal["v1beta1", "v1beta2"]
 
 
@@ -154,14 +155,14 @@ class Source:
     selector: Selector
     levels: tuple[str, ...]  # normalized: coarsest first, Topograph tiers reordered
     declared_levels: tuple[str, ...]  # as written
-    type: SourceType
+    type: SourceType  # nodeLabels, configMap or webhook: what it is, whether it writes
     spec: dict[str, Any]
     where: Where  # of the document root
     snapshot: Snapshot | None = None
 
     @property
     def writes(self) -> bool:
-        return self.type != "nodeLabels"
+        return self.type.writes
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,9 @@ class Settings:
     output: dict[str, Any] = field(default_factory=dict)  # nodeFeatureShards, maxObjectsPerShard
     sync: dict[str, Any] = field(default_factory=dict)  # path, flux, argocd
     expiry_warning_days: int = 14  # a snapshot expiring sooner is a warning (source-expiring)
+    #: labels import-nodes drops: keys, or prefixes ending in '*' (values that change on every
+    #: refresh would make every import a diff)
+    volatile_label_keys: tuple[str, ...] = ("nvidia.com/gfd.timestamp",)
     where: Where | None = None
 
 

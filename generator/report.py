@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from generator.fetch import Outcome, Status
 from generator.model import Problem
 from generator.pipeline import Result
 
@@ -16,7 +17,7 @@ Reporter = Callable[[Result, str, TextIO], None]
 
 def text(result: Result, command: str, out: TextIO) -> None:
     for p in result.problems:
-        out.write(f"{p.path}:{p.line}:{p.col}: {p.level}: {p.message} [{p.rule}]\n")
+        out.write(_problem_line(p) + "\n")
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")
@@ -122,3 +123,20 @@ def _escape_property(value: str) -> str:
 
 
 REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
+
+
+def fetch_report(outcomes: list[Outcome]) -> str:
+    """Problems of every source first, then one summary line per source."""
+    # Sources refused for the same inventory errors share them: each is shown once.
+    lines = [_problem_line(p) for p in dict.fromkeys(p for o in outcomes for p in o.problems)]
+    for o in outcomes:
+        revision = f" (revision {o.revision})" if o.revision else ""
+        reason = f": {o.reason}" if o.status is Status.FAILED else ""
+        lines.append(f"{o.source}: {o.status}{revision}{reason}")
+    if not outcomes:
+        lines.append("no webhook sources in the inventory")
+    return "\n".join(lines) + "\n"
+
+
+def _problem_line(p: Problem) -> str:
+    return f"{p.path}:{p.line}:{p.col}: {p.level}: {p.message} [{p.rule}]"

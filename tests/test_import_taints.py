@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import NOW, tasgen
@@ -73,4 +74,15 @@ def test_taints_that_are_not_a_list_are_refused_without_a_traceback(tmp_path: Pa
     run = tasgen("import-nodes", str(source), "-o", str(tmp_path / "out.yaml"))
     assert run.exit_code == 1
     assert "gpu-1" in run.output and "spec.taints" in run.output
+    assert not (tmp_path / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("literal", ["9" * 5000, "true", "8", '["a"]'])
+def test_a_taint_field_that_is_not_a_string_is_refused_naming_the_node(tmp_path: Path, literal: str) -> None:
+    taint = {"key": "nvidia.com/gpu", "value": "PLACEHOLDER", "effect": "NoSchedule"}
+    source = tmp_path / "nodes.yaml"  # YAML reads JSON; the literal goes in as YAML would read it
+    source.write_text(json.dumps(_node("gpu-1", {"taints": [taint]})).replace('"PLACEHOLDER"', literal))
+    run = tasgen("import-nodes", str(source), "-o", str(tmp_path / "out.yaml"))
+    assert run.exit_code == 1
+    assert "gpu-1" in run.output and "taint's value" in run.output and "not a string" in run.output
     assert not (tmp_path / "out.yaml").exists()

@@ -183,7 +183,7 @@ def _status(
     expired = ctx.expired(source)
     return SourceStatus(
         name=source.name,
-        type=source.type,
+        type=source.type.key,
         ready=valid and not expired and not contended,
         valid=valid,
         ownership_conflict=contended,

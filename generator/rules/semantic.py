@@ -2,10 +2,12 @@
 
 from generator.model import Level
 from generator.rules.base import Rule, Stage
+from generator.sourcetypes import SOURCE_TYPES
 
 _S = Stage.RULES
 
-SOURCE_TYPE = Rule("source-type", _S, "A TopologySource has exactly one of nodeLabels, configMap, webhook.")
+_KINDS = ", ".join(t.key for t in SOURCE_TYPES)
+SOURCE_TYPE = Rule("source-type", _S, f"A TopologySource has exactly one of {_KINDS}.")
 SOURCE_LEVELS = Rule(
     "source-levels",
     _S,

@@ -1,5 +1,6 @@
 """``tasgen init``: the files a GitOps repository needs to use tasgen, from jinja2 templates
-(templates/init/): a commented GeneratorConfig, the pull-request workflow, a pre-commit
+(templates/init/): a commented GeneratorConfig, the pull-request workflow, the scheduled
+refresh workflow (fetch, import-nodes, render, one pull request), a pre-commit
 configuration, and the Argo CD and Flux objects that sync rendered/.
 
 Nothing is overwritten: when any target exists, nothing is written at all.
@@ -18,6 +19,7 @@ import jinja2
 FILES = {
     "inventories/config.yaml": "config.yaml.j2",
     ".github/workflows/tasgen.yml": "workflow.yaml.j2",
+    ".github/workflows/tasgen-refresh.yml": "refresh-workflow.yaml.j2",
     ".pre-commit-config.yaml": "pre-commit-config.yaml.j2",
     "deploy/argocd/application.yaml": "argocd-application.yaml.j2",
     "deploy/flux/kustomization.yaml": "flux-kustomization.yaml.j2",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from generator import sourcetypes
 from generator.load.files import LoadedFile
 from generator.model import Document, Finding, Inventory, Level
 from generator.validate import documents
@@ -29,7 +30,7 @@ class Validation:
 
 def validate(files: list[LoadedFile], now: datetime) -> Validation:
     texts = {f.path: f.text for f in files}
-    snapshot_paths = _webhook_snapshot_paths(files)
+    snapshot_paths = _snapshot_files(files)
     findings = [x for f in files if f.relative not in snapshot_paths for x in f.findings]
     docs = [d for f in files if f.relative not in snapshot_paths for d in f.documents]
     found = documents.catalog(docs)
@@ -49,13 +50,17 @@ def validate(files: list[LoadedFile], now: datetime) -> Validation:
     return Validation(inventory, findings, texts, context)
 
 
-def _webhook_snapshot_paths(files: Iterable[LoadedFile]) -> set[str]:
+def _snapshot_files(files: Iterable[LoadedFile]) -> set[str]:
+    """Files that hold a fetched snapshot: data of a source, not inventory documents."""
     paths: set[str] = set()
-    for doc in (d for f in files for d in f.documents):
+    for doc in (d for f in files for d in f.documents if d.kind == "TopologySource"):
         spec = doc.body.get("spec")
-        hook = spec.get("webhook") if doc.kind == "TopologySource" and isinstance(spec, dict) else None
-        if isinstance(hook, dict) and isinstance(hook.get("snapshotPath"), str):
-            paths.add(Path(hook["snapshotPath"]).as_posix())
+        if not isinstance(spec, dict):
+            continue
+        for kind in sourcetypes.present(spec):
+            path = kind.snapshot_file(spec)
+            if path is not None:
+                paths.add(Path(path).as_posix())
     return paths
 
 

@@ -23,7 +23,6 @@ from generator.model import (
     Selector,
     Settings,
     Source,
-    SourceType,
     Where,
 )
 from generator.rules.schema import (
@@ -34,6 +33,7 @@ from generator.rules.schema import (
     SINGLE_GENERATOR_CONFIG,
     UNKNOWN_KIND,
 )
+from generator.sourcetypes import of_spec
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
 
@@ -123,6 +123,7 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         output=dict(spec.get("output", {})),
         sync=dict(spec.get("sync", {})),
         expiry_warning_days=spec.get("expiryWarningDays", defaults.expiry_warning_days),
+        volatile_label_keys=tuple(spec.get("volatileLabelKeys", defaults.volatile_label_keys)),
         where=docs[0].where("spec"),
     ), findings
 
@@ -154,18 +155,10 @@ def source(doc: Document) -> Source:
         selector=selector(spec["nodeSelector"]),
         levels=normalize_levels(declared),
         declared_levels=declared,
-        type=source_type(spec),
+        type=of_spec(spec),
         spec=spec,
         where=doc.where(),
     )
-
-
-def source_type(spec: dict[str, Any]) -> SourceType:
-    """The first source type present (``rules.source_type`` reports more or fewer than one)."""
-    for name in ("nodeLabels", "configMap", "webhook"):
-        if name in spec:
-            return name  # type: ignore[return-value,unused-ignore]
-    return "nodeLabels"
 
 
 def selector(raw: dict[str, Any]) -> Selector:

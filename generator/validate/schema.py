@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from generator.model import Finding, Where
 from generator.rules.schema import SCHEMA
+from generator.sourcetypes import SOURCE_TYPES
 
 #: kind -> the apiVersion it is written with
 KINDS = {
@@ -37,6 +38,9 @@ SNAPSHOT = "Snapshot"
 def schema_of(kind: str) -> dict[str, Any]:
     text = resources.files("generator").joinpath("schemas", f"{kind}.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
+    if kind == "TopologySource":
+        # Each source type describes its own part (generator/sourcetypes.py).
+        schema["properties"]["spec"]["properties"].update({t.key: t.schema for t in SOURCE_TYPES})
     return schema
 
 

@@ -1,8 +1,9 @@
-"""Load each writing source's snapshot: from its ConfigMap's data, or its webhook's file."""
+"""Load each writing source's snapshot, the way its source type obtains it: from a ConfigMap
+document's data, or from the committed file that `tasgen fetch` refreshes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -12,6 +13,7 @@ from generator.load.files import LoadedFile, ParseError, parse_text
 from generator.load.positions import embedded_position
 from generator.model import Document, Finding, Snapshot, Source, Where
 from generator.rules.schema import SNAPSHOT_EXPIRY, SNAPSHOT_MISSING, SNAPSHOT_PATH, SNAPSHOT_SHAPE
+from generator.sourcetypes import Obtained
 from generator.validate import schema
 
 
@@ -25,15 +27,12 @@ class SnapshotFiles:
 
 
 def load_snapshot(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
-    if source.type == "configMap":
-        return _from_configmap(source, store)
-    if source.type == "webhook":
-        return _from_webhook(source, store)
-    return None, []
+    loader = _LOADERS.get(source.type.obtained)
+    return loader(source, store) if loader else (None, [])
 
 
 def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
-    ref = source.spec["configMap"]
+    ref = source.spec[source.type.key]
     cm, findings = _referenced_configmap(source, store)
     if cm is None:
         return None, findings
@@ -51,8 +50,8 @@ def _from_configmap(source: Source, store: SnapshotFiles) -> tuple[Snapshot | No
 
 def _referenced_configmap(source: Source, store: SnapshotFiles) -> tuple[Document | None, list[Finding]]:
     """The ConfigMap a source names, when it exists and has the key."""
-    ref = source.spec["configMap"]
-    where, identity = source.where.at("spec", "configMap"), f"{ref['namespace']}/{ref['name']}"
+    ref = source.spec[source.type.key]
+    where, identity = source.where.at("spec", source.type.key), f"{ref['namespace']}/{ref['name']}"
     cm = store.configmaps.get(identity)
     if cm is None and ("ConfigMap", identity) in store.rejected:
         return None, []  # the ConfigMap's own problems are reported
@@ -67,9 +66,9 @@ def _referenced_configmap(source: Source, store: SnapshotFiles) -> tuple[Documen
     return cm, []
 
 
-def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
-    path = source.spec["webhook"]["snapshotPath"]
-    where = source.where.at("spec", "webhook", "snapshotPath")
+def _from_committed_file(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None, list[Finding]]:
+    path = source.spec[source.type.key]["snapshotPath"]
+    where = source.where.at("spec", source.type.key, "snapshotPath")
     relative = PurePosixPath(path)
     if relative.is_absolute() or ".." in relative.parts:
         message = "snapshotPath must be a path inside the inventory folder (no '..', not absolute)"
@@ -84,6 +83,14 @@ def _from_webhook(source: Source, store: SnapshotFiles) -> tuple[Snapshot | None
     if raw is None:
         return None, [SNAPSHOT_SHAPE(Where(loaded.path), "a snapshot file holds one mapping")]
     return _build(raw, Where(loaded.path))
+
+
+Loader = Callable[[Source, SnapshotFiles], tuple[Snapshot | None, list[Finding]]]
+#: how each way of obtaining a snapshot (generator/sourcetypes.py) loads it
+_LOADERS: dict[Obtained, Loader] = {
+    Obtained.CONFIGMAP: _from_configmap,
+    Obtained.FETCHED: _from_committed_file,
+}
 
 
 def _single(documents: list[Any]) -> Any:

@@ -7,18 +7,20 @@ from collections.abc import Iterable
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, Selector, Source, Where
 from generator.rules import Hit, Rule
 from generator.rules.semantic import SOURCE_LEVELS, SOURCE_SELECTOR, SOURCE_TYPE, WEBHOOK_CREDENTIALS
+from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, present
+from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
 from generator.validate.labels import label_key_error, label_value_error, level_refusal
 from generator.validate.rules.base import Check, Context
 
-_TYPES = ("nodeLabels", "configMap", "webhook")
+_KEYS = ", ".join(t.key for t in SOURCE_TYPES)
 
 
 def _source_type(ctx: Context) -> Iterable[Hit]:
     for src in ctx.inventory.sources.values():
-        present = [t for t in _TYPES if t in src.spec]
-        if len(present) != 1:
-            found = ", ".join(present) or "none"
-            message = f"a TopologySource has exactly one of nodeLabels, configMap or webhook (found: {found})"
+        found = present(src.spec)
+        if len(found) != 1:
+            named = ", ".join(t.key for t in found) or "none"
+            message = f"a TopologySource has exactly one of {_KEYS} (found: {named})"
             yield Hit(src.where.at("spec"), message)
 
 
@@ -80,16 +82,16 @@ def _source_selector(ctx: Context) -> Iterable[Hit]:
 
 def _webhook_credentials(ctx: Context) -> Iterable[Hit]:
     for src in ctx.inventory.sources.values():
-        hook = src.spec.get("webhook")
+        hook = src.spec.get(WEBHOOK.key)
         if not isinstance(hook, dict):
             continue
-        refs = [k for k in ("bearerTokenSecretRef", "clientCertificateSecretRef") if k in hook]
+        refs = [k for k in CREDENTIAL_REFS if k in hook]
         if len(refs) != 1:
             message = (
                 "a webhook source names exactly one credential: bearerTokenSecretRef or "
                 "clientCertificateSecretRef (the endpoint is trusted to receive it)"
             )
-            yield Hit(src.where.at("spec", "webhook"), message)
+            yield Hit(src.where.at("spec", WEBHOOK.key), message)
 
 
 CHECKS: tuple[tuple[Rule, Check], ...] = (

@@ -1,0 +1,76 @@
+"""The scheduled refresh workflow `tasgen init` writes: it pins this release, only runs tasgen
+commands and options that exist (tasgen plan behind a --help probe), opens one pull request
+instead of pushing to the main branch, and is actionlint-clean."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator import scaffold
+from tests.conftest import tasgen
+from tests.test_init import ACTIONLINT, _tool
+
+WORKFLOW = ".github/workflows/tasgen-refresh.yml"
+
+
+@pytest.fixture
+def scaffolded(tmp_path: Path) -> Path:
+    run = tasgen("init", str(tmp_path / "fleet"), "--repo-url", "https://github.com/acme/fleet.git")
+    assert run.exit_code == 0, run.output
+    return tmp_path / "fleet"
+
+
+def _steps(root: Path) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]["refresh"]["steps"]
+    return steps
+
+
+def _tasgen_calls(root: Path) -> list[list[str]]:
+    script = "\n".join(step.get("run", "") for step in _steps(root)).replace("\\\n", " ")
+    calls = []
+    for line in script.splitlines():
+        for part in line.split("|"):
+            words = shlex.split(part.replace(";", " ; "), comments=True)
+            if "tasgen" in words:
+                calls.append(words[words.index("tasgen") + 1 :])
+    return calls
+
+
+def test_it_pins_this_release_and_runs_fetch_import_nodes_and_render(scaffolded: Path) -> None:
+    runs = [step.get("run", "") for step in _steps(scaffolded)]
+    assert f'python -m pip install "tasgen=={scaffold.installed_version()}"' in runs
+    commands = [call[0] for call in _tasgen_calls(scaffolded)]
+    assert {"fetch", "import-nodes", "render", "plan"} <= set(commands)
+    assert commands.index("fetch") < commands.index("render")
+
+
+def test_every_option_it_passes_exists(scaffolded: Path) -> None:
+    for call in _tasgen_calls(scaffolded):
+        help_text = tasgen(call[0], "--help").output
+        for word in call[1:]:
+            if word.startswith("-") and word != "-":
+                assert word in help_text, (call[0], word)
+
+
+def test_it_never_pushes_to_the_main_branch(scaffolded: Path) -> None:
+    text = (scaffolded / WORKFLOW).read_text()
+    assert 'git push -f origin "$BRANCH"' in text and "BRANCH: tasgen/refresh" in text
+    assert "push origin main" not in text
+    assert yaml.safe_load(text)[True].keys() == {
+        "schedule",
+        "workflow_dispatch",
+    }  # 'on', as YAML 1.1 reads it
+
+
+def test_it_is_actionlint_clean(scaffolded: Path) -> None:
+    actionlint = _tool(*ACTIONLINT)
+    done = subprocess.run(
+        [str(actionlint), "-no-color", WORKFLOW], cwd=scaffolded, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
