@@ -7,6 +7,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,17 +45,22 @@ def _parse_now(value: str | None) -> datetime:
     return datetime.now(UTC)
 
 
+def _inventory_option(help_text: str) -> Callable[[Any], Any]:
+    """-i/--inventory, as every command that reads an inventory spells it."""
+    return click.option(
+        "-i",
+        "--inventory",
+        "inventory",
+        default="inventories",
+        show_default=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help=help_text,
+    )
+
+
 def _common(function: Any) -> Any:
     options = [
-        click.option(
-            "-i",
-            "--inventory",
-            "inventory",
-            default="inventories",
-            show_default=True,
-            type=click.Path(file_okay=False, path_type=Path),
-            help="The inventory folder.",
-        ),
+        _inventory_option("The inventory folder."),
         click.option(
             "--format",
             "format_",
@@ -216,15 +222,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 
 @cli.command()
 @click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
-@click.option(
-    "-i",
-    "--inventory",
-    "inventory",
-    default="inventories",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The inventory folder (the working tree's; the base is read from git).",
-)
+@_inventory_option("The inventory folder (the working tree's; the base is read from git).")
 @_output_option
 @click.option(
     "--format",
@@ -307,15 +305,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     default=None,
     help="Write here (atomically) instead of to standard output.",
 )
-@click.option(
-    "-i",
-    "--inventory",
-    "inventory",
-    default="inventories",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.",
-)
+@_inventory_option("Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.")
 def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inventory: Path) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
@@ -357,15 +347,7 @@ def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inven
 
 
 @cli.command()
-@click.option(
-    "-i",
-    "--inventory",
-    "inventory",
-    default="inventories",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The inventory folder.",
-)
+@_inventory_option("The inventory folder.")
 @click.argument("names", metavar="[SOURCE]...", nargs=-1)
 @click.option(
     "--secrets-dir",
