@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,16 @@ def tree(folder: Path) -> dict[str, str]:
 def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own render memo folder, so no test sees another's."""
     monkeypatch.setenv("TASGEN_CACHE_DIR", str(tmp_path_factory.mktemp("memo")))
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Path:
+    """A private copy of the example inventory (a test may edit it)."""
+    shutil.copytree(REPO / "inventories", tmp_path / "inventory")
+    return tmp_path / "inventory"
+
+
+def render(inventory: Path, output: Path, *more: str) -> tuple[int, str]:
+    """tasgen render of an inventory into a folder, at the fixed test time."""
+    run = tasgen("render", "-i", str(inventory), "-o", str(output), "--now", NOW, *more)
+    return run.exit_code, run.output

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -54,12 +53,6 @@ RECORDS: dict[str, Edit | bytes] = {
     "nested too deeply": b"[" * 100_000,
     "empty": b"",
 }
-
-
-@pytest.fixture
-def inventory(tmp_path: Path) -> Path:
-    shutil.copytree(REPO / "inventories", tmp_path / "inventory")
-    return tmp_path / "inventory"
 
 
 def memo_file() -> Path:

@@ -10,23 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from generator.emit import outtree
-from tests.conftest import NOW, REPO, tasgen, tree
+from tests.conftest import NOW, REPO, render, tasgen, tree
 
 EXAMPLE = REPO / "inventories"
-
-
-@pytest.fixture
-def inventory(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLE, tmp_path / "inventory")
-    return tmp_path / "inventory"
-
-
-def render(inventory: Path, output: Path, *more: str) -> tuple[int, str]:
-    run = tasgen("render", "-i", str(inventory), "-o", str(output), "--now", NOW, *more)
-    return run.exit_code, run.output
 
 
 def check(inventory: Path, output: Path) -> tuple[int, str]:

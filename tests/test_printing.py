@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NOW, REPO, tree
-
-
-@pytest.fixture
-def inventory(tmp_path: Path) -> Path:
-    shutil.copytree(REPO / "inventories", tmp_path / "inventory")
-    return tmp_path / "inventory"
 
 
 def set_revision(inventory: Path, revision: str) -> None:

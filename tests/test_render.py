@@ -8,20 +8,9 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from tests.conftest import NOW, REPO, tasgen, tree
+from tests.conftest import NOW, REPO, render, tasgen, tree
 
 EXAMPLE = REPO / "inventories"
-
-
-@pytest.fixture
-def inventory(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLE, tmp_path / "inventory")
-    return tmp_path / "inventory"
-
-
-def render(inventory: Path, output: Path, *more: str) -> tuple[int, str]:
-    run = tasgen("render", "-i", str(inventory), "-o", str(output), "--now", NOW, *more)
-    return run.exit_code, run.output
 
 
 def test_the_committed_example_is_current() -> None:
