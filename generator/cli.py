@@ -145,7 +145,7 @@ class _Commands(click.Group):
     """Loads the drain gate's command only when it is asked for: it imports the Kubernetes
     API client, a second of start-up that validate/render/check do not need."""
 
-    LAZY: ClassVar[dict[str, str]] = {"gate": "generator.gate.command"}
+    LAZY: ClassVar[dict[str, str]] = {"gate": "generator.gate.command", "retire": "generator.gate.retire"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])

@@ -87,7 +87,7 @@ def check_tree(kustomize: Path, root: Path, repo_path: str) -> dict[str, int]:
 
 def test_example_paths_build(kustomize: Path) -> None:
     counts = check_tree(kustomize, REPO / "rendered", "rendered")
-    assert set(counts) == {"labels", "kueue", "gate", "queues", "flux", "argocd"}
+    assert set(counts) == {"labels", "kueue", "gate", "queues", "retire", "flux", "argocd"}
 
 
 def test_generated_sharded_fleet_paths_build(kustomize: Path, tmp_path: Path) -> None:

@@ -33,20 +33,23 @@ def flux(paths: Paths, **settings: Any) -> dict[str, dict[str, Any]]:
 )
 def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
     found = flux(Paths.of(repo_path, ["labels"]))
-    chain = [found[f"tasgen-{f}"] for f in ("labels", "kueue", "gate", "queues")]
-    assert [k["spec"]["path"] for k in chain] == [
-        f"{shown}/{f}" for f in ("labels", "kueue", "gate", "queues")
-    ]
+    steps = ("labels", "kueue", "gate", "queues", "retire")
+    chain = [found[f"tasgen-{f}"] for f in steps]
+    assert [k["spec"]["path"] for k in chain] == [f"{shown}/{f}" for f in steps]
     assert [k["spec"].get("dependsOn") for k in chain] == [
         None,
         [{"name": "tasgen-labels"}],
         [{"name": "tasgen-kueue"}],
         [{"name": "tasgen-gate"}],
+        [{"name": "tasgen-queues"}],
     ]
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
-    assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False]
-    # Flux waits for the gate Job as long as the Job may run: 2 pods x (600 s + 300 s start) + 60.
+    # The two Jobs are immutable: a new plan or keep list recreates them.
+    assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False, True]
+    # Flux waits for a Job as long as it may run: 2 pods x (timeout + 300 s start) + 60; the
+    # gate's timeout is the config's (600 here), the retire step's 300.
     assert chain[2]["spec"]["timeout"] == "1860s"
+    assert chain[4]["spec"]["timeout"] == "1260s"
 
 
 def test_flux_shards_each_get_a_kustomization_and_kueue_waits_for_all() -> None:
@@ -62,12 +65,15 @@ def test_flux_shards_each_get_a_kustomization_and_kueue_waits_for_all() -> None:
         "tasgen-kueue",
         "tasgen-gate",
         "tasgen-queues",
+        "tasgen-retire",
     }
 
 
 def test_flux_files_keep_shards_together() -> None:
     files = [m.file for m in flux_kustomizations(Paths.of("rendered", SHARDS), {}, 60)]
-    assert files == ["flux/labels.yaml"] * 3 + ["flux/kueue.yaml", "flux/gate.yaml", "flux/queues.yaml"]
+    assert files == ["flux/labels.yaml"] * 3 + [
+        f"flux/{s}.yaml" for s in ("kueue", "gate", "queues", "retire")
+    ]
 
 
 def test_flux_settings_come_from_the_config() -> None:
@@ -99,7 +105,7 @@ ARGO = {"repoURL": "https://git.example.com/fleet.git"}
 def test_argocd_is_rendered_only_when_configured() -> None:
     paths = Paths.of("rendered", ["labels"])
     assert {m.file for m in wiring(paths, {}, 60)} == {
-        f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues")
+        f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues", "retire")
     }
     assert "argocd/applicationset.yaml" in {m.file for m in wiring(paths, {"argocd": ARGO}, 60)}
 
@@ -119,7 +125,7 @@ def test_argocd_generator_covers_every_synced_path(
     prefix = "" if repo_path == "." else f"{repo_path}/"
     assert spec["generators"][0]["git"]["directories"] == [
         {"path": pattern},
-        *({"path": f"{prefix}{step}"} for step in ("kueue", "gate", "queues")),
+        *({"path": f"{prefix}{step}"} for step in ("kueue", "gate", "queues", "retire")),
     ]
     # The step label is the path's first segment below rendered/.
     template = spec["template"]
@@ -132,7 +138,7 @@ def test_argocd_rolling_sync_steps_run_in_order() -> None:
     steps = spec["strategy"]["rollingSync"]["steps"]
     assert [s["matchExpressions"] for s in steps] == [
         [{"key": STEP_LABEL, "operator": "In", "values": [step]}]
-        for step in ("labels", "kueue", "gate", "queues")
+        for step in ("labels", "kueue", "gate", "queues", "retire")
     ]
     # RollingSync triggers each sync with the template's prune setting.
     assert spec["template"]["spec"]["syncPolicy"]["automated"]["prune"] is True

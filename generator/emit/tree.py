@@ -22,6 +22,7 @@ _FOLDER_NOTES = {
     "kueue": "Kueue Topologies and ResourceFlavors, one per profile / identity x profile (step 2).",
     "gate": "The drain gate: switches ClusterQueue plans only once dropped flavors are idle (step 3).",
     "queues": "Kueue ClusterQueues (step 4).",
+    "retire": "Deletes the Topologies and ResourceFlavors the render no longer holds, once unused (step 5).",
     "flux": "Flux Kustomizations that sync the paths above in order (point Flux at this folder).",
     "argocd": "The Argo CD ApplicationSet that syncs the paths above in order (apply this folder).",
 }

@@ -275,6 +275,16 @@ class QueueStatus:
         lists = (self._reservation, self._usage)
         return all(flavor in m and all(quantity_is_zero(q) for q in m[flavor]) for m in lists)
 
+    def flavors(self) -> set[str]:
+        """Every flavor Kueue lists a reservation or usage figure for."""
+        return set(self._reservation) | set(self._usage)
+
+    def busy(self, flavor: str) -> bool:
+        """Kueue lists a reservation or usage above zero on it (a flavor the spec no longer
+        names can still carry one: Kueue strands it when the flavor leaves resourceGroups)."""
+        lists = (self._reservation, self._usage)
+        return any(not quantity_is_zero(q) for m in lists for q in m.get(flavor, []))
+
 
 def _condition(status: Obj, kind: str) -> Obj | None:
     for cond in status.get("conditions") or []:

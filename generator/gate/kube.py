@@ -217,3 +217,34 @@ def condition_is(live: Mapping[str, Any], cond: Condition) -> bool:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class Catalog:
+    """Kueue's cluster-scoped objects by plural (resourceflavors, topologies, clusterqueues):
+    list them, and delete one only as it was read."""
+
+    def __init__(self, api: client.ApiClient, version: str = VERSION) -> None:
+        self._custom = client.CustomObjectsApi(api)
+        self._version = version
+
+    def list(self, plural: str) -> list[dict[str, Any]]:
+        found = cast(dict[str, Any], self._custom.list_cluster_custom_object(GROUP, self._version, plural))
+        return [cast(dict[str, Any], item) for item in found.get("items") or []]
+
+    def delete(self, plural: str, live: Mapping[str, Any]) -> bool:
+        """Delete the object if it is still the one that was read (uid and resourceVersion as
+        preconditions: an engine that re-applied it meanwhile turns this into a Conflict).
+        False when it was gone already."""
+        meta = live["metadata"]
+        same = client.V1Preconditions(uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
+        try:
+            self._custom.delete_cluster_custom_object(
+                GROUP, self._version, plural, meta["name"], body=client.V1DeleteOptions(preconditions=same)
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            if err.status == 409:
+                raise Conflict(str(err.reason)) from err
+            raise
+        return True

@@ -95,10 +95,11 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
         *(manifests.profile_features(inventory, assignment, folder_of) if node_features else []),
     ]
     queue_objects = manifests.cluster_queues(queues, version)
+    kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
     control = [
-        *manifests.topologies(assignment, version),
-        *manifests.resource_flavors(flavors, version),
+        *kueue,
         *_gate(ctx, [m.body for m in queue_objects]),
+        *_retire(ctx, [m.body for m in kueue]),
         *queue_objects,
         *manifests.local_queues(queues, version),
     ]
@@ -121,6 +122,15 @@ def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
         namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
         image=gate.get("image", DEFAULT_GATE_IMAGE),
         timeout_seconds=_gate_timeout(ctx),
+    )
+
+
+def _retire(ctx: Context, kueue: list[dict[str, Any]]) -> list[Manifest]:
+    gate = ctx.inventory.settings.gate
+    return gate_wiring.retire_manifests(
+        kueue,
+        namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
+        image=gate.get("image", DEFAULT_GATE_IMAGE),
     )
 
 

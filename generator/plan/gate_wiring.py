@@ -3,9 +3,8 @@ it among the other paths is in :mod:`generator.plan.sync_wiring`).
 
 Order of a sync, in both engines: NodeFeatures (labels/) -> new Topologies and ResourceFlavors
 (kueue/) -> the gate Job, which drains and switches the live ClusterQueues and restores their
-stop policy (gate/) -> the rendered ClusterQueues, by then a no-op (queues/) -> prune of the old
-flavors and Topologies, which Kueue's resource-in-use finalizer holds until no queue refers to
-them.
+stop policy (gate/) -> the rendered ClusterQueues, by then a no-op (queues/) -> the retire Job,
+which deletes the old flavors and Topologies once nothing refers to them (retire/).
 
 - Argo CD syncs the root kustomization: the gate's ConfigMap and RBAC are in wave 2, the Job is a
   ``Sync`` hook in wave 3 (recreated each sync: ``BeforeHookCreation``), the queues are in wave
@@ -46,6 +45,19 @@ START_GRACE_SECONDS = 300
 BACKOFF_LIMIT = 1
 #: The gate's exit codes that end the Job (generator.gate.command: TIMEOUT, UNUSABLE).
 FINAL_EXIT_CODES = (1, 2)
+#: The retire step (rendered/retire/): its Job's name, where its keep list is mounted, and how
+#: long it retries a failing API server.
+RETIRE_NAME = "tasgen-retire"
+KEEP_MOUNT = "/etc/tasgen/retire"
+KEEP_KEY = "keep.yaml"
+RETIRE_TIMEOUT_SECONDS = 300
+KUEUE_GROUP = "kueue.x-k8s.io"
+#: What retiring needs: list every flavor, Topology and queue (a foreign queue may name a
+#: flavor of ours), delete flavors and Topologies. RBAC cannot narrow a delete to a label.
+RETIRE_RULES = [
+    {"apiGroups": [KUEUE_GROUP], "resources": ["resourceflavors", "topologies"], "verbs": ["list", "delete"]},
+    {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues"], "verbs": ["list"]},
+]
 
 
 def job_deadline_seconds(timeout_seconds: int) -> int:
@@ -104,6 +116,41 @@ def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
         for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))
     ]
     return yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False) if docs else ""
+
+
+def retire_manifests(
+    kueue_objects: Sequence[Mapping[str, Any]], *, namespace: str, image: str, name: str = RETIRE_NAME
+) -> list[Manifest]:
+    """rendered/retire/, the last step of a sync: a Job that deletes the Topologies and
+    ResourceFlavors this render no longer holds once nothing refers to them
+    (generator.gate.retire), with its own ServiceAccount (not exempt from the admission
+    policy: it never writes a queue), RBAC and keep list. In the gate's namespace, which the
+    gate step creates before."""
+    retire = _Gate(name, namespace, image, RETIRE_TIMEOUT_SECONDS, "default")
+    keep = keep_text(kueue_objects)
+    args = ["--keep", KEEP_MOUNT, "--timeout", str(RETIRE_TIMEOUT_SECONDS)]
+    pod = _pod_spec(name, image, "generator.gate.retire", args, KEEP_MOUNT, f"{name}-keep")
+    configmap = retire.object("v1", "ConfigMap", namespace, name=f"{name}-keep")
+    return [
+        Manifest("retire/serviceaccount.yaml", retire.object("v1", "ServiceAccount", namespace)),
+        Manifest(
+            "retire/clusterrole.yaml", {**retire.object(RBAC_API, "ClusterRole", None), "rules": RETIRE_RULES}
+        ),
+        Manifest("retire/clusterrolebinding.yaml", retire.binding("ClusterRoleBinding", None)),
+        Manifest("retire/configmap-keep.yaml", {**configmap, "data": {KEEP_KEY: keep}}),
+        Manifest("retire/job.yaml", retire.hook_job(pod, keep, RETIRE_TIMEOUT_SECONDS)),
+    ]
+
+
+def keep_text(kueue_objects: Sequence[Mapping[str, Any]]) -> str:
+    """The retire step's keep list: the names of the rendered flavors and Topologies."""
+
+    def names(kind: str) -> list[str]:
+        return sorted(str(o["metadata"]["name"]) for o in kueue_objects if o["kind"] == kind)
+
+    version = next((str(o["apiVersion"]) for o in kueue_objects), f"{KUEUE_GROUP}/v1beta2")
+    doc = {"apiVersion": version, "resourceFlavors": names("ResourceFlavor"), "topologies": names("Topology")}
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
 
 @dataclass(frozen=True)
@@ -183,6 +230,9 @@ class _Gate:
     def job(self, plan: str) -> dict[str, Any]:
         """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the
         plan hash so that a new plan recreates it."""
+        return self.hook_job(self.pod_spec(), plan, self.timeout_seconds)
+
+    def hook_job(self, pod: dict[str, Any], config: str, timeout_seconds: int) -> dict[str, Any]:
         body = self.object("batch/v1", "Job", self.namespace, wave="3")
         body["metadata"]["annotations"].update(
             {
@@ -190,10 +240,10 @@ class _Gate:
                 "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
             }
         )
-        digest = hashlib.sha256(plan.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(config.encode()).hexdigest()[:16]
         body["spec"] = {
-            # A retry covers a crash or a lost node (the run resumes from the queue's state);
-            # the gate's own verdicts end the Job at once, and an eviction is not counted.
+            # A retry covers a crash or a lost node (the run resumes from what it reads); the
+            # command's own verdicts end the Job at once, and an eviction is not counted.
             "backoffLimit": BACKOFF_LIMIT,
             "podFailurePolicy": {
                 "rules": [
@@ -208,11 +258,11 @@ class _Gate:
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 ]
             },
-            "activeDeadlineSeconds": job_deadline_seconds(self.timeout_seconds),
+            "activeDeadlineSeconds": job_deadline_seconds(timeout_seconds),
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {
                 "metadata": {"labels": self.labels, "annotations": {PLAN_HASH_ANNOTATION: digest}},
-                "spec": self.pod_spec(),
+                "spec": pod,
             },
         }
         return body
@@ -226,29 +276,36 @@ class _Gate:
             "--event-namespace",
             self.event_namespace,
         ]
-        return {
-            "serviceAccountName": self.name,
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [
-                {
-                    # The gate alone, so that an image without the compiler's dependencies (the
-                    # one of deploy/gate/Dockerfile) runs it as well as a full tasgen image does.
-                    "name": "gate",
-                    "image": self.image,
-                    "command": ["python", "-m", "generator.gate"],
-                    "args": args,
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                    "resources": {
-                        "requests": {"cpu": "50m", "memory": "64Mi"},
-                        "limits": {"memory": "256Mi"},
-                    },
-                    "volumeMounts": [{"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}],
-                }
-            ],
-            "volumes": [{"name": "plan", "configMap": {"name": f"{self.name}-plan"}}],
-        }
+        return _pod_spec(self.name, self.image, "generator.gate", args, PLAN_MOUNT, f"{self.name}-plan")
+
+
+def _pod_spec(
+    account: str, image: str, module: str, args: list[str], mount: str, configmap: str
+) -> dict[str, Any]:
+    """A locked-down pod that runs one module of the gate image with one ConfigMap mounted."""
+    return {
+        "serviceAccountName": account,
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                # The gate's modules alone, so that an image without the compiler's dependencies
+                # (the one of deploy/gate/Dockerfile) runs them as well as a full tasgen image does.
+                "name": "gate",
+                "image": image,
+                "command": ["python", "-m", module],
+                "args": args,
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"memory": "256Mi"},
+                },
+                "volumeMounts": [{"name": "config", "mountPath": mount, "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "config", "configMap": {"name": configmap}}],
+    }

@@ -7,6 +7,7 @@ Layout (one folder per sync step; each folder is one path an engine syncs, see s
 - ``kueue/``: Topologies and ResourceFlavors
 - ``gate/``: the drain gate Job and what it needs
 - ``queues/``: ClusterQueues and their LocalQueues
+- ``retire/``: the Job that deletes retired Topologies and flavors (see gate_wiring)
 
 Few large files rather than one per object: writing 100k small files costs seconds, and a
 reviewer reads one diff per source and shard.
@@ -27,9 +28,12 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 SOURCE_LABEL = "topology.gpustack.ai/source"
-#: Topologies and flavors have no health of their own; a retired one waits, being deleted, for
-#: Kueue's resource-in-use finalizer, and must not hold its Application at Progressing meanwhile
+#: Topologies and flavors have no health of their own; one that a person deletes while a queue
+#: names it waits for Kueue's resource-in-use finalizer and must not hold its Application at
+#: Progressing meanwhile
 IGNORE_HEALTH = "argocd.argoproj.io/ignore-healthcheck"
+COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 PROFILE_FEATURES = "nodefeatures-profiles.yaml"
@@ -87,14 +91,25 @@ def _node_feature(
     }
 
 
-def _kueue_meta(name: str, wave: str, *, prune_last: bool) -> dict[str, Any]:
-    annotations = {WAVE: wave}
-    if prune_last:
-        # Kueue's resource-in-use finalizer holds an old flavor until queues drop it; pruning
-        # it last lets the new plan land first.
-        annotations[SYNC_OPTIONS] = "PruneLast=true"
-        annotations[IGNORE_HEALTH] = "true"
+def _catalog_meta(name: str, wave: str) -> dict[str, Any]:
+    """Topologies and flavors are never pruned by the engine: the retire step (rendered/retire/,
+    after the queues) deletes a retired one once nothing refers to it. An engine's prune would
+    come before the gate has switched the queues, and leave the object Terminating under Kueue's
+    finalizer, where a revert during the drain cannot apply it again (docs/gate.md)."""
+    annotations = {
+        WAVE: wave,
+        SYNC_OPTIONS: "Prune=false",
+        # ... and a retired one kept by Prune=false must not hold its Application OutOfSync
+        # (Progressive Syncs would never reach the gate, queues and retire steps)
+        COMPARE_OPTIONS: "IgnoreExtraneous",
+        IGNORE_HEALTH: "true",
+        FLUX_PRUNE: "disabled",
+    }
     return {"name": name, "labels": dict(MANAGED_BY), "annotations": annotations}
+
+
+def _kueue_meta(name: str, wave: str) -> dict[str, Any]:
+    return {"name": name, "labels": dict(MANAGED_BY), "annotations": {WAVE: wave}}
 
 
 def kueue_api(version: KueueVersion) -> str:
@@ -108,7 +123,7 @@ def topologies(assignment: Assignment, version: KueueVersion = "v1beta2") -> lis
             {
                 "apiVersion": kueue_api(version),
                 "kind": "Topology",
-                "metadata": _kueue_meta(f"gpustack-{p.id}", "2", prune_last=True),
+                "metadata": _catalog_meta(f"gpustack-{p.id}", "2"),
                 "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
             },
         )
@@ -123,7 +138,7 @@ def resource_flavors(flavors: dict[str, Flavor], version: KueueVersion = "v1beta
             {
                 "apiVersion": kueue_api(version),
                 "kind": "ResourceFlavor",
-                "metadata": _kueue_meta(f.name, "2", prune_last=True),
+                "metadata": _catalog_meta(f.name, "2"),
                 "spec": _flavor_spec(f),
             },
         )
@@ -165,7 +180,7 @@ def local_queues(queues: list[Queue], version: KueueVersion = "v1beta2") -> list
 
 
 def _local_meta(namespace: str, name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": namespace, **_kueue_meta(name, "4", prune_last=False)}
+    return {"name": name, "namespace": namespace, **_kueue_meta(name, "4")}
 
 
 def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, Any]:
@@ -186,7 +201,7 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
     return {
         "apiVersion": kueue_api(version),
         "kind": "ClusterQueue",
-        "metadata": _kueue_meta(plan.name, "4", prune_last=False),
+        "metadata": _kueue_meta(plan.name, "4"),
         "spec": spec,
     }
 

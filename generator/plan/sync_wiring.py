@@ -1,14 +1,15 @@
 """How GitOps engines sync rendered/: ``rendered/flux/`` and ``rendered/argocd/``.
 
 Every folder of rendered/ that holds a kustomization.yaml is one path an engine syncs: each
-labels shard, ``kueue``, ``gate`` and ``queues``. Both engines run the same order over them:
+labels shard, ``kueue``, ``gate``, ``queues`` and ``retire``. Both engines run the same order:
 
 1. every labels path (NodeFeatures land, nfd-master labels the nodes);
-2. ``kueue``: new Topologies and ResourceFlavors; retired ones are deleted here, and Kueue's
-   ``resource-in-use`` finalizer keeps each until no ClusterQueue refers to it, so their prune
-   completes last, after step 4;
+2. ``kueue``: new Topologies and ResourceFlavors; the engines never prune these (see
+   manifests._catalog_meta);
 3. ``gate``: the Job drains and switches the live queues (see gate_wiring);
-4. ``queues``: the rendered ClusterQueues, by then a no-op.
+4. ``queues``: the rendered ClusterQueues, by then a no-op;
+5. ``retire``: a Job deletes the Topologies and flavors the render no longer holds, once no
+   queue names them (generator.gate.retire).
 
 Flux: one Kustomization per path, each step ``dependsOn`` every path of the step before, all with
 ``wait: true``. kustomize-controller reconciles a Kustomization only once its dependencies are
@@ -28,11 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Manifest
-from generator.plan.gate_wiring import job_deadline_seconds
+from generator.plan.gate_wiring import RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"
-STEPS = ("labels", "kueue", "gate", "queues")
+STEPS = ("labels", "kueue", "gate", "queues", "retire")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 STEP_LABEL = "topology.gpustack.ai/sync-step"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
@@ -119,6 +120,9 @@ def _flux_kustomization(
         # The Job is immutable: a new plan hash in its template makes Flux recreate it.
         spec["force"] = True
         spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
+    if folder == "retire":
+        spec["force"] = True  # the same for the retire Job and its keep list's hash
+        spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
     meta = {
         "name": _flux_name(folder),
         "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),

@@ -75,7 +75,7 @@ def test_example_wiring_conforms() -> None:
     assert kinds == ["ApplicationSet", "Kustomization"]
     (appset,) = [o for _, o in objects if o["kind"] == "ApplicationSet"]
     made = [(f"generated from {appset['metadata']['name']}", a) for a in applications(appset, RENDERED)]
-    assert len(made) == 4
+    assert len(made) == 5  # labels, kueue, gate, queues, retire
     for _, app in made:
         app.update({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application"})
         app["metadata"]["namespace"] = appset["metadata"]["namespace"]

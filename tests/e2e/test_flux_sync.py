@@ -19,7 +19,7 @@ from tests.e2e.fleet import Fleet, load_fleet
 
 pytestmark = pytest.mark.cluster
 
-STEPS = ("tasgen-labels", "tasgen-kueue", "tasgen-gate", "tasgen-queues")
+STEPS = ("tasgen-labels", "tasgen-kueue", "tasgen-gate", "tasgen-queues", "tasgen-retire")
 ALL = {"tasgen-wiring", *STEPS}
 GATE_NAMESPACE = "tasgen-system"
 SYNC_TIMEOUT_S = 300
@@ -107,13 +107,15 @@ def test_flux_first_sync_lands_every_object_in_order(
             missing.append(describe(obj))
     assert missing == []
     # Each step's objects were created only once the step before was Ready.
-    step_of_kind = {"Topology": 1, "ResourceFlavor": 1, "Job": 2, "ClusterQueue": 3}
+    step_of = {"Topology": 1, "ResourceFlavor": 1, "Job": 2, "ClusterQueue": 3, "retire Job": 4}
     for obj in fleet.rendered:
-        step = step_of_kind.get(obj["kind"])
+        retire = obj["kind"] == "Job" and obj["metadata"]["name"] == "tasgen-retire"
+        step = step_of.get("retire Job" if retire else obj["kind"])
         if step is not None:
             assert created(env, obj) >= ready_since(by_name[STEPS[step - 1]]), describe(obj)
-    # The gate's Kustomization was Ready only after the Job's run (it waits for the Job).
-    assert list(env.runner.done.values()) == [0]
+    # The gate's and the retire step's Kustomizations were Ready only after their Job's run
+    # (each waits for its Job); on a first sync the retire step had nothing to delete.
+    assert list(env.runner.done.values()) == [0, 0]
     for queue in fleet.of_kind("ClusterQueue"):
         kube.wait_for(
             f"ClusterQueue {queue['metadata']['name']} Active",

@@ -1,0 +1,186 @@
+"""The retire step on the real control plane (Kueue v0.17 with its resource-in-use finalizers),
+run as the rendered ServiceAccount with a token: it deletes exactly the retired objects nothing
+refers to, so none of them is left Terminating, and holds the rest until they are free."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, dynamic
+from kubernetes.client.exceptions import ApiException
+
+from generator.gate.kube import Catalog, Conflict
+from generator.plan.gate_wiring import KEEP_KEY, retire_manifests
+from tests.e2e.test_gate_rbac import _token_client
+from tests.gate.support import GROUP, VERSION, Kueue, kubeconfig_for, unique
+from tests.gate.test_retire import retire
+
+pytestmark = pytest.mark.cluster
+OURS = {"app.kubernetes.io/managed-by": "tasgen"}
+
+
+def _create(
+    custom: client.CustomObjectsApi,
+    plural: str,
+    kind: str,
+    name: str,
+    spec: dict[str, Any],
+    labels: dict[str, str],
+) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+    }
+    custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
+
+
+def exists(custom: client.CustomObjectsApi, plural: str, name: str) -> bool:
+    try:
+        custom.get_cluster_custom_object(GROUP, VERSION, plural, name)
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
+@pytest.fixture
+def setup(api_client: client.ApiClient, kueue: Kueue, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """Retired and kept flavors and Topologies of ours, one of someone else's, a foreign queue
+    naming one retired flavor, and the rendered retire ServiceAccount and RBAC."""
+    custom = client.CustomObjectsApi(api_client)
+    n = {k: unique(f"retire-{k}") for k in ("free", "used", "kept", "theirs", "tfree", "tkept", "queue")}
+    made: list[tuple[str, str]] = []
+    for key in ("tfree", "tkept"):
+        _create(
+            custom,
+            "topologies",
+            "Topology",
+            n[key],
+            {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+            OURS,
+        )
+        made.append(("topologies", n[key]))
+    for key, topo, labels in (
+        ("free", n["tfree"], OURS),
+        ("used", None, OURS),
+        ("kept", n["tkept"], OURS),
+        ("theirs", None, {}),
+    ):
+        _create(
+            custom,
+            "resourceflavors",
+            "ResourceFlavor",
+            n[key],
+            {"topologyName": topo, "nodeLabels": {"pool": key}} if topo else {},
+            labels,
+        )
+        made.append(("resourceflavors", n[key]))
+    kueue.queue(n["queue"], {n["used"]: 2})
+    namespace, name = unique("retire-sys"), unique("retire-sa")
+    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": namespace}})
+    dyn = dynamic.DynamicClient(api_client)
+    keep_objects = [
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": n[key]}}
+        for kind, key in (("ResourceFlavor", "kept"), ("Topology", "tkept"))
+    ]
+    rbac = [m.body for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name)]
+    for body in rbac:
+        if body["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+            dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"]).create(
+                body=body, namespace=body["metadata"].get("namespace")
+            )
+    (keep,) = [b["data"][KEEP_KEY] for b in rbac if b["kind"] == "ConfigMap"]
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / KEEP_KEY).write_text(keep)
+    as_retire, token = _token_client(api_client, {"name": name, "namespace": namespace})
+    as_retire.close()  # only its token is used: the command runs with a kubeconfig
+    kubeconfig = kubeconfig_for(api_client, tmp_path / "kubeconfig", token)
+    yield {"names": n, "custom": custom, "keep": tmp_path / "keep", "kubeconfig": kubeconfig}
+    for plural, obj in made:
+        _quietly(lambda p=plural, o=obj: custom.delete_cluster_custom_object(GROUP, VERSION, p, o))
+    for body in rbac:
+        if body["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            _quietly(
+                lambda b=body: dyn.resources.get(api_version=b["apiVersion"], kind=b["kind"]).delete(
+                    name=b["metadata"]["name"]
+                )
+            )
+    _quietly(lambda: client.CoreV1Api(api_client).delete_namespace(namespace))
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    with suppress(ApiException):
+        fn()
+
+
+def test_gate_retire_deletes_what_nothing_uses_and_holds_the_rest(setup: dict[str, Any]) -> None:
+    n, custom = setup["names"], setup["custom"]
+    code, lines, stderr = retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))
+    assert code == 0, (lines, stderr)
+    retired = {(ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"}
+    assert retired == {("resourceflavors", n["free"]), ("topologies", n["tfree"])}
+    held = {(ln["kind"], ln["name"]): ln["why"] for ln in lines if ln["event"] == "held"}
+    assert held == {("resourceflavors", n["used"]): f"ClusterQueue {n['queue']} names it"}
+    # Gone when the command ends: nothing named them, so Kueue's finalizers let them go (the
+    # Topology once its flavor was gone), and no revert can meet them Terminating.
+    assert not exists(custom, "resourceflavors", n["free"]) and not exists(custom, "topologies", n["tfree"])
+    for plural, key in (
+        ("resourceflavors", "used"),
+        ("resourceflavors", "kept"),
+        ("resourceflavors", "theirs"),
+        ("topologies", "tkept"),
+    ):
+        assert exists(custom, plural, n[key]), key
+
+
+def test_gate_retire_takes_a_held_flavor_once_its_queue_lets_go(setup: dict[str, Any], kueue: Kueue) -> None:
+    n, custom = setup["names"], setup["custom"]
+    assert retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))[0] == 0
+    assert exists(custom, "resourceflavors", n["used"])
+    kueue.patch_spec(n["queue"], {"resourceGroups": []})
+    code, lines, _ = retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))
+    assert code == 0 and [(ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"] == [
+        ("resourceflavors", n["used"])
+    ]
+    assert not exists(custom, "resourceflavors", n["used"])
+
+
+def test_gate_retire_dry_run_deletes_nothing(setup: dict[str, Any]) -> None:
+    n, custom = setup["names"], setup["custom"]
+    code, lines, _ = retire(
+        "--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]), "--dry-run"
+    )
+    assert code == 0
+    # The first round only: the Topology waits for its flavor, which a dry run does not delete.
+    assert {ln["name"] for ln in lines if ln["event"] == "retire"} == {n["free"]}
+    assert {ln["name"]: ln["why"] for ln in lines if ln["event"] == "held"} == {
+        n["used"]: f"ClusterQueue {n['queue']} names it",
+        n["tfree"]: f"ResourceFlavor {n['free']} names it",
+    }
+    assert exists(custom, "resourceflavors", n["free"]) and exists(custom, "topologies", n["tfree"])
+
+
+def test_gate_retire_never_deletes_an_object_changed_since_it_was_read(
+    api_client: client.ApiClient, setup: dict[str, Any]
+) -> None:
+    """A revert re-applying the flavor between the read and the delete: the delete carries the
+    read's uid and resourceVersion, the API server refuses it, and the object stays."""
+    n, custom = setup["names"], setup["custom"]
+    catalog = Catalog(api_client)
+    (read,) = [f for f in catalog.list("resourceflavors") if f["metadata"]["name"] == n["free"]]
+    custom.patch_cluster_custom_object(
+        GROUP, VERSION, "resourceflavors", n["free"], {"metadata": {"annotations": {"reapplied": "yes"}}}
+    )
+    with pytest.raises(Conflict):
+        catalog.delete("resourceflavors", read)
+    assert exists(custom, "resourceflavors", n["free"])
+    fresh = custom.get_cluster_custom_object(GROUP, VERSION, "resourceflavors", n["free"])
+    assert catalog.delete("resourceflavors", fresh)
+    assert not exists(custom, "resourceflavors", n["free"])

@@ -1,0 +1,203 @@
+"""The retire step's choice (pure) and its command on unusable input. On the real control
+plane: tests/e2e/test_gate_retire.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose
+from generator.plan.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_text, retire_manifests
+from tests.conftest import REPO
+
+OURS = {"app.kubernetes.io/managed-by": "tasgen"}
+
+
+def flavor(
+    name: str, topology: str | None = None, labels: dict[str, str] = OURS, **meta: Any
+) -> dict[str, Any]:
+    spec = {"topologyName": topology} if topology else {}
+    return {"metadata": {"name": name, "labels": labels, **meta}, "spec": spec}
+
+
+def topology(name: str, labels: dict[str, str] = OURS) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "spec": {"levels": []}}
+
+
+def queue(name: str, *flavors: str, busy: dict[str, str] | None = None) -> dict[str, Any]:
+    groups = [{"coveredResources": ["cpu"], "flavors": [{"name": f} for f in flavors]}] if flavors else []
+    status = {
+        "flavorsReservation": [
+            {"name": f, "resources": [{"name": "cpu", "total": q, "borrowed": "0"}]}
+            for f, q in (busy or {}).items()
+        ]
+    }
+    return {"metadata": {"name": name}, "spec": {"resourceGroups": groups}, "status": status}
+
+
+KEEP = Keep("v1beta2", frozenset({"kept"}), frozenset({"t-kept"}))
+
+
+def verdict(
+    flavors: list[dict[str, Any]], topologies: list[dict[str, Any]], queues: list[dict[str, Any]]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    found = choose(KEEP, flavors, topologies, queues)
+    return [(p, o["metadata"]["name"]) for p, o in found.delete], list(found.held)
+
+
+CASES = {
+    "a retired flavor nobody names goes": (
+        [flavor("old")],
+        [],
+        [queue("q", "kept")],
+        [(FLAVORS, "old")],
+        [],
+    ),
+    "a flavor of the render stays, used or not": ([flavor("kept")], [], [], [], []),
+    "a flavor tasgen did not make is never touched": (
+        [flavor("theirs", labels={"team": "x"}), flavor("bare", labels={})],
+        [],
+        [],
+        [],
+        [],
+    ),
+    "a flavor being deleted already is left to its finalizer": (
+        [flavor("old", deletionTimestamp="2026-12-01T00:00:00Z")],
+        [],
+        [],
+        [],
+        [],
+    ),
+    "a retired flavor a queue still names is held, saying which": (
+        [flavor("old")],
+        [],
+        [queue("theirs", "old")],
+        [],
+        [(FLAVORS, "old", "ClusterQueue theirs names it")],
+    ),
+    "a retired flavor with stranded reservations is held": (
+        [flavor("old")],
+        [],
+        [queue("q", "kept", busy={"old": "2"})],
+        [],
+        [(FLAVORS, "old", "ClusterQueue q reports reservations or usage on it")],
+    ),
+    "zero reservations do not hold it": (
+        [flavor("old")],
+        [],
+        [queue("q", "kept", busy={"old": "0"})],
+        [(FLAVORS, "old")],
+        [],
+    ),
+    "a retired Topology waits for the retired flavor that names it to be gone": (
+        [flavor("old", "t-old"), flavor("kept", "t-kept")],
+        [topology("t-old"), topology("t-kept")],
+        [],
+        [(FLAVORS, "old")],
+        [(TOPOLOGIES, "t-old", "ResourceFlavor old names it")],
+    ),
+    "... and goes in the next round": (
+        [flavor("kept", "t-kept")],
+        [topology("t-old"), topology("t-kept")],
+        [],
+        [(TOPOLOGIES, "t-old")],
+        [],
+    ),
+    "a retired Topology a remaining flavor names is held": (
+        [flavor("kept", "t-old"), flavor("old", "t-old")],
+        [topology("t-old")],
+        [queue("q", "old")],
+        [],
+        [(FLAVORS, "old", "ClusterQueue q names it"), (TOPOLOGIES, "t-old", "ResourceFlavor kept names it")],
+    ),
+    "a Topology tasgen did not make is never touched": ([], [topology("t", labels={})], [], [], []),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_choose(case: str) -> None:
+    flavors, topologies, queues, delete, held = CASES[case]
+    assert verdict(flavors, topologies, queues) == (delete, held)
+
+
+def test_keep_list_holds_every_rendered_flavor_and_topology() -> None:
+    objects = [
+        *yaml.safe_load_all((REPO / "rendered" / "kueue" / "resourceflavors.yaml").read_text()),
+        *yaml.safe_load_all((REPO / "rendered" / "kueue" / "topologies.yaml").read_text()),
+    ]
+    keep = yaml.safe_load(keep_text(objects))
+    assert keep["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert keep["resourceFlavors"] == sorted(
+        o["metadata"]["name"] for o in objects if o["kind"] == "ResourceFlavor"
+    )
+    assert keep["topologies"] == sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Topology")
+    assert len(keep["resourceFlavors"]) == 4 and len(keep["topologies"]) == 5
+
+
+def test_retire_objects_share_the_keep_list_and_its_hash() -> None:
+    found = {m.file: m.body for m in retire_manifests([], namespace="ns", image="img:1")}
+    assert set(found) == {
+        "retire/serviceaccount.yaml",
+        "retire/clusterrole.yaml",
+        "retire/clusterrolebinding.yaml",
+        "retire/configmap-keep.yaml",
+        "retire/job.yaml",
+    }
+    assert found["retire/clusterrole.yaml"]["rules"] == RETIRE_RULES
+    pod = found["retire/job.yaml"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "tasgen-retire" and pod["containers"][0]["image"] == "img:1"
+    assert pod["containers"][0]["command"] == ["python", "-m", "generator.gate.retire"]
+    assert pod["volumes"][0]["configMap"]["name"] == found["retire/configmap-keep.yaml"]["metadata"]["name"]
+    other = retire_manifests(
+        [flavor("x") | {"kind": "ResourceFlavor", "apiVersion": "v"}], namespace="ns", image="i"
+    )
+    hashes = [
+        m["spec"]["template"]["metadata"]["annotations"]
+        for m in (found["retire/job.yaml"], {m.file: m.body for m in other}["retire/job.yaml"])
+    ]
+    assert hashes[0] != hashes[1]  # a new keep list recreates the (immutable) Job
+
+
+def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "generator.gate.retire", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    return run.returncode, [json.loads(line) for line in run.stdout.splitlines()], run.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("- a\n", "expected a mapping"),
+        ("apiVersion: v1\n", "apiVersion must be"),
+        (
+            "apiVersion: kueue.x-k8s.io/v1beta2\nresourceFlavors: [1]\n",
+            "resourceFlavors must be a list of names",
+        ),
+        ("apiVersion: kueue.x-k8s.io/v1beta2\ntopologies: x\n", "topologies must be a list of names"),
+        ("a: [\n", "while parsing"),
+    ],
+)
+def test_an_unusable_keep_list_exits_2_and_deletes_nothing(tmp_path: Path, text: str, said: str) -> None:
+    (tmp_path / KEEP_KEY).write_text(text)
+    code, lines, stderr = retire("--keep", str(tmp_path), "--kubeconfig", str(tmp_path / "none"))
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert [line["event"] for line in lines] == ["error"] and said in lines[0]["message"]
+    assert str(tmp_path / KEEP_KEY) in lines[0]["message"]
+
+
+def test_a_missing_keep_list_exits_2(tmp_path: Path) -> None:
+    code, lines, stderr = retire("--keep", str(tmp_path / "absent.yaml"))
+    assert code == 2 and "Traceback" not in stderr
+    assert "absent.yaml" in lines[0]["message"]
