@@ -223,7 +223,6 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 @cli.command()
 @click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
 @_inventory_option("The inventory folder (the working tree's; the base is read from git).")
-@_output_option
 @click.option(
     "--format",
     "format_",
@@ -239,9 +238,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Read the live queues (read-only): what each drain would evict.",
 )
-def plan(
-    base: str, inventory: Path, output: Path, format_: str, now: str | None, kubeconfig: Path | None
-) -> None:
+def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: Path | None) -> None:
     """Show what merging the inventory change does to the cluster: queues and drains,
     hierarchies, relabelled nodes, fit preview and risk warnings. Writes nothing.
 
@@ -252,7 +249,7 @@ def plan(
     validate prints them), 2 usage error (e.g. an unknown REF).
     """
     try:
-        text, code = plan_command.execute(base, inventory, output, format_, _parse_now(now), kubeconfig)
+        text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig)
     except plan_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
     sys.stdout.write(text)

@@ -26,7 +26,7 @@ class UsageProblem(Exception):
 
 
 def execute(
-    base: str, inventory: Path, output: Path, format_: str, now: datetime, kubeconfig: Path | None
+    base: str, inventory: Path, format_: str, now: datetime, kubeconfig: Path | None
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
     if not inventory.is_dir():
@@ -40,7 +40,6 @@ def execute(
         out = io.StringIO()
         REPORTERS["text"](Result(outcome.problems), "plan", out)
         return out.getvalue(), EXIT_PROBLEMS
-    outcome.report["rendered"] = output.as_posix()
     if kubeconfig is not None:
         _add_live(outcome, kubeconfig)
     return FORMATS[format_](outcome.report), EXIT_CLEAN
