@@ -86,9 +86,14 @@ def setup(api_client: client.ApiClient, kueue: Kueue, tmp_path: Path) -> Iterato
     namespace, name = unique("retire-sys"), unique("retire-sa")
     client.CoreV1Api(api_client).create_namespace({"metadata": {"name": namespace}})
     dyn = dynamic.DynamicClient(api_client)
+    # The render this test plays holds its kept objects and, as the session's example fleet
+    # shares the cluster, every other object already there: the command acts cluster-wide.
+    retired = {n["free"], n["used"], n["tfree"]}
     keep_objects = [
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": n[key]}}
-        for kind, key in (("ResourceFlavor", "kept"), ("Topology", "tkept"))
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": obj["metadata"]["name"]}}
+        for kind, plural in (("ResourceFlavor", "resourceflavors"), ("Topology", "topologies"))
+        for obj in custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"]
+        if obj["metadata"]["name"] not in retired
     ]
     rbac = [m.body for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name)]
     for body in rbac:
