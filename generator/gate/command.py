@@ -26,6 +26,15 @@ from generator.gate.runner import Gate, JsonLog, Terminated
 DONE, TIMEOUT, UNUSABLE, CRASHED = 0, 1, 2, 3
 
 
+#: Both in-cluster commands (gate, retire) find the API server alike.
+kubeconfig_option = click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.",
+)
+
+
 @click.command("gate")
 @click.option(
     "--plan",
@@ -48,12 +57,7 @@ DONE, TIMEOUT, UNUSABLE, CRASHED = 0, 1, 2, 3
     show_default=True,
     help="Seconds between status reads while waiting.",
 )
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.",
-)
+@kubeconfig_option
 @click.option(
     "--event-namespace",
     type=click.Choice(["default", "kube-system"]),

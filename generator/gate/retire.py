@@ -30,6 +30,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
 
+from generator.gate.command import kubeconfig_option
 from generator.gate.decision import QueueStatus, flavor_names
 from generator.gate.kube import GROUP, VERSIONS, Catalog, Conflict, Deadline, load_client, with_backoff
 from generator.gate.runner import JsonLog
@@ -233,12 +234,7 @@ def _gone(catalog: Catalog, deleted: list[tuple[str, str]], deadline: Deadline, 
     show_default=True,
     help="Seconds to retry an unreachable or failing API server; then exit 1.",
 )
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Kubeconfig file; default: in-cluster config, else KUBECONFIG/~/.kube.",
-)
+@kubeconfig_option
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted and what is held; delete nothing.")
 def retire(*, keep_path: Path, timeout: int, kubeconfig: str | None, dry_run: bool) -> None:
     """Delete the ResourceFlavors and Topologies labelled managed-by tasgen that the render no

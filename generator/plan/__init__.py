@@ -116,22 +116,21 @@ def _gate_timeout(ctx: Context) -> int:
 
 
 def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
-    gate = ctx.inventory.settings.gate
+    namespace, image = _gate_place(ctx)
     return gate_wiring.gate_manifests(
-        queues,
-        namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
-        image=gate.get("image", DEFAULT_GATE_IMAGE),
-        timeout_seconds=_gate_timeout(ctx),
+        queues, namespace=namespace, image=image, timeout_seconds=_gate_timeout(ctx)
     )
 
 
 def _retire(ctx: Context, kueue: list[dict[str, Any]]) -> list[Manifest]:
+    namespace, image = _gate_place(ctx)
+    return gate_wiring.retire_manifests(kueue, namespace=namespace, image=image)
+
+
+def _gate_place(ctx: Context) -> tuple[str, str]:
+    """The namespace and image of the gate's Jobs (the retire step's too)."""
     gate = ctx.inventory.settings.gate
-    return gate_wiring.retire_manifests(
-        kueue,
-        namespace=gate.get("namespace", DEFAULT_GATE_NAMESPACE),
-        image=gate.get("image", DEFAULT_GATE_IMAGE),
-    )
+    return gate.get("namespace", DEFAULT_GATE_NAMESPACE), gate.get("image", DEFAULT_GATE_IMAGE)
 
 
 def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:

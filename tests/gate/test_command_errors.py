@@ -14,8 +14,13 @@ from tests.conftest import REPO
 
 
 def gate(*args: str) -> tuple[int, list[dict[str, Any]], str]:
+    return command("generator.cli", "gate", *args)
+
+
+def command(module: str, *args: str) -> tuple[int, list[dict[str, Any]], str]:
+    """A gate command run as its Job runs it: exit code, JSON log lines, stderr."""
     run = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "gate", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=REPO,

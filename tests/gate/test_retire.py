@@ -3,9 +3,6 @@ plane: tests/e2e/test_gate_retire.py."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import yaml
 from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose
 from generator.plan.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_text, retire_manifests
 from tests.conftest import REPO
+from tests.gate.test_command_errors import command
 
 OURS = {"app.kubernetes.io/managed-by": "tasgen"}
 
@@ -165,15 +163,7 @@ def test_retire_objects_share_the_keep_list_and_its_hash() -> None:
 
 
 def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
-    run = subprocess.run(
-        [sys.executable, "-m", "generator.gate.retire", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-        timeout=120,
-    )
-    return run.returncode, [json.loads(line) for line in run.stdout.splitlines()], run.stderr
+    return command("generator.gate.retire", *args)
 
 
 @pytest.mark.parametrize(
