@@ -8,6 +8,8 @@ Stages only exchange these types, so each stage can be read (and tested) on its 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -227,6 +229,20 @@ class Inventory:
     nodes: dict[str, Node]
     sources: dict[str, Source]
     plans: dict[str, QueuePlan]
+
+
+@dataclass(frozen=True)
+class Documents:
+    """YAML documents that an object holds as one string value (a ConfigMap's file, such as the
+    gate's plan): the plan stage says which, the emit stage writes them with its one YAML
+    writer (generator.emit.yaml)."""
+
+    items: tuple[dict[str, Any], ...]
+
+    def digest(self) -> str:
+        """Changes exactly when the documents do (for a Job template's plan-hash annotation)."""
+        text = json.dumps(self.items, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

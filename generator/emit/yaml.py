@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from generator.model import Documents
+
 # A letter first: some YAML 1.2 readers (yaml-rs) take "_0" for the integer 0, as YAML 1.1
 # allows "_" between digits; digits, signs and dots start numbers in every reader.
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
@@ -95,7 +97,14 @@ def _mapping(data: dict[str, Any], indent: str, lines: list[str]) -> None:
         _entry(f"{indent}{scalar(key)}:", value, indent, lines)
 
 
+def documents(value: Documents) -> str:
+    """Documents held as one string value: each written as dump() writes a file's."""
+    return "---\n".join(dump(doc) for doc in value.items)
+
+
 def _entry(head: str, value: Any, indent: str, lines: list[str]) -> None:
+    if isinstance(value, Documents):
+        value = documents(value)
     if isinstance(value, dict) and value:
         lines.append(head)
         _mapping(value, indent + "  ", lines)

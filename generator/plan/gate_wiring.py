@@ -19,14 +19,11 @@ which deletes the old flavors and Topologies once nothing refers to them (retire
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from generator.model import Manifest
+from generator.model import Documents, Manifest
 from generator.plan.gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
@@ -89,7 +86,7 @@ def gate_manifests(
     """
     gate = _Gate(name, namespace, image, timeout_seconds, event_namespace)
     queues = sorted(str(q["metadata"]["name"]) for q in cluster_queues)
-    plan = plan_text(cluster_queues)
+    plan = plan_documents(cluster_queues)
     return [
         *([Manifest("gate/namespace.yaml", gate.namespace_object())] if create_namespace else []),
         Manifest("gate/serviceaccount.yaml", gate.object("v1", "ServiceAccount", namespace)),
@@ -103,19 +100,20 @@ def gate_manifests(
     ]
 
 
-def plan_text(cluster_queues: Sequence[Mapping[str, Any]]) -> str:
-    """The desired queues as YAML, reduced to what the gate compares (apiVersion, kind, name,
-    spec): annotation-only changes then leave the plan, and so the Job, unchanged."""
-    docs = [
-        {
-            "apiVersion": q["apiVersion"],
-            "kind": q["kind"],
-            "metadata": {"name": q["metadata"]["name"]},
-            "spec": q.get("spec") or {},
-        }
-        for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))
-    ]
-    return yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False) if docs else ""
+def plan_documents(cluster_queues: Sequence[Mapping[str, Any]]) -> Documents:
+    """The desired queues, reduced to what the gate compares (apiVersion, kind, name, spec):
+    annotation-only changes then leave the plan, and so the Job, unchanged."""
+    return Documents(
+        tuple(
+            {
+                "apiVersion": q["apiVersion"],
+                "kind": q["kind"],
+                "metadata": {"name": q["metadata"]["name"]},
+                "spec": q.get("spec") or {},
+            }
+            for q in sorted(cluster_queues, key=lambda q: str(q["metadata"]["name"]))
+        )
+    )
 
 
 def retire_manifests(
@@ -127,7 +125,7 @@ def retire_manifests(
     policy: it never writes a queue), RBAC and keep list. In the gate's namespace, which the
     gate step creates before."""
     retire = _Gate(name, namespace, image, RETIRE_TIMEOUT_SECONDS, "default")
-    keep = keep_text(kueue_objects)
+    keep = keep_documents(kueue_objects)
     args = ["--keep", KEEP_MOUNT, "--timeout", str(RETIRE_TIMEOUT_SECONDS)]
     pod = _pod_spec(name, image, "generator.gate.retire", args, KEEP_MOUNT, f"{name}-keep")
     configmap = retire.object("v1", "ConfigMap", namespace, name=f"{name}-keep")
@@ -142,7 +140,7 @@ def retire_manifests(
     ]
 
 
-def keep_text(kueue_objects: Sequence[Mapping[str, Any]]) -> str:
+def keep_documents(kueue_objects: Sequence[Mapping[str, Any]]) -> Documents:
     """The retire step's keep list: the names of the rendered flavors and Topologies."""
 
     def names(kind: str) -> list[str]:
@@ -150,7 +148,7 @@ def keep_text(kueue_objects: Sequence[Mapping[str, Any]]) -> str:
 
     version = next((str(o["apiVersion"]) for o in kueue_objects), f"{KUEUE_GROUP}/v1beta2")
     doc = {"apiVersion": version, "resourceFlavors": names("ResourceFlavor"), "topologies": names("Topology")}
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return Documents((doc,))
 
 
 @dataclass(frozen=True)
@@ -223,16 +221,16 @@ class _Gate:
             Manifest("gate/admissionpolicybinding.yaml", binding),
         ]
 
-    def configmap(self, plan: str) -> dict[str, Any]:
+    def configmap(self, plan: Documents) -> dict[str, Any]:
         body = self.object("v1", "ConfigMap", self.namespace, name=f"{self.name}-plan")
         return {**body, "data": {PLAN_KEY: plan}}
 
-    def job(self, plan: str) -> dict[str, Any]:
+    def job(self, plan: Documents) -> dict[str, Any]:
         """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the
         plan hash so that a new plan recreates it."""
         return self.hook_job(self.pod_spec(), plan, self.timeout_seconds)
 
-    def hook_job(self, pod: dict[str, Any], config: str, timeout_seconds: int) -> dict[str, Any]:
+    def hook_job(self, pod: dict[str, Any], config: Documents, timeout_seconds: int) -> dict[str, Any]:
         body = self.object("batch/v1", "Job", self.namespace, wave="3")
         body["metadata"]["annotations"].update(
             {
@@ -240,7 +238,7 @@ class _Gate:
                 "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
             }
         )
-        digest = hashlib.sha256(config.encode()).hexdigest()[:16]
+        digest = config.digest()
         body["spec"] = {
             # A retry covers a crash or a lost node (the run resumes from what it reads); the
             # command's own verdicts end the Job at once, and an eviction is not counted.

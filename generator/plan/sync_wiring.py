@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.model import Manifest
+from generator.model import Documents, Manifest
 from generator.plan.gate_wiring import RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -210,9 +210,14 @@ def server_side_where_needed(objects: Iterable[Manifest]) -> None:
     many queues and flavors) with Argo CD's ServerSideApply=true. Flux applies server-side
     always."""
     for manifest in objects:
-        size = len(json.dumps(manifest.body, separators=(",", ":")))
+        size = len(json.dumps(manifest.body, separators=(",", ":"), default=_documents))
         if size <= LAST_APPLIED_LIMIT:
             continue
         annotations = manifest.body["metadata"].setdefault("annotations", {})
         options = [o for o in annotations.get(SYNC_OPTIONS, "").split(",") if o]
         annotations[SYNC_OPTIONS] = ",".join([*options, "ServerSideApply=true"])
+
+
+def _documents(value: Documents) -> list[dict[str, Any]]:
+    """A value of YAML documents weighs about as much as the documents themselves."""
+    return list(value.items)

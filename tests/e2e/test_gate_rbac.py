@@ -21,6 +21,7 @@ from tests.gate.support import (
     GROUP,
     VERSION,
     Kueue,
+    as_rendered,
     cluster_queue,
     condition,
     flavors_of,
@@ -54,9 +55,10 @@ def rendered_gate(api_client: client.ApiClient, kueue: Kueue) -> Iterator[dict[s
     created: list[tuple[Any, dict[str, Any]]] = []
     for m in manifests:
         if m.file.startswith("gate/"):
-            resource = dyn.resources.get(api_version=m.body["apiVersion"], kind=m.kind)
-            resource.create(body=m.body, namespace=m.body["metadata"].get("namespace"))
-            created.append((resource, m.body))
+            body = as_rendered(m.body)
+            resource = dyn.resources.get(api_version=body["apiVersion"], kind=m.kind)
+            resource.create(body=body, namespace=body["metadata"].get("namespace"))
+            created.append((resource, body))
     yield {
         "mine": mine,
         "other": other,

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from generator.gate.kube import Catalog, Conflict
 from generator.plan.gate_wiring import KEEP_KEY, retire_manifests
 from tests.e2e.test_gate_rbac import _token_client
-from tests.gate.support import GROUP, VERSION, Kueue, kubeconfig_for, unique
+from tests.gate.support import GROUP, VERSION, Kueue, as_rendered, kubeconfig_for, unique, wait_for
 from tests.gate.test_retire import retire
 
 pytestmark = pytest.mark.cluster
@@ -95,7 +95,9 @@ def setup(api_client: client.ApiClient, kueue: Kueue, tmp_path: Path) -> Iterato
         for obj in custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"]
         if obj["metadata"]["name"] not in retired
     ]
-    rbac = [m.body for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name)]
+    rbac = [
+        as_rendered(m.body) for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name)
+    ]
     for body in rbac:
         if body["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
             dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"]).create(
@@ -188,4 +190,4 @@ def test_gate_retire_never_deletes_an_object_changed_since_it_was_read(
     assert exists(custom, "resourceflavors", n["free"])
     fresh = custom.get_cluster_custom_object(GROUP, VERSION, "resourceflavors", n["free"])
     assert catalog.delete("resourceflavors", fresh)
-    assert not exists(custom, "resourceflavors", n["free"])
+    wait_for("the flavor gone", lambda: not exists(custom, "resourceflavors", n["free"]) or None)

@@ -16,7 +16,16 @@ from kubernetes.client.exceptions import ApiException
 
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from generator.plan.gate_wiring import gate_manifests
-from tests.gate.support import GROUP, VERSION, Kueue, cluster_queue, kubeconfig_for, unique, wait_for
+from tests.gate.support import (
+    GROUP,
+    VERSION,
+    Kueue,
+    as_rendered,
+    cluster_queue,
+    kubeconfig_for,
+    unique,
+    wait_for,
+)
 
 PLURAL = "clusterqueues"
 
@@ -35,7 +44,9 @@ class GateInstall:
             timeout_seconds=60,
             name=self.name,
         )
-        self.objects = [m.body for m in manifests if m.file.startswith("gate/") and m.kind != "Job"]
+        self.objects = [
+            as_rendered(m.body) for m in manifests if m.file.startswith("gate/") and m.kind != "Job"
+        ]
         self.policy = next(b for b in self.objects if b["kind"] == "ValidatingAdmissionPolicy")
         self._created: list[tuple[Any, dict[str, Any]]] = []
         dyn = dynamic.DynamicClient(admin)

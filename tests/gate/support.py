@@ -19,6 +19,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from generator.emit import yaml as emit_yaml
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.e2e import kube
 
@@ -329,6 +330,13 @@ def unblock(api: client.ApiClient, name: str) -> None:
 
 
 # --- the gate as a subprocess ---------------------------------------------------------------
+
+
+def as_rendered(body: dict[str, Any]) -> dict[str, Any]:
+    """An object as rendered/ holds it: values of YAML documents (a ConfigMap's plan or keep
+    list) written as the text the emit stage writes, ready for the API server."""
+    loaded: dict[str, Any] = yaml.safe_load(emit_yaml.dump(body))
+    return loaded
 
 
 def kubeconfig_for(api: client.ApiClient, path: Path, token: str | None = None) -> Path:

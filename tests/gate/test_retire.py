@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose
-from generator.plan.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_text, retire_manifests
+from generator.emit.yaml import documents
+from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose, read_keep
+from generator.plan.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
 from tests.conftest import REPO
 from tests.gate.test_command_errors import command
 
@@ -124,18 +125,18 @@ def test_choose(case: str) -> None:
     assert verdict(flavors, topologies, queues) == (delete, held)
 
 
-def test_keep_list_holds_every_rendered_flavor_and_topology() -> None:
+def test_keep_list_holds_every_rendered_flavor_and_topology(tmp_path: Path) -> None:
+    """Written as rendered/ writes it, read back by the retire command's reader."""
     objects = [
         *yaml.safe_load_all((REPO / "rendered" / "kueue" / "resourceflavors.yaml").read_text()),
         *yaml.safe_load_all((REPO / "rendered" / "kueue" / "topologies.yaml").read_text()),
     ]
-    keep = yaml.safe_load(keep_text(objects))
-    assert keep["apiVersion"] == "kueue.x-k8s.io/v1beta2"
-    assert keep["resourceFlavors"] == sorted(
-        o["metadata"]["name"] for o in objects if o["kind"] == "ResourceFlavor"
-    )
-    assert keep["topologies"] == sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Topology")
-    assert len(keep["resourceFlavors"]) == 4 and len(keep["topologies"]) == 5
+    (tmp_path / KEEP_KEY).write_text(documents(keep_documents(objects)))
+    keep = read_keep(tmp_path)
+    assert keep.version == "v1beta2"
+    assert keep.flavors == {o["metadata"]["name"] for o in objects if o["kind"] == "ResourceFlavor"}
+    assert keep.topologies == {o["metadata"]["name"] for o in objects if o["kind"] == "Topology"}
+    assert len(keep.flavors) == 4 and len(keep.topologies) == 5
 
 
 def test_retire_objects_share_the_keep_list_and_its_hash() -> None:

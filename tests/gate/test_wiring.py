@@ -11,6 +11,7 @@ from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from generator.gate.plan import read_plan
 from generator.model import Manifest
 from generator.plan.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
+from tests.gate.support import as_rendered
 
 WAVE = "argocd.argoproj.io/sync-wave"
 
@@ -126,7 +127,7 @@ def test_plan_hash_follows_the_spec_only() -> None:
 
 
 def test_configmap_plan_reads_back_with_the_gate_reader(tmp_path: Path) -> None:
-    data = render(QUEUES)[("ConfigMap", "gate/configmap-plan.yaml")].body["data"]
+    data = as_rendered(render(QUEUES)[("ConfigMap", "gate/configmap-plan.yaml")].body)["data"]
     (tmp_path / PLAN_KEY).write_text(data[PLAN_KEY])
     (tmp_path / "..data").mkdir()  # what a ConfigMap volume also holds
     plan = read_plan(tmp_path)
