@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.emit import yaml
-from generator.emit.tree import document_text
+from generator.emit.tree import feature_text
+from generator.plan.manifests import FeatureFile
 from tests.conftest import examples
 
 scalars = st.one_of(
@@ -70,25 +71,30 @@ def test_dump_round_trips(document: dict[str, Any]) -> None:
     assert yaml_rs.loads(text, parse_datetime=False) == document  # YAML 1.2
 
 
+label_keys = st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x", "_0", "a\nb"])
+label_values = st.one_of(st.text(max_size=6), st.sampled_from(["a\n", "\n", "_0", "a\nb", "yes", "1"]))
+names = st.one_of(st.text(min_size=1, max_size=10), st.sampled_from(["a\n", "_0", "x\ny\n", "no", "0x1"]))
+label_sets = st.dictionaries(label_keys, label_values, max_size=3)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.text(max_size=6), label_sets)
+def test_the_flat_mapping_fast_path_writes_the_same_bytes(key: str, labels: dict[str, str]) -> None:
+    assert yaml.flat_entry(key, labels, "  ") == yaml.entry(key, labels, "  ")
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    st.dictionaries(
-        st.sampled_from(["topology.gpustack.ai/rack", "infra.example.com/b", "x", "_0"]),
-        st.one_of(st.text(max_size=6), st.sampled_from(["a\n", "\n", "_0", "a\nb"])),
-        max_size=3,
-    ),
-    st.one_of(st.text(min_size=1, max_size=10), st.sampled_from(["a\n", "_0", "x\ny\n"])),
+    st.lists(st.tuples(names, st.sampled_from([0, 1, 2])), max_size=6),
+    st.lists(label_sets, min_size=3, max_size=3),
+    st.one_of(st.none(), names),
+    names,
 )
-def test_the_node_feature_fast_path_writes_the_same_bytes(labels: dict[str, str], node: str) -> None:
-    body = {
-        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
-        "kind": "NodeFeature",
-        "metadata": {
-            "name": f"tasgen.s.{node}",
-            "namespace": "nfd",
-            "labels": {"nfd.node.kubernetes.io/node-name": node},
-            "annotations": {"a": "1"},
-        },
-        "spec": {"labels": labels},
-    }
-    assert document_text(body) == yaml.dump(body).rstrip("\n")
+def test_the_node_feature_writer_writes_what_the_generic_writer_writes(
+    rows: list[tuple[str, int]], label_sets: list[dict[str, str]], source: str | None, namespace: str
+) -> None:
+    """One format per document, labels text shared by the rows that share a set (as a rack's
+    nodes do): the bytes of yaml.dump of every object the rows stand for."""
+    features = FeatureFile("labels/f.yaml", namespace, source, [(n, label_sets[i]) for n, i in rows])
+    generic = "\n---\n".join(yaml.dump(m.body).rstrip("\n") for m in features.manifests())
+    assert feature_text(features) == generic

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from generator.emit.drift import drift
@@ -9,6 +10,7 @@ from generator.emit.output import Changes, changes, first_difference, mutated_no
 from generator.emit.outtree import OutputTree
 from generator.emit.tree import render_tree
 from generator.model import Finding, Manifest, Where
+from generator.plan.manifests import FeatureFile
 from generator.rules.emit import STALE_RENDER
 
 __all__ = ["Emission", "compare"]
@@ -63,9 +65,9 @@ def _stale_message(path: str, exists: bool) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(manifests: list[Manifest], out: OutputTree) -> Emission:
+def compare(manifests: list[Manifest], out: OutputTree, features: Iterable[FeatureFile] = ()) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
-    tree = render_tree(manifests)
+    tree = render_tree(manifests, features)
     old = out.owned
     return Emission(
         files=tree.files,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from generator.model import Documents
@@ -90,6 +91,16 @@ def entry(key: str, value: Any, indent: str) -> str:
     lines: list[str] = []
     _entry(f"{indent}{scalar(key)}:", value, indent, lines)
     return "\n".join(lines) + "\n"
+
+
+def flat_entry(key: str, data: Mapping[str, str], indent: str) -> str:
+    """entry() of a mapping of strings to strings (labels), by a faster path: one line per
+    item, unless a value spans lines (a literal block: entry()'s layout)."""
+    if not data or any("\n" in value for value in data.values()):
+        return entry(key, dict(data), indent)
+    inner, quoted = indent + "  ", QUOTED
+    lines = [f"{inner}{quoted[k]}: {quoted[v]}\n" for k, v in data.items()]
+    return f"{indent}{scalar(key)}:\n" + "".join(lines)
 
 
 def _mapping(data: dict[str, Any], indent: str, lines: list[str]) -> None:

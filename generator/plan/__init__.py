@@ -8,6 +8,7 @@ from typing import Any
 
 from generator.model import Finding, KueueVersion, Level, Manifest, Source, Where
 from generator.plan import gate_wiring, manifests, sync_wiring
+from generator.plan.manifests import FeatureFile
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
 from generator.plan.shards import Sharding, objects_per_folder, oversized
@@ -75,11 +76,13 @@ class Plan:
     findings: list[Finding]
     summary: Summary
     assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
+    features: list[FeatureFile] = field(default_factory=list)  # the NodeFeatures
 
 
 def plan(ctx: Context, *, node_features: bool = True) -> Plan:
-    """Everything render writes; without the per-node NodeFeatures when only validating
-    (they cannot fail, and they are most of the work)."""
+    """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
+    manifests); without the NodeFeatures when only validating (they cannot fail, and they are
+    most of the work)."""
     inventory = ctx.inventory
     assignment = assign(ctx)
     version = inventory.settings.kueue_api_version
@@ -90,10 +93,7 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     findings += [
         SHARD_SIZE.of(h) for h in oversized(sharding, objects_per_folder(folder_of, ready), inventory)
     ]
-    features = [
-        *(manifests.node_features(inventory, ready, folder_of) if node_features else []),
-        *(manifests.profile_features(inventory, assignment, folder_of) if node_features else []),
-    ]
+    features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
     control = [
@@ -104,11 +104,11 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
         *manifests.local_queues(queues, version),
     ]
     sync_wiring.server_side_where_needed(control)  # NodeFeatures are small by construction
-    objects = features + control
+    objects = control
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
     summary = _summary(ctx, assignment, queues)
-    return Plan(objects, assignment.findings + findings, summary, assignment)
+    return Plan(objects, assignment.findings + findings, summary, assignment, features)
 
 
 def _gate_timeout(ctx: Context) -> int:
