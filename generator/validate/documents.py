@@ -23,6 +23,7 @@ from generator.model import (
     Selector,
     Settings,
     Source,
+    Taint,
     Where,
 )
 from generator.rules.schema import (
@@ -132,19 +133,24 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
     found: dict[str, Node] = {}
     findings: list[Finding] = []
     for doc in docs:
+        document = doc.where()
         for i, entry in enumerate(doc.body["nodes"]):
-            where = doc.where("nodes", i)
             name = entry["name"]
             if name in found:
                 message = f"node {name!r} is listed twice; the first is in {found[name].where.file}"
-                findings.append(DUPLICATE_NODE(where.at("name"), message))
+                findings.append(DUPLICATE_NODE(doc.where("nodes", i, "name"), message))
                 continue
             allocatable = {k: str(v) for k, v in entry.get("allocatable", {}).items()}
-            taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in entry.get("taints", ()))
-            found[name] = Node(
-                name, entry["labels"], allocatable, where, taints, bool(entry.get("unschedulable", False))
-            )
+            found[name] = Node(name, entry["labels"], allocatable, document, i, *_node_fields(entry))
     return found, findings
+
+
+def _node_fields(entry: dict[str, Any]) -> tuple[tuple[Taint, ...], bool]:
+    """Taints and unschedulable (most nodes have neither)."""
+    if "taints" not in entry and "unschedulable" not in entry:
+        return (), False
+    taints = tuple((t["key"], t.get("value", ""), t["effect"]) for t in entry.get("taints", ()))
+    return taints, bool(entry.get("unschedulable", False))
 
 
 def source(doc: Document) -> Source:

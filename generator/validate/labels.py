@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 
 from generator.model import API_GROUP, PROFILE_KEY, Requirement, Selector
@@ -43,6 +43,20 @@ def label_value_error(value: str) -> str | None:
             "or '.', starting and ending with a letter or digit"
         )
     return None
+
+
+#: label values, one a line: a fleet's values (a hostname per node) judged in one match
+_NAME_LINES = re.compile(
+    r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?(?:\n(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)*"
+)
+
+
+def label_values_valid(values: Collection[str]) -> bool:
+    """Whether label_value_error finds nothing in any of ``values``, for many at once."""
+    lines = "\n".join(values)
+    if lines.count("\n") != max(len(values) - 1, 0) or max(map(len, values), default=0) > 63:
+        return False  # a value spans lines (invalid), or is too long
+    return _NAME_LINES.fullmatch(lines) is not None
 
 
 def is_dns_subdomain(name: str) -> bool:

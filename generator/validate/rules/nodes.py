@@ -7,7 +7,12 @@ from collections.abc import Iterable
 from generator.model import HOSTNAME_KEY
 from generator.rules import Hit, Rule
 from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, QUANTITY
-from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
+from generator.validate.labels import (
+    is_dns_subdomain,
+    label_key_error,
+    label_value_error,
+    label_values_valid,
+)
 from generator.validate.quantities import quantity_error
 from generator.validate.rules.base import Check, Context
 
@@ -38,9 +43,12 @@ def _node_hostname(ctx: Context) -> Iterable[Hit]:
 def _node_labels(ctx: Context) -> Iterable[Hit]:
     nodes = ctx.inventory.nodes.values()
     # A fleet has few distinct keys and values: judge those (at C speed) before any node.
-    keys = set().union(*(n.labels.keys() for n in nodes))
-    values = set().union(*(n.labels.values() for n in nodes))
-    if not any(map(label_key_error, keys)) and not any(map(label_value_error, values)):
+    keys: set[str] = set()
+    values: set[str] = set()
+    for node in nodes:
+        keys.update(node.labels)
+        values.update(node.labels.values())
+    if not any(map(label_key_error, keys)) and label_values_valid(values):
         return
     for node in nodes:
         for key, value in node.labels.items():
@@ -53,7 +61,14 @@ def _node_labels(ctx: Context) -> Iterable[Hit]:
 
 
 def _node_quantities(ctx: Context) -> Iterable[Hit]:
-    for node in ctx.inventory.nodes.values():
+    nodes = ctx.inventory.nodes.values()
+    # Fleets repeat a few allocatable values: judge each once before looking at any node.
+    stated: set[tuple[str, str]] = set()
+    for node in nodes:
+        stated.update(node.allocatable.items())
+    if not any(quantity_error(value, resource) for resource, value in stated):
+        return
+    for node in nodes:
         for resource, value in node.allocatable.items():
             problem = quantity_error(value, resource)
             if problem:

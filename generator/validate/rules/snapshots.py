@@ -73,11 +73,27 @@ def _labels(rule: Rule) -> Check:
 def _judge_labels(ctx: Context) -> list[tuple[Rule, Hit]]:
     admin = ctx.inventory.settings.admin_label_prefix
     found: list[tuple[Rule, Hit]] = []
-    for src, node_name, labels in _stated(ctx):
+    for src in ctx.writing_sources():
         assert src.snapshot is not None
+        # A snapshot states few distinct labels (a rack's nodes share theirs): judge each
+        # once, and look at the nodes only when one is wrong.
+        pairs: set[tuple[str, str]] = set()
+        for labels in src.snapshot.nodes.values():
+            pairs.update(labels.items())
+        verdicts = {pair: _label_problem(src, *pair, admin) for pair in pairs}
+        if any(verdicts.values()):
+            found += _placed(src, verdicts)
+    return found
+
+
+def _placed(src: Source, verdicts: dict[tuple[str, str], tuple[Rule, str] | None]) -> list[tuple[Rule, Hit]]:
+    """Each stated label's problem, at the label, in the snapshot's order."""
+    assert src.snapshot is not None
+    found: list[tuple[Rule, Hit]] = []
+    for node_name, labels in src.snapshot.nodes.items():
         where = src.snapshot.where.at("nodes", node_name)
         for key, value in labels.items():
-            judged = _label_problem(src, key, value, admin)
+            judged = verdicts[(key, value)]
             if judged is not None:
                 rule, message = judged
                 on_key = rule is not SNAPSHOT_LABEL_SYNTAX or label_key_error(key) is not None
