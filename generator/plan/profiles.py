@@ -62,12 +62,13 @@ def assign(ctx: Context) -> Assignment:
     ambiguous: dict[tuple[str, ...], list[str]] = defaultdict(list)
     by_keys: dict[tuple[str, ...], Profile] = {}
     candidates = _candidates(ctx, ready)
+    placed: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[tuple[str, ...], str]] = {}
     for name in sorted(ctx.inventory.nodes):
         mine = candidates.get(name, [])
-        keys = _keys(*mine[0]) if len(mine) == 1 else (HOSTNAME_KEY,)
+        keys: tuple[str, ...] = (HOSTNAME_KEY,)
         if len(mine) == 1:
+            keys, result.domain_of[name] = _placement(placed, *mine[0])
             result.source_of[name] = mine[0][0].name
-            result.domain_of[name] = _domain(keys, mine[0][1])
         elif mine:
             ambiguous[tuple(s.name for s, _ in mine)].append(name)
         result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(
@@ -84,6 +85,21 @@ def _candidates(ctx: Context, ready: list[Source]) -> dict[str, list[tuple[Sourc
     for source in ready:
         for node, values in ctx.hierarchy_values(source):
             found[node.name].append((source, values))
+    return found
+
+
+def _placement(
+    placed: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[tuple[str, ...], str]],
+    source: Source,
+    values: dict[str, str],
+) -> tuple[tuple[str, ...], str]:
+    """A node's profile keys and rack path, made once per source and set of level values (a
+    rack's nodes share them)."""
+    memo = (source.name, tuple(values.items()))
+    found = placed.get(memo)
+    if found is None:
+        keys = _keys(source, values)
+        found = placed[memo] = keys, _domain(keys, values)
     return found
 
 

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import methodcaller
 from typing import Any
 
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
@@ -77,11 +78,12 @@ class Planner:
         # Nodes by the value of each identity label: a plan's identity then looks up its
         # candidates instead of scanning the fleet.
         self._by_label: dict[tuple[str, str], list[str]] = defaultdict(list)
-        keys = {k for plan in plans for hw in plan.hardware for k in hw.identity}
-        for name in sorted(nodes):
-            labels = nodes[name].labels
-            for key in keys & labels.keys():
-                self._by_label[(key, labels[key])].append(name)
+        names = sorted(nodes)
+        for key in sorted({k for plan in plans for hw in plan.hardware for k in hw.identity}):
+            for name in names:
+                value = nodes[name].labels.get(key)
+                if value is not None:
+                    self._by_label[(key, value)].append(name)
 
     def queue(self, plan: QueuePlan) -> Queue:
         queue = Queue(plan)
@@ -102,9 +104,11 @@ class Planner:
         return queue
 
     def _matching(self, identity: dict[str, str]) -> list[str]:
-        pairs = sorted(identity.items())
-        candidates = self._by_label.get(pairs[0], [])
-        return [n for n in candidates if all(self.nodes[n].labels.get(k) == v for k, v in pairs[1:])]
+        first, *more = sorted(identity.items())
+        candidates = self._by_label.get(first, [])
+        if not more:  # the common identity: one label
+            return candidates
+        return [n for n in candidates if all(self.nodes[n].labels.get(k) == v for k, v in more)]
 
     def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
         identity = tuple(sorted(hw.identity.items()))
@@ -146,8 +150,9 @@ class Planner:
     def _split(
         self, plan: QueuePlan, hw: Hardware, groups: list[list[str]], parts: list[QueueFlavor]
     ) -> None:
+        allocatable = [[self.nodes[n].allocatable for n in nodes] for nodes in groups]
         for resource in plan.covered_resources:
-            weights = [self._allocatable(nodes, resource) for nodes in groups]
+            weights = [_allocatable(group, resource) for group in allocatable]
             declared = (hw.nominal_quota or {}).get(resource)
             nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
             for part, units in zip(parts, nominal, strict=True):
@@ -186,12 +191,6 @@ class Planner:
         )
         self.findings.append(QUOTA_UNPLACEABLE(hw.where.at(field_name, resource), message))
 
-    def _allocatable(self, nodes: list[str], resource: str) -> Decimal:
-        # Fleets repeat a few allocatable values: count them, then parse each once.
-        values = Counter(self.nodes[n].allocatable.get(resource) for n in nodes)
-        values.pop(None, None)
-        return sum((parse(v) * count for v, count in values.items() if v is not None), Decimal(0))
-
     def _resource_split(
         self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
     ) -> tuple[list[int], int]:
@@ -203,6 +202,14 @@ class Planner:
             self._unplaceable(plan, hw, resource, f"nominalQuota: {declared}", "nominalQuota")
             units = [0] * len(weights)
         return units, scale
+
+
+def _allocatable(group: list[dict[str, str]], resource: str) -> Decimal:
+    """The sum of a resource over a group's allocatable. Fleets repeat a few values: count
+    them (at C speed), then parse each once."""
+    values = Counter(map(methodcaller("get", resource), group))
+    values.pop(None, None)
+    return sum((parse(v) * count for v, count in values.items() if v is not None), Decimal(0))
 
 
 def largest_remainder(total: int, weights: list[int], caps: list[int] | None = None) -> list[int] | None:
