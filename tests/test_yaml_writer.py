@@ -98,3 +98,16 @@ def test_the_node_feature_writer_writes_what_the_generic_writer_writes(
     features = FeatureFile("labels/f.yaml", namespace, source, [(n, label_sets[i]) for n, i in rows])
     generic = "\n---\n".join(yaml.dump(m.body).rstrip("\n") for m in features.manifests())
     assert feature_text(features) == generic
+
+
+plain_or_not = st.one_of(
+    st.from_regex(r"[a-z][a-z0-9.-]{0,12}", fullmatch=True),
+    st.sampled_from(["yes", "No", "n", "ON", "_0", "0a", "a b", "a\n", "\n", "a:", "", "null", "x\ny"]),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(plain_or_not, max_size=8))
+def test_quoting_many_at_once_quotes_each_as_quote_does(texts: list[str]) -> None:
+    assert yaml.quote_all(texts) == [yaml.quote(t) for t in texts]

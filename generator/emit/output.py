@@ -44,6 +44,8 @@ def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
     written is parsed to learn its node (a node that left, or a label change)."""
     paths = set(tree.features) | {p for p in old if _is_feature_file(p)}
     changed = [p for p in paths if tree.files.get(p) != old.get(p)]
+    if not any(p in old for p in changed):  # (a first render) every document is new
+        return len({node for p in changed for node in tree.features.get(p, ())})
     after = {
         text: node
         for p in changed

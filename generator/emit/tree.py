@@ -86,9 +86,11 @@ def feature_text(features: FeatureFile) -> str:
     if "\n" in features.namespace or "\n" in (features.source or ""):
         return "\n---\n".join(document_text(m.body) for m in features.manifests())  # block scalars
     head, middle, tail = _feature_stencil(features.namespace, features.source)
+    nodes = [node for node, _ in features.rows]
+    names, quoted = yaml.quote_all([features.name(node) for node in nodes]), yaml.quote_all(nodes)
     spec: dict[tuple[tuple[str, str], ...], str] = {}
     documents = []
-    for node, labels in features.rows:
+    for (node, labels), name, node_text in zip(features.rows, names, quoted, strict=True):
         if "\n" in node:  # a block scalar: the generic writer's layout
             documents.append(document_text(features.body(node, labels)))
             continue
@@ -96,7 +98,7 @@ def feature_text(features: FeatureFile) -> str:
         text = spec.get(key)
         if text is None:
             text = spec[key] = yaml.flat_entry("labels", labels, "  ").rstrip("\n")
-        documents.append(f"{head}{yaml.quote(features.name(node))}{middle}{yaml.quote(node)}{tail}{text}")
+        documents.append(f"{head}{name}{middle}{node_text}{tail}{text}")
     return "\n---\n".join(documents)
 
 

@@ -36,6 +36,23 @@ def quote(text: str) -> str:
     return _double_quoted(text)
 
 
+#: plain scalars, one a line (quote_all)
+_PLAIN_LINES = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*(?:\n[A-Za-z][A-Za-z0-9_./-]*)*")
+
+
+def quote_all(texts: list[str]) -> list[str]:
+    """[quote(t) for t in texts], judged in one match when every text is plain (node names
+    of a fleet are: no text is then looked at on its own)."""
+    lines = "\n".join(texts)
+    if (
+        lines.count("\n") == len(texts) - 1
+        and _PLAIN_LINES.fullmatch(lines)
+        and _RESERVED.isdisjoint(map(str.lower, texts))
+    ):
+        return texts
+    return [quote(text) for text in texts]
+
+
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
