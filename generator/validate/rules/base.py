@@ -34,7 +34,8 @@ class Context:
     @cached_property
     def selected(self) -> dict[str, list[Node]]:
         """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
-        nodes = sorted(self.inventory.nodes.values(), key=lambda n: n.name)
+        by_name = self.inventory.nodes
+        nodes = [by_name[name] for name in sorted(by_name)]
         return {name: _select(src.selector, nodes) for name, src in self.inventory.sources.items()}
 
     def loaded_sources(self) -> Iterable[Source]:

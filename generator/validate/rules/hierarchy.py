@@ -69,10 +69,18 @@ def _two_parents(
 
 def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
     """(node, key, first writer, second writer) for every key two writing sources state."""
+    # An expired source writes nothing, so it contends with no one.
+    writers = [s for s in ctx.writing_sources() if not ctx.expired(s)]
+    stated = [set(s.snapshot.nodes) for s in writers if s.snapshot is not None]
+    if sum(map(len, stated)) == len(set().union(*stated)):
+        return iter(())  # no node is stated by two sources (a usual fleet): nothing to contend for
+    return contended(writers)
+
+
+def contended(writers: Iterable[Source]) -> Iterable[tuple[str, str, str, str]]:
+    """conflicts() of these writers, node by node."""
     owner: dict[tuple[str, str], str] = {}
-    for src in ctx.writing_sources():
-        if ctx.expired(src):
-            continue  # an expired source writes nothing, so it contends with no one
+    for src in writers:
         assert src.snapshot is not None
         for node_name, labels in src.snapshot.nodes.items():
             for key in labels:

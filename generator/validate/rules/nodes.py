@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import HOSTNAME_KEY
+from generator.model import HOSTNAME_KEY, Node
 from generator.rules import Hit, Rule
 from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, QUANTITY
 from generator.validate.labels import (
@@ -48,8 +48,12 @@ def _node_labels(ctx: Context) -> Iterable[Hit]:
     for node in nodes:
         keys.update(node.labels)
         values.update(node.labels.values())
-    if not any(map(label_key_error, keys)) and label_values_valid(values):
-        return
+    if any(map(label_key_error, keys)) or not label_values_valid(values):
+        yield from each_node_labels(nodes)
+
+
+def each_node_labels(nodes: Iterable[Node]) -> Iterable[Hit]:
+    """LABEL_SYNTAX node by node (what _node_labels finds, the slow way)."""
     for node in nodes:
         for key, value in node.labels.items():
             problem = label_key_error(key)
@@ -66,8 +70,12 @@ def _node_quantities(ctx: Context) -> Iterable[Hit]:
     stated: set[tuple[str, str]] = set()
     for node in nodes:
         stated.update(node.allocatable.items())
-    if not any(quantity_error(value, resource) for resource, value in stated):
-        return
+    if any(quantity_error(value, resource) for resource, value in stated):
+        yield from each_node_quantities(nodes)
+
+
+def each_node_quantities(nodes: Iterable[Node]) -> Iterable[Hit]:
+    """QUANTITY node by node (what _node_quantities finds, the slow way)."""
     for node in nodes:
         for resource, value in node.allocatable.items():
             problem = quantity_error(value, resource)

@@ -6,7 +6,7 @@ changes"); since any error stops the render, nothing of it reaches rendered/.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from generator.model import Source
 from generator.rules import Hit, Rule
@@ -70,6 +70,10 @@ def _labels(rule: Rule) -> Check:
     return check
 
 
+#: a stated label's problem: (the rule, the message), or None
+Verdict = tuple[Rule, str] | None
+
+
 def _judge_labels(ctx: Context) -> list[tuple[Rule, Hit]]:
     admin = ctx.inventory.settings.admin_label_prefix
     found: list[tuple[Rule, Hit]] = []
@@ -80,20 +84,21 @@ def _judge_labels(ctx: Context) -> list[tuple[Rule, Hit]]:
         pairs: set[tuple[str, str]] = set()
         for labels in src.snapshot.nodes.values():
             pairs.update(labels.items())
-        verdicts = {pair: _label_problem(src, *pair, admin) for pair in pairs}
+        verdicts = {pair: label_problem(src, *pair, admin) for pair in pairs}
         if any(verdicts.values()):
-            found += _placed(src, verdicts)
+            found += placed_labels(src, verdicts.__getitem__)
     return found
 
 
-def _placed(src: Source, verdicts: dict[tuple[str, str], tuple[Rule, str] | None]) -> list[tuple[Rule, Hit]]:
-    """Each stated label's problem, at the label, in the snapshot's order."""
+def placed_labels(src: Source, judge: Callable[[tuple[str, str]], Verdict]) -> list[tuple[Rule, Hit]]:
+    """Each stated label's problem as ``judge`` finds it for (key, value), at the label, in
+    the snapshot's order (judged by label_problem, what _judge_labels finds the slow way)."""
     assert src.snapshot is not None
     found: list[tuple[Rule, Hit]] = []
     for node_name, labels in src.snapshot.nodes.items():
         where = src.snapshot.where.at("nodes", node_name)
         for key, value in labels.items():
-            judged = verdicts[(key, value)]
+            judged = judge((key, value))
             if judged is not None:
                 rule, message = judged
                 on_key = rule is not SNAPSHOT_LABEL_SYNTAX or label_key_error(key) is not None
@@ -101,7 +106,7 @@ def _placed(src: Source, verdicts: dict[tuple[str, str], tuple[Rule, str] | None
     return found
 
 
-def _label_problem(src: Source, key: str, value: str, admin: str | None) -> tuple[Rule, str] | None:
+def label_problem(src: Source, key: str, value: str, admin: str | None) -> Verdict:
     syntax = label_key_error(key)
     if syntax:
         return SNAPSHOT_LABEL_SYNTAX, f"label key {key!r}: {syntax}"

@@ -1,0 +1,136 @@
+"""The rules that judge a fleet's distinct labels and quantities once (not node by node) find
+exactly what judging node by node finds: same hits, same places, same order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.emit import yaml
+from generator.load.files import load_files, read_inventory
+from generator.model import Source
+from generator.validate import validate
+from generator.validate.rules import Context, hierarchy, nodes, snapshots
+from generator.validate.rules.snapshots import Verdict, label_problem, placed_labels
+from tests.conftest import NOW, examples
+
+API = "topology.gpustack.ai/v1alpha1"
+ZONE, RACK = "topology.kubernetes.io/zone", "topology.gpustack.ai/rack"
+KEYS = [ZONE, RACK, "pool", "a/b/c", "Bad.Prefix/x", "-x", "kubernetes.io/os", "x" * 64]
+VALUES = ["a", "r-1", "", "r 2", "-a", "x" * 64, "z1"]
+QUANTITIES = ["8", "1500m", "2Gi", "abc", "-1", "1e400", 8, 0.5]
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A NodeInventory and two configMap sources that may state the same nodes, with valid
+    and invalid label keys, values and quantities drawn from small pools (so they repeat)."""
+    names = [f"n{i}" for i in range(draw(st.integers(1, 6)))]
+    fleet = [
+        {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name}
+            | draw(st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3)),
+            "allocatable": draw(
+                st.dictionaries(st.sampled_from(["cpu", "memory", "pods"]), st.sampled_from(QUANTITIES))
+            ),
+        }
+        for name in names
+    ]
+    documents: list[dict[str, Any]] = [
+        {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet}
+    ]
+    for source in ("s0", "s1"):
+        stated = draw(
+            st.dictionaries(
+                st.sampled_from(names),
+                st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3),
+                max_size=4,
+            )
+        )
+        documents += _configmap_source(source, stated)
+    return documents
+
+
+def _configmap_source(name: str, stated: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    source = {
+        "apiVersion": API,
+        "kind": "TopologySource",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {},
+            "levels": [ZONE, RACK],
+            "configMap": {"namespace": "t", "name": name, "key": "s.yaml"},
+        },
+    }
+    snapshot = yaml.dump({"revision": "r1", "nodes": stated}) if stated else "revision: r1\nnodes: {}\n"
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": "t", "name": name},
+        "data": {"s.yaml": snapshot},
+    }
+    return [source, configmap]
+
+
+def context(documents: list[dict[str, Any]], folder: Path) -> Context:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "all.yaml").write_text("---\n".join(yaml.dump(d) for d in documents))
+    validation = validate(load_files(read_inventory(folder)), datetime.fromisoformat(NOW))
+    assert validation.context is not None
+    return validation.context
+
+
+def node_by_node(ctx: Context) -> dict[str, list[Any]]:
+    fleet = ctx.inventory.nodes.values()
+    admin = ctx.inventory.settings.admin_label_prefix
+    writers = [s for s in ctx.writing_sources() if not ctx.expired(s)]
+    return {
+        "labels": list(nodes.each_node_labels(fleet)),
+        "quantities": list(nodes.each_node_quantities(fleet)),
+        "stated": [
+            found for src in ctx.writing_sources() for found in placed_labels(src, _judge(src, admin))
+        ],
+        "conflicts": list(hierarchy.contended(writers)),
+    }
+
+
+def _judge(src: Source, admin: str | None) -> Callable[[tuple[str, str]], Verdict]:
+    return lambda pair: label_problem(src, pair[0], pair[1], admin)
+
+
+def at_once(ctx: Context) -> dict[str, list[Any]]:
+    return {
+        "labels": list(nodes._node_labels(ctx)),
+        "quantities": list(nodes._node_quantities(ctx)),
+        "stated": snapshots._judge_labels(ctx),
+        "conflicts": list(hierarchy.conflicts(ctx)),
+    }
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(fleets())
+def test_judging_distinct_values_finds_what_judging_each_node_finds(
+    tmp_path_factory: Any, documents: list[dict[str, Any]]
+) -> None:
+    ctx = context(documents, tmp_path_factory.mktemp("inventory"))
+    assert at_once(ctx) == node_by_node(ctx)
+
+
+def test_the_comparison_sees_every_kind_of_problem(tmp_path: Path) -> None:
+    """The property above compares real findings, not two empty lists."""
+    fleet = [
+        {"name": "n0", "labels": {"pool": "r 2"}, "allocatable": {"cpu": "abc"}},
+        {"name": "n1", "labels": {"-x": "a"}, "allocatable": {"cpu": "8"}},
+    ]
+    documents = [{"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet}]
+    documents += _configmap_source("s0", {"n0": {RACK: "r 2"}, "n1": {"pool": "a"}})
+    documents += _configmap_source("s1", {"n0": {RACK: "r1"}})
+    found = at_once(context(documents, tmp_path))
+    assert found == node_by_node(context(documents, tmp_path))
+    assert [len(found[k]) for k in ("labels", "quantities", "stated", "conflicts")] == [2, 1, 2, 1]
