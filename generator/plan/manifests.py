@@ -72,20 +72,31 @@ def feature_files(
     """Every NodeFeature file: per labels folder, one per Ready writing source and one of
     profiles; rows in node order."""
     namespace = inventory.settings.node_feature_namespace
-    files: dict[str, FeatureFile] = {}
-
-    def file_of(node: str, name: str, source: str | None) -> FeatureFile:
-        path = f"{folder_of[node]}/{name}"
-        found = files.get(path)
-        return found if found is not None else files.setdefault(path, FeatureFile(path, namespace, source))
-
+    files: list[FeatureFile] = []
     for source in ready:
         assert source.snapshot is not None
-        for node, labels in node_labels(source.snapshot.nodes):
-            file_of(node, source_features(source.name), source.name).rows.append((node, labels))
+        rows = node_labels(source.snapshot.nodes)
+        files += _by_folder(rows, folder_of, source_features(source.name), namespace, source.name)
     by_profile = {p.id: {PROFILE_KEY: p.id} for p in assignment.profile_of.values()}
-    for node in sorted(assignment.profile_of):
-        file_of(node, PROFILE_FEATURES, None).rows.append((node, by_profile[assignment.profile_of[node].id]))
+    rows = ((node, by_profile[assignment.profile_of[node].id]) for node in sorted(assignment.profile_of))
+    return files + _by_folder(rows, folder_of, PROFILE_FEATURES, namespace, None)
+
+
+def _by_folder(
+    rows: Iterable[tuple[str, Mapping[str, str]]],
+    folder_of: Mapping[str, str],
+    name: str,
+    namespace: str,
+    source: str | None,
+) -> list[FeatureFile]:
+    """The file ``name`` of each labels folder, holding its nodes' rows in order."""
+    files: dict[str, FeatureFile] = {}
+    for row in rows:
+        folder = folder_of[row[0]]
+        found = files.get(folder)
+        if found is None:
+            found = files[folder] = FeatureFile(f"{folder}/{name}", namespace, source)
+        found.rows.append(row)
     return list(files.values())
 
 
