@@ -140,9 +140,16 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
                 message = f"node {name!r} is listed twice; the first is in {found[name].where.file}"
                 findings.append(DUPLICATE_NODE(doc.where("nodes", i, "name"), message))
                 continue
-            allocatable = {k: str(v) for k, v in entry.get("allocatable", {}).items()}
-            found[name] = Node(name, entry["labels"], allocatable, document, i, *_node_fields(entry))
+            found[name] = Node(name, entry["labels"], _allocatable(entry), document, i, *_node_fields(entry))
     return found, findings
+
+
+def _allocatable(entry: dict[str, Any]) -> dict[str, str]:
+    """Quantities as strings: the parsed mapping itself when they are (no copy per node)."""
+    raw: dict[str, Any] = entry.get("allocatable", {})
+    if all(type(value) is str for value in raw.values()):
+        return raw
+    return {k: str(v) for k, v in raw.items()}
 
 
 def _node_fields(entry: dict[str, Any]) -> tuple[tuple[Taint, ...], bool]:
