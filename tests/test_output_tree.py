@@ -272,3 +272,36 @@ def test_a_folder_in_rendered_that_cannot_be_read_is_a_clear_problem(inventory: 
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert "cannot read" in run.stdout and "private: Permission denied [output-unwritable]" in run.stdout
     assert {p.name for p in out.iterdir()} == before
+
+
+def traced_render(inventory: Path, out: Path, log: Path) -> list[str]:
+    """tasgen render in a child process under strace, which records the calls the kernel
+    saw (with the path behind each file descriptor): syncs and renames, in order."""
+    command = [sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)]
+    calls = "trace=syncfs,sync,fsync,fdatasync,rename,renameat,renameat2"
+    strace = ["strace", "-f", "-y", "-qq", "-e", calls, "-o", str(log)]
+    subprocess.run([*strace, *command, "--now", NOW, "--no-cache"], check=True, capture_output=True, cwd=REPO)
+    # A line is "PID call(args) = result": keep "call(args) = result" of every finished call.
+    return [line.split(" ", 1)[1] for line in log.read_text().splitlines() if " = " in line]
+
+
+def test_the_stage_is_on_disk_before_the_swap_and_the_swap_after_it(inventory: Path, tmp_path: Path) -> None:
+    """A power cut cannot be made here; what can be seen is the order of the calls the kernel
+    received: a syncfs of the stage's filesystem before the rename that puts the stage in
+    place (a first render) or exchanges it with rendered/ (a second), then an fsync of the
+    folder that holds rendered/."""
+    out = tmp_path / "site" / "rendered"
+    stage = f"<{out.parent}/.{out.name}.tasgen-stage-"
+    for step, swap in enumerate(("rename(", "renameat2(")):
+        if step:
+            change_quota(inventory)
+        calls = traced_render(inventory, out, tmp_path / f"trace-{step}.txt")
+        synced = [
+            i for i, c in enumerate(calls) if c.startswith("syncfs(") and stage in c and c.endswith("= 0")
+        ]
+        swapped = [i for i, c in enumerate(calls) if c.startswith(swap) and f'"{out}"' in c]
+        folder = [i for i, c in enumerate(calls) if c.startswith("fsync(") and f"<{out.parent}>" in c]
+        assert len(synced) == 1 and len(swapped) == 1 and folder, calls
+        assert synced[0] < swapped[0] < folder[-1], calls
+        assert step == 0 or "RENAME_EXCHANGE" in calls[swapped[0]]
+    assert tree(out)["queues/clusterqueues.yaml"] != tree(REPO / "rendered")["queues/clusterqueues.yaml"]

@@ -9,6 +9,10 @@ old tree, now in the staging folder, is deleted afterwards; a render killed befo
 leaves the staging folder beside rendered/ (never inside it), and the next render or check
 removes it.
 
+Before the swap the stage is flushed to disk (one ``syncfs``), after it the folder holding
+rendered/ is fsynced: a power cut right after a render leaves the old tree or the new one,
+never new names over empty files.
+
 Renders of one folder are serialised by an flock on the folder that holds rendered/ (the
 kernel drops it when the holder dies, so there is no stale lock file to clean up).
 
@@ -63,6 +67,7 @@ class OutputTree:
         try:
             stage.mkdir(0o755)
             self._fill(stage, new)
+            _durable(stage)
             _swap(stage, self.path)
         except UnicodeEncodeError as e:  # found while filling the stage, which goes
             raise OutputError(f"cannot write {self.label}: {e.reason} in the rendered text") from e
@@ -70,6 +75,7 @@ class OutputTree:
             raise OutputError(self._failure(e, stage)) from e
         finally:
             _remove(stage)  # the old tree after a swap, else the unfinished new one
+        _sync_folder(self.path.parent)  # the swap itself, once it is done
 
     def _fill(self, stage: Path, new: Mapping[str, str]) -> None:
         """The new tree in the stage. Each file is encoded as it is written, not all first:
@@ -283,6 +289,42 @@ def _ancestors(relative: str) -> list[str]:
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
 _libc = ctypes.CDLL(None, use_errno=True)
 _renameat2 = getattr(_libc, "renameat2", None)
+_syncfs = getattr(_libc, "syncfs", None)
+
+
+def _durable(stage: Path) -> None:
+    """The stage's files and folders on disk before the swap makes them rendered/. Without
+    it ext4 (delayed allocation) may commit the rename before the data, and a power cut right
+    after a render leaves empty files in rendered/. One syncfs of the stage's filesystem:
+    measured at 100k nodes (1,043 files, 260 folders) ~0.1 s wall and no CPU, where an fsync
+    of each file and folder took 0.8-2.9 s. Where syncfs is missing, sync() does the same
+    for every filesystem."""
+    if _syncfs is None:
+        os.sync()
+        return
+    handle = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _syncfs(handle) != 0:  # Linux 5.8+ reports a failed writeback here
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), str(stage))
+    finally:
+        os.close(handle)
+
+
+def _sync_folder(folder: Path) -> None:
+    """The renames of the swap on disk (they are entries of the folder that holds rendered/).
+    Best effort: the new tree is in place whatever happens here, and some filesystems refuse
+    an fsync of a folder; the next commit of the filesystem's journal records the renames."""
+    try:
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _swap(stage: Path, path: Path) -> None:
