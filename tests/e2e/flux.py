@@ -340,6 +340,7 @@ class JobRunner(threading.Thread):
         self.batch, self.core = client.BatchV1Api(api), client.CoreV1Api(api)
         self.kubeconfig, self.namespace, self.work_dir = kubeconfig, namespace, work_dir
         self.done: dict[str, int] = {}  # Job uid -> exit code of its run
+        self.names: dict[str, str] = {}  # Job uid -> the Job's name
         self.running: dict[str, subprocess.Popen[bytes]] = {}  # Job uid -> its "pod"
         self.halt = threading.Event()
 
@@ -348,6 +349,7 @@ class JobRunner(threading.Thread):
             with contextlib.suppress(client.exceptions.ApiException):
                 for job in self.batch.list_namespaced_job(self.namespace).items:
                     if job.metadata.uid not in self.done:
+                        self.names[job.metadata.uid] = job.metadata.name
                         self.done[job.metadata.uid] = self._run(job)
 
     def _run(self, job: Any) -> int:
@@ -595,8 +597,8 @@ def example_env(work: Path) -> Iterator[FluxEnv]:
     (NFD's, the teams' of the LocalQueues), and a working copy holding the example's
     inventories/ and rendered/, not yet committed."""
     fleet = load_fleet()
-    (job,) = fleet.of_kind("Job")
-    with FluxEnv.running(work, fleet.nfd_label_namespaces, job["metadata"]["namespace"]) as env:
+    (jobs,) = {job["metadata"]["namespace"] for job in fleet.of_kind("Job")}  # the gate's, retire's
+    with FluxEnv.running(work, fleet.nfd_label_namespaces, jobs) as env:
         core = client.CoreV1Api(env.api)
         for node in fleet.nodes:
             kube.create_ready_node(core, node)

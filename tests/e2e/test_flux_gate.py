@@ -14,7 +14,7 @@ the queue and of the queues' Kustomization, from a watch), never on sleeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ import celpy
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
@@ -75,8 +76,9 @@ class Drop:
     local_queue: str
 
 
-def rendered_objects(env: flux.FluxEnv, kind: str) -> list[dict[str, Any]]:
-    rendered = env.repo.work / "rendered"
+def rendered_objects(env: flux.FluxEnv, kind: str, folder: str = "") -> list[dict[str, Any]]:
+    """The objects of that kind in the working copy's rendered/ (or one folder of it)."""
+    rendered = env.repo.work / "rendered" / folder
     return [
         doc
         for path in sorted(rendered.rglob("*.yaml"))
@@ -273,18 +275,21 @@ def contains(live: Any, rendered: Any) -> bool:
 
 
 def gate_job(env: flux.FluxEnv) -> tuple[str, str]:
-    """The rendered gate Job's name and namespace."""
-    (job,) = rendered_objects(env, "Job")
+    """The name and namespace of the Job that the gate's step syncs."""
+    (job,) = rendered_objects(env, "Job", "gate")
     return job["metadata"]["name"], job["metadata"]["namespace"]
+
+
+def gate_runs(env: flux.FluxEnv, uids: Iterable[str], seen: set[str]) -> str | None:
+    """One of the uids that is a gate Job's and not among those seen."""
+    name = gate_job(env)[0]
+    return next((uid for uid in list(uids) if uid not in seen and env.runner.names.get(uid) == name), None)
 
 
 def gate_run(env: flux.FluxEnv, seen: set[str]) -> str:
     """The uid of the gate Job whose Pod the stand-in runs now, other than those seen."""
-
-    def new() -> str | None:
-        return next((uid for uid in list(env.runner.running) if uid not in seen), None)
-
-    return kube.wait_for("the Pod of a new gate Job running", new, SYNC_TIMEOUT_S)
+    what = "the Pod of a new gate Job running"
+    return kube.wait_for(what, lambda: gate_runs(env, env.runner.running, seen), SYNC_TIMEOUT_S)
 
 
 def gate_writes(env: flux.FluxEnv, uid: str, name: str) -> list[dict[str, Any]]:
@@ -370,6 +375,16 @@ def handled(env: flux.FluxEnv, name: str, token: str) -> dict[str, Any] | None:
     return k if (k.get("status") or {}).get("lastHandledReconcileAt") == token else None
 
 
+def flavor_state(env: flux.FluxEnv, name: str) -> str:
+    try:
+        flavor = kube.get(env.dyn, kube.KUEUE_API, "ResourceFlavor", name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return "absent"
+        raise
+    return "terminating" if flavor["metadata"].get("deletionTimestamp") else "present"
+
+
 def queue_history(env: flux.FluxEnv, name: str) -> flux.History:
     return flux.History(env.api, CLUSTER_QUEUES, name)
 
@@ -395,6 +410,7 @@ def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(env: flux.
         assert_held(env, drop)
         assert reported_load(env, drop) > 0
         premature_applies(kq.versions(), revision, refused)
+        assert flavor_state(env, drop.flavor) == "present"  # not retired while named, nor pruned
         release(env, drop, held)
         flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
         assert not cq.gaps and not kq.gaps
@@ -410,6 +426,7 @@ def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(env: flux.
     # The queue runs the rendered plan, and Flux's apply of it after the gate changed nothing.
     live = assert_rendered_live(env, drop.queue)
     assert live["metadata"]["generation"] == writes[-1]["generation"]
+    assert flavor_state(env, drop.flavor) == "absent"  # retired once no queue named it
 
 
 def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.FluxEnv, first: str) -> None:
@@ -449,9 +466,7 @@ def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.Flux
             f"{gate} to handle the request", lambda: handled(env, gate, token), SYNC_TIMEOUT_S
         )
         assert flux.ready_at(done, revision), done["status"]
-        rerun = kube.wait_for(
-            "the recreated Job's run", lambda: next(iter(set(env.runner.done) - seen), None)
-        )
+        rerun = kube.wait_for("the recreated Job's run", lambda: gate_runs(env, env.runner.done, seen))
         token = flux.request_reconcile(env.dyn, queues)
         kube.wait_for(f"{queues} to handle the request", lambda: handled(env, queues, token), SYNC_TIMEOUT_S)
         flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
