@@ -368,10 +368,26 @@ class JobRunner(threading.Thread):
         with self.log(job.metadata.uid).open("wb") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         self.running[job.metadata.uid] = process
-        code = process.wait()
+        code = self._wait(job, process)
         del self.running[job.metadata.uid]
         self._finish(job, code)
         return code
+
+    def _wait(self, job: Any, process: subprocess.Popen[bytes]) -> int:
+        """Until the run ends. Once its Job is gone (deleted, or replaced by one of the same
+        name), the Pod is stopped with SIGTERM, as the garbage collector and kubelet do."""
+        while (code := process.poll()) is None:
+            if not self.halt.wait(0.5) and not self._exists(job):
+                process.terminate()
+                return process.wait(timeout=60)
+        return code
+
+    def _exists(self, job: Any) -> bool:
+        try:
+            live = self.batch.read_namespaced_job(job.metadata.name, self.namespace)
+        except client.exceptions.ApiException as exc:
+            return exc.status != 404  # any other error: look again at the next poll
+        return bool(live.metadata.uid == job.metadata.uid)
 
     def _service_account(self, name: str, path: Path) -> Path:
         """A kubeconfig with a token of the Job's ServiceAccount: the gate runs with the RBAC
@@ -387,12 +403,6 @@ class JobRunner(threading.Thread):
         """The JSON log lines of a Job's run (the gate's decisions and writes)."""
         text = self.log(uid).read_text()
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-    def kill_pod(self, uid: str) -> int:
-        """What the kubelet does to the Pod of a deleted Job: SIGTERM; the run's exit code."""
-        process = self.running[uid]
-        process.terminate()
-        return process.wait(timeout=60)
 
     def _finish(self, job: Any, code: int) -> None:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,12 +1,14 @@
 """The drain gate under real Flux (issue 9): a commit that drops a flavor on which a workload
 holds a reservation is synced by source-controller and kustomize-controller from a git
-repository on 127.0.0.1. The queue drains before its flavors change, and the gate Job deleted
+repository on 127.0.0.1. The queue drains before its flavors change; the gate Job deleted
 mid-drain (which kustomize-controller counts as finished) lets no new plan through: the
-admission policy refuses the queues' apply until the recreated gate has switched the queue.
+admission policy refuses the queues' apply until the recreated gate has switched the queue; and
+a revert during the drain converges without a switch.
 
 The harness has no kube-controller-manager and no kubelet, so the gate Job's Pod is played by
-flux.JobRunner: it runs the Job's own command on this machine as the Job's ServiceAccount and
-writes the Job's outcome into its status, as the Job controller would.
+flux.JobRunner: it runs the Job's own command on this machine as the Job's ServiceAccount,
+writes the Job's outcome into its status, as the Job controller would, and stops the run
+(SIGTERM) when its Job is deleted, as the garbage collector and the kubelet would.
 
 Order is asserted on what the API server wrote, in its order (flux.History: every version of
 the queue and of the queues' Kustomization, from a watch), never on sleeps.
@@ -14,6 +16,7 @@ the queue and of the queues' Kustomization, from a watch), never on sleeps.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tests.conftest import REPO
 from tests.e2e import flux, harness, kube
 
 pytestmark = pytest.mark.cluster
@@ -34,7 +38,7 @@ GROUP, VERSION = kube.KUEUE_API.split("/")
 CLUSTER_QUEUES = (GROUP, VERSION, "clusterqueues")
 GPU = "nvidia.com/gpu"
 SYNC_TIMEOUT_S = 300
-# Each test drops a different flavor of the example, so that neither depends on the other.
+# What the tests drop (each starts from the example: fixture example).
 TRAINING_DROPS_GB200 = ("training", {"nvidia.com/gpu.product": "NVIDIA-GB200"})
 INFERENCE_DROPS_L40S = ("inference", {"nvidia.com/gpu.product": "NVIDIA-L40S"})
 
@@ -57,6 +61,21 @@ def first(env: flux.FluxEnv) -> str:
     """The example committed and synced once: its revision."""
     revision = env.repo.commit("the example fleet")
     env.sync("./rendered/flux")
+    flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+    return revision
+
+
+@pytest.fixture
+def example(env: flux.FluxEnv, first: str) -> str:
+    """Each test starts from the example, synced, whatever the tests before it committed: the
+    working copy's inventories/ and rendered/ are the repository's again (a commit only when
+    they changed). The revision."""
+    for folder in ("inventories", "rendered"):
+        shutil.rmtree(env.repo.work / folder)
+        flux.copy_tree(REPO / folder, env.repo.work / folder)
+    if not flux.git(env.repo.work, "status", "--porcelain"):
+        return flux.git(env.repo.work, "rev-parse", "HEAD")
+    revision = env.repo.commit("back to the example")
     flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
     return revision
 
@@ -389,10 +408,17 @@ def queue_history(env: flux.FluxEnv, name: str) -> flux.History:
     return flux.History(env.api, CLUSTER_QUEUES, name)
 
 
+def stopped_run(env: flux.FluxEnv, uid: str) -> int:
+    """The exit code of a gate run whose Job is gone (the stand-in stops its Pod)."""
+    return kube.wait_for("the gate's Pod to stop", lambda: env.runner.done.get(uid))
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 
-def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(env: flux.FluxEnv, first: str) -> None:
+def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(
+    env: flux.FluxEnv, example: str
+) -> None:
     drop = drop_of(env, *TRAINING_DROPS_GB200)
     rendered = env.repo.work / "rendered"
     queues, refused = flux.step_of(rendered, "queues"), refusal(env, drop.queue)
@@ -429,7 +455,7 @@ def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(env: flux.
     assert flavor_state(env, drop.flavor) == "absent"  # retired once no queue named it
 
 
-def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.FluxEnv, first: str) -> None:
+def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.FluxEnv, example: str) -> None:
     drop = drop_of(env, *INFERENCE_DROPS_L40S)
     rendered = env.repo.work / "rendered"
     gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
@@ -445,7 +471,7 @@ def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.Flux
         # An operator deletes the Job mid-drain (background propagation, as kubectl does); its
         # Pod gets SIGTERM, to which the gate answers with GateTimeout and exit 1.
         client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
-        assert env.runner.kill_pod(stopped) == 1
+        assert stopped_run(env, stopped) == 1
         # kustomize-controller counts the vanished Job (it has ttlSecondsAfterFinished) as
         # finished and applies the queues' step: the admission policy refuses that.
         message = kube.wait_for(
@@ -490,3 +516,55 @@ def until_applied(versions: list[dict[str, Any]], revision: str) -> list[dict[st
     """A Kustomization's versions before the first one that reports the revision applied."""
     done = next((i for i, k in enumerate(versions) if applied(k, revision)), len(versions))
     return versions[:done]
+
+
+def revert_head(env: flux.FluxEnv) -> str:
+    """`git revert` of the last commit, pushed: the new revision."""
+    flux.git(env.repo.work, "revert", "--no-edit", "HEAD")
+    flux.git(env.repo.work, "push", "-q", "origin", "main")
+    return flux.git(env.repo.work, "rev-parse", "HEAD")
+
+
+def source_at(env: flux.FluxEnv, revision: str) -> bool:
+    repo = kube.get(env.dyn, "source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", flux.NAMESPACE)
+    artifact = (repo.get("status") or {}).get("artifact") or {}
+    return str(artifact.get("revision", "")).endswith(revision)
+
+
+def test_flux_gate_revert_during_a_drain_converges_without_a_switch(env: flux.FluxEnv, example: str) -> None:
+    drop = drop_of(env, *INFERENCE_DROPS_L40S)
+    rendered = env.repo.work / "rendered"
+    gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
+    with queue_history(env, drop.queue) as cq:
+        held = hold_reservation(env, drop)
+        seen = set(env.runner.done)
+        dropped = commit_drop(env, drop)
+        stopped = gate_run(env, seen)
+        kube.wait_for(f"{drop.queue} held", lambda: stop_policy(queue(env, drop.queue)) == "HoldAndDrain")
+        kube.wait_for("Kueue to evict the workload", lambda: evicted(workload(env, drop, held)))
+        revision = revert_head(env)
+        kube.wait_for(f"the source at {revision[:8]}", lambda: source_at(env, revision))
+        # kustomize-controller handles the other steps at the revert ...
+        token = flux.request_reconcile(env.dyn, queues)
+        kube.wait_for(f"{queues} to handle a reconcile request", lambda: handled(env, queues, token))
+        # ... but does not interrupt the gate step's wait for its Job for a new revision (unless
+        # its feature gate CancelHealthCheckOnNewRevision is on): the drop's run goes on.
+        assert attempted(kustomization(env, gate), dropped) and stopped in env.runner.running
+        # To abandon the drain at once, an operator deletes the Job (docs/gate.md).
+        client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
+        assert stopped_run(env, stopped) == 1
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        versions = cq.versions()
+        assert not cq.gaps
+
+    # Held by the drop's run, restored by the revert's; never switched away from the flavor.
+    assert [w["action"] for w in gate_writes(env, stopped, drop.queue)] == ["Hold"]
+    rerun = gate_runs(env, env.runner.done, seen | {stopped})
+    assert rerun and [w["action"] for w in gate_writes(env, rerun, drop.queue)] == ["Restore"]
+    assert any(stop_policy(v) == "HoldAndDrain" for v in versions)
+    assert all(drop.flavor in flavor_names(v) for v in versions)
+    assert_rendered_live(env, drop.queue)
+    assert flavor_state(env, drop.flavor) == "present"
+    # The workload never lost its reservation on the flavor (it was evicted, not released).
+    assert admitted_on(workload(env, drop, held)) == drop.flavor
+    release(env, drop, held)
