@@ -334,11 +334,11 @@ class JobRunner(threading.Thread):
     Job's ServiceAccount (a TokenRequest token, as the Pod would mount) and with the ConfigMap
     it mounts written to a folder, then records the Job's outcome in its status."""
 
-    def __init__(self, api: client.ApiClient, kubeconfig: Path, namespace: str, work_dir: Path) -> None:
+    def __init__(self, api: client.ApiClient, namespace: str, work_dir: Path) -> None:
         super().__init__(daemon=True)
         self.api = api
         self.batch, self.core = client.BatchV1Api(api), client.CoreV1Api(api)
-        self.kubeconfig, self.namespace, self.work_dir = kubeconfig, namespace, work_dir
+        self.namespace, self.work_dir = namespace, work_dir
         self.done: dict[str, int] = {}  # Job uid -> exit code of its run
         self.names: dict[str, str] = {}  # Job uid -> the Job's name
         self.running: dict[str, subprocess.Popen[bytes]] = {}  # Job uid -> its "pod"
@@ -497,6 +497,8 @@ class History(threading.Thread):
                 self._versions.append(obj)
 
     def versions(self) -> list[dict[str, Any]]:
+        if not self.is_alive() and not self.halt.is_set():
+            raise AssertionError(f"the watch of {self._selector} stopped; versions are missing")
         with self._lock:
             return list(self._versions)
 
@@ -588,7 +590,7 @@ class FluxEnv:
             server = GitServer(work / "git").start()
             stack.callback(server.stop)
             (work / "jobs").mkdir()
-            runner = JobRunner(api, cluster.kubeconfig, gate_namespace, work / "jobs")
+            runner = JobRunner(api, gate_namespace, work / "jobs")
             runner.start()
             stack.callback(runner.stop)
             repo = Repo.create(work / "git", work / "repo")
