@@ -9,6 +9,7 @@ the test control plane with its admin kubeconfig.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -25,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.dynamic import DynamicClient
 
 from tests import gobuild
+from tests.conftest import NOW, REPO, tasgen
 from tests.e2e import harness, kube
+from tests.e2e.fleet import load_fleet
+from tests.gate.support import kubeconfig_for
 
 FLUX_MODULE = gobuild.CLUSTER_DIR / "flux"
 CONTROLLERS = {
@@ -37,6 +41,7 @@ CONTROLLERS = {
     "kustomize-controller": "github.com/fluxcd/kustomize-controller",
 }
 NAMESPACE = "flux-system"
+ROOT = "tasgen-wiring"  # the user's own Kustomization of rendered/flux/ (root_kustomization)
 START_TIMEOUT_S = 120
 
 
@@ -325,14 +330,18 @@ def copy_tree(source: Path, target: Path) -> None:
 
 class JobRunner(threading.Thread):
     """Stands in for the Job controller and a kubelet, which this control plane lacks: for each
-    new Job of the gate's namespace it runs the Job's container command on the host, with the
-    ConfigMap it mounts written to a folder, then records the Job's outcome in its status."""
+    new Job of the gate's namespace it runs the Job's container command on the host, as the
+    Job's ServiceAccount (a TokenRequest token, as the Pod would mount) and with the ConfigMap
+    it mounts written to a folder, then records the Job's outcome in its status."""
 
-    def __init__(self, api: client.ApiClient, kubeconfig: Path, namespace: str, work_dir: Path) -> None:
+    def __init__(self, api: client.ApiClient, namespace: str, work_dir: Path) -> None:
         super().__init__(daemon=True)
+        self.api = api
         self.batch, self.core = client.BatchV1Api(api), client.CoreV1Api(api)
-        self.kubeconfig, self.namespace, self.work_dir = kubeconfig, namespace, work_dir
+        self.namespace, self.work_dir = namespace, work_dir
         self.done: dict[str, int] = {}  # Job uid -> exit code of its run
+        self.names: dict[str, str] = {}  # Job uid -> the Job's name
+        self.running: dict[str, subprocess.Popen[bytes]] = {}  # Job uid -> its "pod"
         self.halt = threading.Event()
 
     def run(self) -> None:
@@ -340,12 +349,13 @@ class JobRunner(threading.Thread):
             with contextlib.suppress(client.exceptions.ApiException):
                 for job in self.batch.list_namespaced_job(self.namespace).items:
                     if job.metadata.uid not in self.done:
+                        self.names[job.metadata.uid] = job.metadata.name
                         self.done[job.metadata.uid] = self._run(job)
 
     def _run(self, job: Any) -> int:
         pod = job.spec.template.spec
         plan = self.work_dir / job.metadata.uid
-        plan.mkdir(parents=True)
+        plan.mkdir(parents=True, exist_ok=True)  # a retry after a failed token request
         (volume,) = [v for v in pod.volumes if v.config_map]
         data = self.core.read_namespaced_config_map(volume.config_map.name, self.namespace).data or {}
         for key, text in data.items():
@@ -353,11 +363,46 @@ class JobRunner(threading.Thread):
         (container,) = pod.containers
         mount = container.volume_mounts[0].mount_path
         args = [str(plan) if a == mount else a for a in container.args]
-        command = [sys.executable, *container.command[1:], *args, "--kubeconfig", str(self.kubeconfig)]
-        with (self.work_dir / f"{job.metadata.name}-{job.metadata.uid}.log").open("wb") as log:
-            code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        identity = self._service_account(pod.service_account_name, plan.with_suffix(".kubeconfig"))
+        command = [sys.executable, *container.command[1:], *args, "--kubeconfig", str(identity)]
+        with self.log(job.metadata.uid).open("wb") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.running[job.metadata.uid] = process
+        code = self._wait(job, process)
+        del self.running[job.metadata.uid]
         self._finish(job, code)
         return code
+
+    def _wait(self, job: Any, process: subprocess.Popen[bytes]) -> int:
+        """Until the run ends. Once its Job is gone (deleted, or replaced by one of the same
+        name), the Pod is stopped with SIGTERM, as the garbage collector and kubelet do."""
+        while (code := process.poll()) is None:
+            if not self.halt.wait(0.5) and not self._exists(job):
+                process.terminate()
+                return process.wait(timeout=60)
+        return code
+
+    def _exists(self, job: Any) -> bool:
+        try:
+            live = self.batch.read_namespaced_job(job.metadata.name, self.namespace)
+        except client.exceptions.ApiException as exc:
+            return exc.status != 404  # any other error: look again at the next poll
+        return bool(live.metadata.uid == job.metadata.uid)
+
+    def _service_account(self, name: str, path: Path) -> Path:
+        """A kubeconfig with a token of the Job's ServiceAccount: the gate runs with the RBAC
+        and the admission-policy exemption that its Pod would have, not as the admin."""
+        request = {"spec": {"expirationSeconds": 3600}}
+        token = self.core.create_namespaced_service_account_token(name, self.namespace, request)
+        return kubeconfig_for(self.api, path, token=token.status.token)
+
+    def log(self, uid: str) -> Path:
+        return self.work_dir / f"{uid}.log"
+
+    def lines(self, uid: str) -> list[dict[str, Any]]:
+        """The JSON log lines of a Job's run (the gate's decisions and writes)."""
+        text = self.log(uid).read_text()
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
     def _finish(self, job: Any, code: int) -> None:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -372,11 +417,142 @@ class JobRunner(threading.Thread):
         ]
         status: dict[str, Any] = {"startTime": now, "conditions": conditions, "ready": 0, "terminating": 0}
         status |= {"succeeded": 1, "completionTime": now} if ok else {"failed": 1}
-        self.batch.patch_namespaced_job_status(job.metadata.name, self.namespace, {"status": status})
+        try:
+            self.batch.patch_namespaced_job_status(job.metadata.name, self.namespace, {"status": status})
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:  # a deleted Job has no status to record
+                raise
 
     def stop(self) -> None:
         self.halt.set()
+        for process in list(self.running.values()):
+            process.kill()
         self.join(timeout=30)
+
+
+# --- what the API server wrote, in its order ----------------------------------------------
+
+
+class History(threading.Thread):
+    """Every version of one object, in the order the API server wrote them: a list, then a
+    watch resumed from the last resourceVersion seen. Tests assert the order of what happened
+    on the versions themselves, not on when they polled."""
+
+    def __init__(
+        self, api: client.ApiClient, resource: tuple[str, str, str], name: str, namespace: str = ""
+    ) -> None:
+        super().__init__(daemon=True)
+        custom = client.CustomObjectsApi(api)
+        self._list, self._args = (
+            (custom.list_namespaced_custom_object, (resource[0], resource[1], namespace, resource[2]))
+            if namespace
+            else (custom.list_cluster_custom_object, resource)
+        )
+        self._selector = f"metadata.name={name}"
+        self._versions: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.gaps = 0  # relists after an expired resourceVersion: versions may be missing
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        version = self._relist()
+        while not self.halt.is_set():
+            try:
+                version = self._follow(version)
+            except client.exceptions.ApiException as exc:
+                if exc.status != 410:
+                    raise
+                self.gaps += 1
+                version = self._relist()
+
+    def _relist(self) -> str:
+        listed = self._list(*self._args, field_selector=self._selector)
+        for item in listed["items"]:
+            self._keep(item)
+        return str(listed["metadata"]["resourceVersion"])
+
+    def _follow(self, version: str) -> str:
+        """One watch request (it ends after a few seconds, so that halt is seen)."""
+        stream = watch.Watch().stream(
+            self._list,
+            *self._args,
+            field_selector=self._selector,
+            resource_version=version,
+            timeout_seconds=3,
+            allow_watch_bookmarks=True,
+        )
+        for event in stream:
+            obj = event["object"]
+            version = obj["metadata"]["resourceVersion"]
+            if event["type"] in ("ADDED", "MODIFIED"):
+                self._keep(obj)
+        return version
+
+    def _keep(self, obj: dict[str, Any]) -> None:
+        with self._lock:
+            if (
+                not self._versions
+                or self._versions[-1]["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]
+            ):
+                self._versions.append(obj)
+
+    def versions(self) -> list[dict[str, Any]]:
+        if not self.is_alive() and not self.halt.is_set():
+            raise AssertionError(f"the watch of {self._selector} stopped; versions are missing")
+        with self._lock:
+            return list(self._versions)
+
+    def __enter__(self) -> History:
+        self.start()
+        kube.wait_for("the watch's first list", lambda: self.versions() or None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.halt.set()
+        self.join(timeout=30)
+
+
+KUSTOMIZATIONS = ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+
+
+def kustomization_history(api: client.ApiClient, name: str) -> History:
+    return History(api, KUSTOMIZATIONS, name, NAMESPACE)
+
+
+# --- the wiring tasgen renders --------------------------------------------------------------
+
+
+def wiring(rendered: Path) -> list[dict[str, Any]]:
+    """The Kustomizations of rendered/flux/, in the order their dependsOn chains them."""
+    found = [
+        doc
+        for path in sorted((rendered / "flux").glob("*.yaml"))
+        if path.name != "kustomization.yaml"
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "Kustomization"
+    ]
+    return sorted(found, key=lambda k: _depth(k, {d["metadata"]["name"]: d for d in found}))
+
+
+def _depth(kustomization: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> int:
+    needs = [by_name[d["name"]] for d in kustomization["spec"].get("dependsOn", []) if d["name"] in by_name]
+    return 1 + max((_depth(d, by_name) for d in needs), default=0)
+
+
+def step_of(rendered: Path, folder: str) -> str:
+    """The name of the Kustomization that syncs rendered/<folder>."""
+    (name,) = [k["metadata"]["name"] for k in wiring(rendered) if Path(k["spec"]["path"]).name == folder]
+    return str(name)
+
+
+def request_reconcile(dyn: DynamicClient, name: str) -> str:
+    """What `flux reconcile kustomization NAME` does: a requestedAt annotation; its value,
+    which the Kustomization's status.lastHandledReconcileAt echoes once handled."""
+    token = datetime.now(UTC).isoformat(timespec="microseconds")
+    resource = dyn.resources.get(api_version="kustomize.toolkit.fluxcd.io/v1", kind="Kustomization")
+    body = {"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}}
+    resource.patch(name=name, namespace=NAMESPACE, body=body, content_type="application/merge-patch+json")
+    return token
 
 
 # --- everything together ------------------------------------------------------------------
@@ -414,7 +590,7 @@ class FluxEnv:
             server = GitServer(work / "git").start()
             stack.callback(server.stop)
             (work / "jobs").mkdir()
-            runner = JobRunner(api, cluster.kubeconfig, gate_namespace, work / "jobs")
+            runner = JobRunner(api, gate_namespace, work / "jobs")
             runner.start()
             stack.callback(runner.stop)
             repo = Repo.create(work / "git", work / "repo")
@@ -425,3 +601,35 @@ class FluxEnv:
     def sync(self, wiring_path: str) -> None:
         """Point Flux at the repository and at rendered/flux/, as a user's bootstrap does."""
         setup(self.dyn, self.server.url("fleet"), wiring_path)
+
+
+@contextlib.contextmanager
+def example_env(work: Path) -> Iterator[FluxEnv]:
+    """A FluxEnv with the example fleet's Nodes and the namespaces that exist before a sync
+    (NFD's, the teams' of the LocalQueues), and a working copy holding the example's
+    inventories/ and rendered/, not yet committed."""
+    fleet = load_fleet()
+    (jobs,) = {job["metadata"]["namespace"] for job in fleet.of_kind("Job")}  # the gate's, retire's
+    with FluxEnv.running(work, fleet.nfd_label_namespaces, jobs) as env:
+        core = client.CoreV1Api(env.api)
+        for node in fleet.nodes:
+            kube.create_ready_node(core, node)
+        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
+        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
+        copy_tree(REPO / "inventories", env.repo.work / "inventories")
+        copy_tree(REPO / "rendered", env.repo.work / "rendered")
+        yield env
+
+
+def steps(env: FluxEnv) -> set[str]:
+    """Every Kustomization of a sync of the working copy's rendered/: the root and the chain."""
+    return {ROOT, *(k["metadata"]["name"] for k in wiring(env.repo.work / "rendered"))}
+
+
+def rerender_and_commit(env: FluxEnv, message: str) -> str:
+    """`tasgen render` of the working copy's inventory, committed and pushed: its revision."""
+    work = env.repo.work
+    run = tasgen("render", "-i", str(work / "inventories"), "-o", str(work / "rendered"), "--now", NOW)
+    assert run.exit_code == 0, run.output
+    return env.repo.commit(message)

@@ -12,7 +12,6 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.conftest import NOW, REPO, tasgen
 from tests.e2e import flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet
@@ -21,30 +20,18 @@ pytestmark = pytest.mark.cluster
 
 STEPS = ("tasgen-labels", "tasgen-kueue", "tasgen-gate", "tasgen-queues", "tasgen-retire")
 ALL = {"tasgen-wiring", *STEPS}
-GATE_NAMESPACE = "tasgen-system"
 SYNC_TIMEOUT_S = 300
 MOVED_NODE = "h100-1a-r2-04"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
-    fleet = load_fleet()
     try:
-        running = flux.FluxEnv.running(
-            tmp_path_factory.mktemp("flux"), fleet.nfd_label_namespaces, GATE_NAMESPACE
-        )
+        running = flux.example_env(tmp_path_factory.mktemp("flux"))
         env = running.__enter__()
     except harness.ClusterError as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
-        core = client.CoreV1Api(env.api)
-        for node in fleet.nodes:
-            kube.create_ready_node(core, node)
-        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
-        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
-            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
-        flux.copy_tree(REPO / "inventories", env.repo.work / "inventories")
-        flux.copy_tree(REPO / "rendered", env.repo.work / "rendered")
         yield env
     finally:
         running.__exit__(None, None, None)
@@ -56,20 +43,6 @@ def first(env: flux.FluxEnv) -> tuple[str, list[dict[str, Any]]]:
     revision = env.repo.commit("the example fleet")
     env.sync("./rendered/flux")
     return revision, flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
-
-
-def rerender_and_commit(env: flux.FluxEnv, message: str) -> str:
-    run = tasgen(
-        "render",
-        "-i",
-        str(env.repo.work / "inventories"),
-        "-o",
-        str(env.repo.work / "rendered"),
-        "--now",
-        NOW,
-    )
-    assert run.exit_code == 0, run.output
-    return env.repo.commit(message)
 
 
 def stamp(value: str) -> datetime:
@@ -141,7 +114,7 @@ def test_flux_syncs_a_commit_that_moves_a_rack(
     before = f"{MOVED_NODE}: {{infra.example.com/block: blk-a, topology.gpustack.ai/rack: a-r02}}"
     assert before in text
     snapshot.write_text(text.replace(before, before.replace("a-r02", "a-r01")))
-    revision = rerender_and_commit(env, f"move {MOVED_NODE} to rack a-r01")
+    revision = flux.rerender_and_commit(env, f"move {MOVED_NODE} to rack a-r01")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     kube.wait_for(
         f"{MOVED_NODE} labelled with its new rack",
@@ -173,7 +146,7 @@ def test_flux_syncs_a_commit_that_drops_a_flavor(
     assert entry in text
     plan.write_text(text.replace(entry, ""))
     runs = len(env.runner.done)
-    revision = rerender_and_commit(env, "training drops GB200")
+    revision = flux.rerender_and_commit(env, "training drops GB200")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     assert flavors_of(env, "training") and gb200[0] not in flavors_of(env, "training")
     # The gate ran for the new plan, and the retired flavor went once no queue used it.

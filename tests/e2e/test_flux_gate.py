@@ -1,0 +1,570 @@
+"""The drain gate under real Flux (issue 9): a commit that drops a flavor on which a workload
+holds a reservation is synced by source-controller and kustomize-controller from a git
+repository on 127.0.0.1. The queue drains before its flavors change; the gate Job deleted
+mid-drain (which kustomize-controller counts as finished) lets no new plan through: the
+admission policy refuses the queues' apply until the recreated gate has switched the queue; and
+a revert during the drain converges without a switch.
+
+The harness has no kube-controller-manager and no kubelet, so the gate Job's Pod is played by
+flux.JobRunner: it runs the Job's own command on this machine as the Job's ServiceAccount,
+writes the Job's outcome into its status, as the Job controller would, and stops the run
+(SIGTERM) when its Job is deleted, as the garbage collector and the kubelet would.
+
+Order is asserted on what the API server wrote, in its order (flux.History: every version of
+the queue and of the queues' Kustomization, from a watch), never on sleeps.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tests.conftest import REPO
+from tests.e2e import flux, harness, kube
+
+pytestmark = pytest.mark.cluster
+
+GROUP, VERSION = kube.KUEUE_API.split("/")
+CLUSTER_QUEUES = (GROUP, VERSION, "clusterqueues")
+GPU = "nvidia.com/gpu"
+SYNC_TIMEOUT_S = 300
+# What the tests drop (each starts from the example: fixture example).
+TRAINING_DROPS_GB200 = ("training", {"nvidia.com/gpu.product": "NVIDIA-GB200"})
+INFERENCE_DROPS_L40S = ("inference", {"nvidia.com/gpu.product": "NVIDIA-L40S"})
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
+    try:
+        running = flux.example_env(tmp_path_factory.mktemp("flux-gate"))
+        env = running.__enter__()
+    except harness.ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield env
+    finally:
+        running.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def first(env: flux.FluxEnv) -> str:
+    """The example committed and synced once: its revision."""
+    revision = env.repo.commit("the example fleet")
+    env.sync("./rendered/flux")
+    flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+    return revision
+
+
+@pytest.fixture
+def example(env: flux.FluxEnv, first: str) -> str:
+    """Each test starts from the example, synced, whatever the tests before it committed: the
+    working copy's inventories/ and rendered/ are the repository's again (a commit only when
+    they changed). The revision."""
+    for folder in ("inventories", "rendered"):
+        shutil.rmtree(env.repo.work / folder)
+        flux.copy_tree(REPO / folder, env.repo.work / folder)
+    if not flux.git(env.repo.work, "status", "--porcelain"):
+        return flux.git(env.repo.work, "rev-parse", "HEAD")
+    revision = env.repo.commit("back to the example")
+    flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+    return revision
+
+
+# --- the change under test ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A queue of the example and the hardware identity a commit takes from its plan."""
+
+    queue: str
+    identity: dict[str, str]
+    flavor: str  # the queue's flavor of that identity, as rendered before the commit
+    flavor_spec: dict[str, Any]
+    namespace: str  # of a rendered LocalQueue of the queue
+    local_queue: str
+
+
+def rendered_objects(env: flux.FluxEnv, kind: str, folder: str = "") -> list[dict[str, Any]]:
+    """The objects of that kind in the working copy's rendered/ (or one folder of it)."""
+    rendered = env.repo.work / "rendered" / folder
+    return [
+        doc
+        for path in sorted(rendered.rglob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict) and doc.get("kind") == kind
+    ]
+
+
+def named(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["metadata"]["name"] == name]
+    return found
+
+
+def drop_of(env: flux.FluxEnv, queue: str, identity: dict[str, str]) -> Drop:
+    flavors = {f["metadata"]["name"]: f["spec"] for f in rendered_objects(env, "ResourceFlavor")}
+    cq = named(rendered_objects(env, "ClusterQueue"), queue)
+    (flavor,) = [f for f in flavor_names(cq) if identity.items() <= flavors[f]["nodeLabels"].items()]
+    lq = next(q for q in rendered_objects(env, "LocalQueue") if q["spec"]["clusterQueue"] == queue)
+    meta = lq["metadata"]
+    return Drop(queue, identity, flavor, flavors[flavor], meta["namespace"], meta["name"])
+
+
+def commit_drop(env: flux.FluxEnv, drop: Drop) -> str:
+    """The ClusterQueuePlan without the identity, rendered and pushed: the new revision."""
+    for path in sorted((env.repo.work / "inventories").rglob("*.yaml")):
+        docs = list(yaml.safe_load_all(path.read_text()))
+        plans = [d for d in docs if d and d.get("kind") == "ClusterQueuePlan"]
+        for plan in [p for p in plans if p["metadata"]["name"] == drop.queue]:
+            hardware = plan["spec"]["hardware"]
+            plan["spec"]["hardware"] = [h for h in hardware if h["identity"] != drop.identity]
+            assert len(plan["spec"]["hardware"]) == len(hardware) - 1, hardware
+            path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+            return flux.rerender_and_commit(env, f"{drop.queue} drops {drop.flavor}")
+    raise AssertionError(f"no ClusterQueuePlan {drop.queue} in the inventory")
+
+
+# --- a workload that holds a reservation ----------------------------------------------------
+
+
+def hold_reservation(env: flux.FluxEnv, drop: Drop) -> str:
+    """A Workload with no owner, admitted on the dropped flavor (its pods select that flavor's
+    nodes). Kueue v0.17 evicts it from a HoldAndDrain queue but never releases its quota by
+    itself: the Workload controller leaves an admitted, evicted Workload alone, and only the job
+    framework's reconciler (for a Workload a Job owns) clears the reservation once the job has
+    stopped. So the reservation lasts until release(), and the drain as long as the test needs."""
+    name = f"held-on-{drop.queue}"
+    pod = {
+        "restartPolicy": "Never",
+        "nodeSelector": drop.flavor_spec["nodeLabels"],
+        "tolerations": drop.flavor_spec.get("tolerations", []),
+        "containers": [
+            {"name": "c", "image": "registry.invalid/none", "resources": {"requests": {GPU: "1"}}}
+        ],
+    }
+    kube.create(
+        env.dyn,
+        {
+            "apiVersion": kube.KUEUE_API,
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": drop.namespace},
+            "spec": {
+                "queueName": drop.local_queue,
+                "podSets": [{"name": "main", "count": 1, "template": {"spec": pod}}],
+            },
+        },
+    )
+    kube.wait_for(
+        f"{name} admitted on {drop.flavor}", lambda: admitted_on(workload(env, drop, name)) == drop.flavor
+    )
+    kube.wait_for(
+        f"{drop.queue} to report the reservation", lambda: load(queue(env, drop.queue), drop.flavor) or None
+    )
+    return name
+
+
+def workload(env: flux.FluxEnv, drop: Drop, name: str) -> dict[str, Any]:
+    return kube.get(env.dyn, kube.KUEUE_API, "Workload", name, drop.namespace)
+
+
+def admitted_on(wl: dict[str, Any]) -> str | None:
+    assignments = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [{}]
+    flavor = (assignments[0].get("flavors") or {}).get(GPU)
+    return str(flavor) if flavor else None
+
+
+def evicted(wl: dict[str, Any]) -> bool | None:
+    cond = kube.condition(wl, "Evicted")
+    return True if cond and cond["status"] == "True" and cond["reason"] == "ClusterQueueStopped" else None
+
+
+def release(env: flux.FluxEnv, drop: Drop, name: str) -> None:
+    """What follows when the workload's job is gone: its Workload is deleted (Kueue removes
+    the finalizer of a Workload without an owner) and its quota is free."""
+    resource = env.dyn.resources.get(api_version=kube.KUEUE_API, kind="Workload")
+    resource.delete(name=name, namespace=drop.namespace)
+
+
+# --- the queue, version by version ----------------------------------------------------------
+
+
+def queue(env: flux.FluxEnv, name: str) -> dict[str, Any]:
+    return kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", name)
+
+
+def flavor_names(cq: dict[str, Any]) -> list[str]:
+    return [f["name"] for g in cq["spec"].get("resourceGroups") or [] for f in g["flavors"]]
+
+
+def stop_policy(cq: dict[str, Any]) -> str:
+    return str(cq["spec"].get("stopPolicy", "None"))
+
+
+def load(cq: dict[str, Any], flavor: str) -> int | None:
+    """How many of the flavor's reservation and usage figures Kueue reports non-zero on the
+    queue (the figures the admission policy reads); None when the status does not describe
+    the queue's current generation or does not list the flavor."""
+    active = kube.condition(cq, "Active")
+    if not active or active.get("observedGeneration") != cq["metadata"]["generation"]:
+        return None
+    status = cq.get("status") or {}
+    entries = [
+        e
+        for key in ("flavorsReservation", "flavorsUsage")
+        for e in status.get(key) or []
+        if e["name"] == flavor
+    ]
+    if not entries:
+        return None
+    return sum(1 for e in entries for r in e["resources"] if parse_quantity(r.get("total", "0")) != 0)
+
+
+@dataclass(frozen=True)
+class Drain:
+    """Indexes into a queue's versions: the first that reports the flavor busy, the first
+    held with HoldAndDrain, the first after it that reports the flavor idle, the first that
+    no longer names the flavor; and what the last status before that switch reported."""
+
+    busy: int
+    hold: int
+    idle: int
+    switch: int
+    last_load: int | None
+
+
+def drain_of(versions: list[dict[str, Any]], flavor: str) -> Drain:
+    def first(pred: Callable[[dict[str, Any]], bool], start: int = 0) -> int:
+        return next((i for i, v in enumerate(versions) if i >= start and pred(v)), -1)
+
+    switch = first(lambda v: flavor not in flavor_names(v))
+    hold = first(lambda v: stop_policy(v) == "HoldAndDrain")
+    reports = [load(v, flavor) for v in versions[: switch if switch >= 0 else None]]
+    return Drain(
+        busy=first(lambda v: bool(load(v, flavor))),
+        hold=hold,
+        idle=first(lambda v: load(v, flavor) == 0, max(hold, 0)),
+        switch=switch,
+        last_load=next((r for r in reversed(reports) if r is not None), None),
+    )
+
+
+def assert_drained_then_switched(versions: list[dict[str, Any]], drop: Drop) -> Drain:
+    drain = drain_of(versions, drop.flavor)
+    assert 0 <= drain.busy < drain.hold < drain.idle < drain.switch, drain
+    assert drain.last_load == 0, f"switched while Kueue reported {drop.flavor} busy: {drain}"
+    return drain
+
+
+def assert_held(env: flux.FluxEnv, drop: Drop) -> None:
+    live = queue(env, drop.queue)
+    assert drop.flavor in flavor_names(live), live["spec"]
+    assert (
+        stop_policy(live) == "HoldAndDrain" and PREVIOUS_POLICY_ANNOTATION in live["metadata"]["annotations"]
+    )
+
+
+def assert_rendered_live(env: flux.FluxEnv, name: str) -> dict[str, Any]:
+    """The live queue has every field of the rendered one (Kueue may add defaults)."""
+    rendered = named(rendered_objects(env, "ClusterQueue"), name)
+    live = queue(env, name)
+    assert contains(live["spec"], rendered["spec"]), (live["spec"], rendered["spec"])
+    assert PREVIOUS_POLICY_ANNOTATION not in (live["metadata"].get("annotations") or {})
+    return live
+
+
+def contains(live: Any, rendered: Any) -> bool:
+    if isinstance(rendered, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in rendered.items())
+    if isinstance(rendered, list):
+        return isinstance(live, list) and len(live) == len(rendered) and all(map(contains, live, rendered))
+    return bool(live == rendered)
+
+
+# --- Flux and the gate Job ------------------------------------------------------------------
+
+
+def gate_job(env: flux.FluxEnv) -> tuple[str, str]:
+    """The name and namespace of the Job that the gate's step syncs."""
+    (job,) = rendered_objects(env, "Job", "gate")
+    return job["metadata"]["name"], job["metadata"]["namespace"]
+
+
+def gate_runs(env: flux.FluxEnv, uids: Iterable[str], seen: set[str]) -> str | None:
+    """One of the uids that is a gate Job's and not among those seen."""
+    name = gate_job(env)[0]
+    return next((uid for uid in list(uids) if uid not in seen and env.runner.names.get(uid) == name), None)
+
+
+def gate_run(env: flux.FluxEnv, seen: set[str]) -> str:
+    """The uid of the gate Job whose Pod the stand-in runs now, other than those seen."""
+    what = "the Pod of a new gate Job running"
+    return kube.wait_for(what, lambda: gate_runs(env, env.runner.running, seen), SYNC_TIMEOUT_S)
+
+
+def gate_writes(env: flux.FluxEnv, uid: str, name: str) -> list[dict[str, Any]]:
+    """The spec writes one gate run made to a queue, as its log reports them."""
+    return [ln for ln in env.runner.lines(uid) if ln["event"] == "updated" and ln["queue"] == name]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How the API server words a refusal of a queue write by the gate's admission policy:
+    its name, and its messages for the queue (its CEL messageExpressions, evaluated)."""
+
+    policy: str
+    messages: tuple[str, ...]
+
+    def found_in(self, text: str) -> bool:
+        said = f"ValidatingAdmissionPolicy '{self.policy}'" in text
+        return said and any(message in text for message in self.messages)
+
+
+def refusal(env: flux.FluxEnv, name: str) -> Refusal:
+    (policy,) = rendered_objects(env, "ValidatingAdmissionPolicy")
+    cel = celpy.Environment()
+    old = {"oldObject": celpy.json_to_cel({"metadata": {"name": name}})}
+    expressions = [v["messageExpression"] for v in policy["spec"]["validations"]]
+    messages = [cel.program(cel.compile(e)).evaluate(old) for e in expressions]
+    return Refusal(policy["metadata"]["name"], tuple(str(m) for m in messages))
+
+
+def premature_applies(versions: list[dict[str, Any]], revision: str, refused: Refusal) -> int:
+    """The queues' Kustomization never applied the revision, and every attempt it made ended
+    refused by the admission policy (Ready=False with its refusal). The number of versions
+    that report such an outcome (an attempt is in progress while Ready is Unknown; a later
+    DependencyNotReady keeps the last attempted revision but attempts nothing)."""
+    refusals = 0
+    for k in versions:
+        status = k.get("status") or {}
+        assert not applied(k, revision), status
+        ready = kube.condition(k, "Ready") or {}
+        if (
+            not attempted(k, revision)
+            or ready.get("status") == "Unknown"
+            or ready.get("reason") == "DependencyNotReady"
+        ):
+            continue
+        assert ready.get("status") == "False" and refused.found_in(ready.get("message", "")), status
+        refusals += 1
+    return refusals
+
+
+def attempted(k: dict[str, Any], revision: str) -> bool:
+    return str((k.get("status") or {}).get("lastAttemptedRevision", "")).endswith(revision)
+
+
+def applied(k: dict[str, Any], revision: str) -> bool:
+    """The Kustomization reports the revision applied: Ready=True for it, or its
+    lastAppliedRevision (kustomize-controller writes the two in separate patches)."""
+    ready = kube.condition(k, "Ready") or {}
+    last = str((k.get("status") or {}).get("lastAppliedRevision", ""))
+    return last.endswith(revision) or (attempted(k, revision) and ready.get("status") == "True")
+
+
+def refused_attempt(env: flux.FluxEnv, name: str, revision: str) -> str | None:
+    """The Ready message of the Kustomization once an attempt at the revision failed."""
+    k = kustomization(env, name)
+    ready = kube.condition(k, "Ready") or {}
+    failed = ready.get("status") == "False" and ready.get("reason") != "DependencyNotReady"
+    return str(ready["message"]) if attempted(k, revision) and failed else None
+
+
+def reported_load(env: flux.FluxEnv, drop: Drop) -> int:
+    """load() once Kueue's status describes the queue's current generation."""
+    cq = drop.queue
+    return kube.wait_for(f"Kueue's status of {cq}", lambda: load(queue(env, cq), drop.flavor))
+
+
+def kustomization(env: flux.FluxEnv, name: str) -> dict[str, Any]:
+    return kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, flux.NAMESPACE)
+
+
+def handled(env: flux.FluxEnv, name: str, token: str) -> dict[str, Any] | None:
+    k = kustomization(env, name)
+    return k if (k.get("status") or {}).get("lastHandledReconcileAt") == token else None
+
+
+def flavor_state(env: flux.FluxEnv, name: str) -> str:
+    try:
+        flavor = kube.get(env.dyn, kube.KUEUE_API, "ResourceFlavor", name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return "absent"
+        raise
+    return "terminating" if flavor["metadata"].get("deletionTimestamp") else "present"
+
+
+def queue_history(env: flux.FluxEnv, name: str) -> flux.History:
+    return flux.History(env.api, CLUSTER_QUEUES, name)
+
+
+def stopped_run(env: flux.FluxEnv, uid: str) -> int:
+    """The exit code of a gate run whose Job is gone (the stand-in stops its Pod)."""
+    return kube.wait_for("the gate's Pod to stop", lambda: env.runner.done.get(uid))
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+
+def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(
+    env: flux.FluxEnv, example: str
+) -> None:
+    drop = drop_of(env, *TRAINING_DROPS_GB200)
+    rendered = env.repo.work / "rendered"
+    queues, refused = flux.step_of(rendered, "queues"), refusal(env, drop.queue)
+    with queue_history(env, drop.queue) as cq, flux.kustomization_history(env.api, queues) as kq:
+        held = hold_reservation(env, drop)
+        seen = set(env.runner.done)
+        revision = commit_drop(env, drop)
+        run = gate_run(env, seen)
+        kube.wait_for(f"{drop.queue} held", lambda: stop_policy(queue(env, drop.queue)) == "HoldAndDrain")
+        kube.wait_for("Kueue to evict the workload", lambda: evicted(workload(env, drop, held)))
+        # Flux looks at the queues' step during the hold, with the new revision in its source ...
+        token = flux.request_reconcile(env.dyn, queues)
+        kube.wait_for(f"{queues} to handle a reconcile request", lambda: handled(env, queues, token))
+        # ... and leaves it: the reservation is still there, the queue still names the flavor.
+        assert_held(env, drop)
+        assert reported_load(env, drop) > 0
+        premature_applies(kq.versions(), revision, refused)
+        assert flavor_state(env, drop.flavor) == "present"  # not retired while named, nor pruned
+        release(env, drop, held)
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        assert not cq.gaps and not kq.gaps
+        versions, attempts = cq.versions(), kq.versions()
+
+    drain = assert_drained_then_switched(versions, drop)
+    premature_applies(until_applied(attempts, revision), revision, refused)
+    # The switch was this gate run's write, not the engine's apply.
+    writes = gate_writes(env, run, drop.queue)
+    assert [w["action"] for w in writes] == ["Hold", "Switch", "Restore"], writes
+    assert versions[drain.switch]["metadata"]["resourceVersion"] == writes[1]["resourceVersion"]
+    assert env.runner.done[run] == 0
+    # The queue runs the rendered plan, and Flux's apply of it after the gate changed nothing.
+    live = assert_rendered_live(env, drop.queue)
+    assert live["metadata"]["generation"] == writes[-1]["generation"]
+    assert flavor_state(env, drop.flavor) == "absent"  # retired once no queue named it
+
+
+def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.FluxEnv, example: str) -> None:
+    drop = drop_of(env, *INFERENCE_DROPS_L40S)
+    rendered = env.repo.work / "rendered"
+    gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
+    refused = refusal(env, drop.queue)
+    with queue_history(env, drop.queue) as cq, flux.kustomization_history(env.api, queues) as kq:
+        held = hold_reservation(env, drop)
+        seen = set(env.runner.done)
+        revision = commit_drop(env, drop)
+        stopped = gate_run(env, seen)
+        kube.wait_for(f"{drop.queue} held", lambda: stop_policy(queue(env, drop.queue)) == "HoldAndDrain")
+        kube.wait_for("Kueue to evict the workload", lambda: evicted(workload(env, drop, held)))
+
+        # An operator deletes the Job mid-drain (background propagation, as kubectl does); its
+        # Pod gets SIGTERM, to which the gate answers with GateTimeout and exit 1.
+        client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
+        assert stopped_run(env, stopped) == 1
+        # kustomize-controller counts the vanished Job (it has ttlSecondsAfterFinished) as
+        # finished and applies the queues' step: the admission policy refuses that.
+        message = kube.wait_for(
+            f"{queues} to fail at {revision[:8]}", lambda: refused_attempt(env, queues, revision)
+        )
+        assert refused.found_in(message), message
+        assert_held(env, drop)
+        assert reported_load(env, drop) > 0
+
+        release(env, drop, held)
+        kube.wait_for(f"{drop.flavor} idle", lambda: load(queue(env, drop.queue), drop.flavor) == 0)
+        assert_held(env, drop)  # idle, but nobody but the gate switches it
+        # Flux recreates the Job when it next reconciles the gate's step (requested now rather
+        # than after its interval); then the queues' step goes through.
+        seen = {*env.runner.done, stopped}
+        token = flux.request_reconcile(env.dyn, gate)
+        done = kube.wait_for(
+            f"{gate} to handle the request", lambda: handled(env, gate, token), SYNC_TIMEOUT_S
+        )
+        assert flux.ready_at(done, revision), done["status"]
+        rerun = kube.wait_for("the recreated Job's run", lambda: gate_runs(env, env.runner.done, seen))
+        token = flux.request_reconcile(env.dyn, queues)
+        kube.wait_for(f"{queues} to handle the request", lambda: handled(env, queues, token), SYNC_TIMEOUT_S)
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        assert not cq.gaps and not kq.gaps
+        versions, attempts = cq.versions(), kq.versions()
+
+    drain = assert_drained_then_switched(versions, drop)
+    # Every attempt of the queues' step before the gate finished was refused; there was one.
+    assert premature_applies(until_applied(attempts, revision), revision, refused) >= 1
+    # The stopped run held the queue; the recreated one switched and restored it.
+    assert [w["action"] for w in gate_writes(env, stopped, drop.queue)] == ["Hold"]
+    writes = gate_writes(env, rerun, drop.queue)
+    assert [w["action"] for w in writes] == ["Switch", "Restore"], writes
+    assert versions[drain.switch]["metadata"]["resourceVersion"] == writes[0]["resourceVersion"]
+    assert env.runner.done[rerun] == 0
+    live = assert_rendered_live(env, drop.queue)
+    assert live["metadata"]["generation"] == writes[-1]["generation"]
+
+
+def until_applied(versions: list[dict[str, Any]], revision: str) -> list[dict[str, Any]]:
+    """A Kustomization's versions before the first one that reports the revision applied."""
+    done = next((i for i, k in enumerate(versions) if applied(k, revision)), len(versions))
+    return versions[:done]
+
+
+def revert_head(env: flux.FluxEnv) -> str:
+    """`git revert` of the last commit, pushed: the new revision."""
+    flux.git(env.repo.work, "revert", "--no-edit", "HEAD")
+    flux.git(env.repo.work, "push", "-q", "origin", "main")
+    return flux.git(env.repo.work, "rev-parse", "HEAD")
+
+
+def source_at(env: flux.FluxEnv, revision: str) -> bool:
+    repo = kube.get(env.dyn, "source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", flux.NAMESPACE)
+    artifact = (repo.get("status") or {}).get("artifact") or {}
+    return str(artifact.get("revision", "")).endswith(revision)
+
+
+def test_flux_gate_revert_during_a_drain_converges_without_a_switch(env: flux.FluxEnv, example: str) -> None:
+    drop = drop_of(env, *INFERENCE_DROPS_L40S)
+    rendered = env.repo.work / "rendered"
+    gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
+    with queue_history(env, drop.queue) as cq:
+        held = hold_reservation(env, drop)
+        seen = set(env.runner.done)
+        dropped = commit_drop(env, drop)
+        stopped = gate_run(env, seen)
+        kube.wait_for(f"{drop.queue} held", lambda: stop_policy(queue(env, drop.queue)) == "HoldAndDrain")
+        kube.wait_for("Kueue to evict the workload", lambda: evicted(workload(env, drop, held)))
+        revision = revert_head(env)
+        kube.wait_for(f"the source at {revision[:8]}", lambda: source_at(env, revision))
+        # kustomize-controller handles the other steps at the revert ...
+        token = flux.request_reconcile(env.dyn, queues)
+        kube.wait_for(f"{queues} to handle a reconcile request", lambda: handled(env, queues, token))
+        # ... but does not interrupt the gate step's wait for its Job for a new revision (unless
+        # its feature gate CancelHealthCheckOnNewRevision is on): the drop's run goes on.
+        assert attempted(kustomization(env, gate), dropped) and stopped in env.runner.running
+        # To abandon the drain at once, an operator deletes the Job (docs/gate.md).
+        client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
+        assert stopped_run(env, stopped) == 1
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        versions = cq.versions()
+        assert not cq.gaps
+
+    # Held by the drop's run, restored by the revert's; never switched away from the flavor.
+    assert [w["action"] for w in gate_writes(env, stopped, drop.queue)] == ["Hold"]
+    rerun = gate_runs(env, env.runner.done, seen | {stopped})
+    assert rerun and [w["action"] for w in gate_writes(env, rerun, drop.queue)] == ["Restore"]
+    assert any(stop_policy(v) == "HoldAndDrain" for v in versions)
+    assert all(drop.flavor in flavor_names(v) for v in versions)
+    assert_rendered_live(env, drop.queue)
+    assert flavor_state(env, drop.flavor) == "present"
+    # The workload never lost its reservation on the flavor (it was evicted, not released).
+    assert admitted_on(workload(env, drop, held)) == drop.flavor
+    release(env, drop, held)
