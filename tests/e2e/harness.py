@@ -1,4 +1,5 @@
-"""Build and run the tests/cluster control plane (etcd, kube-apiserver, Kueue, nfd-master).
+"""Build and run the tests/cluster control plane (etcd, kube-apiserver, Kueue, nfd-master;
+optionally kube-controller-manager's Job controllers).
 
 The binaries are built from the Go modules pinned in tests/cluster/go.mod and cached in
 ``~/.cache/tasgen-cluster/<key>/``, where the key hashes go.mod, go.sum, the harness sources
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,8 +212,15 @@ def _default_binary_name(package: str) -> str:
     return last
 
 
-def start(b: Build, work_dir: Path, extra_label_ns: list[str]) -> Cluster:
-    """Start the harness and wait until it writes its kubeconfig (it does so once ready)."""
+def start(b: Build, work_dir: Path, extra_label_ns: list[str], controllers: Sequence[str] = ()) -> Cluster:
+    """Start the harness and wait until it writes its kubeconfig (it does so once ready).
+
+    ``controllers``: kube-controller-manager controllers to run as well; ``"job"`` is the Job,
+    TTL-after-finished and garbage collector controllers (tests/cluster/cmd/tasgen-cluster/
+    jobs.go). None by default: then a Job is never run, which Kueue's batch/job integration
+    tests/e2e/kubelet.py plays the kubelet.
+    None by default, so that the session cluster stays what its tests were written for: Jobs
+    are objects only (Kueue's batch/job integration suspends and admits them; no Pod appears)."""
     kubeconfig = work_dir / "kubeconfig"
     log = work_dir / "harness.log"
     args = [
@@ -222,6 +231,7 @@ def start(b: Build, work_dir: Path, extra_label_ns: list[str]) -> Cluster:
         f"-work-dir={work_dir}",
         f"-kubeconfig={kubeconfig}",
         f"-nfd-extra-label-ns={','.join(extra_label_ns)}",
+        *([f"-controllers={','.join(controllers)}"] if controllers else []),
     ]
     with log.open("wb") as out:
         # Own session: teardown can signal the whole group, never the test runner.
@@ -247,10 +257,12 @@ def main() -> None:
     """`python -m tests.e2e.harness`: build (cached), start, print the kubeconfig, wait for ^C."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--work-dir", type=Path, help="data and logs (default: a new temp dir)")
+    parser.add_argument("--controllers", default="", help='e.g. "job" (see start)')
     args = parser.parse_args()
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="tasgen-cluster-"))
     work_dir.mkdir(parents=True, exist_ok=True)
-    cluster = start(build(), work_dir, load_fleet().nfd_label_namespaces)
+    controllers = [c for c in args.controllers.split(",") if c]
+    cluster = start(build(), work_dir, load_fleet().nfd_label_namespaces, controllers)
     print(f"export KUBECONFIG={cluster.kubeconfig}  # logs in {work_dir}; ^C stops", flush=True)
     try:
         cluster.process.wait()

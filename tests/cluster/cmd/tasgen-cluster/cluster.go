@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,6 +68,11 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	if err := step(ctx, "start the admission policy status controller", func() error { return c.startPolicyStatus(ctx) }); err != nil {
 		return err
+	}
+	if slices.Contains(c.opts.controllers, "job") {
+		if err := step(ctx, "start the Job, TTL-after-finished and garbage collector controllers", func() error { return c.startJobControllers(ctx) }); err != nil {
+			return err
+		}
 	}
 	// The kubeconfig appears only now, atomically, so that its existence
 	// means "every component is ready".

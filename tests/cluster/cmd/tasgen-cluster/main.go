@@ -26,7 +26,13 @@ type options struct {
 	kubeconfig   string
 	nfdLabelNs   string
 	startTimeout time.Duration
+	controllers  []string
 }
+
+// optionalControllers are the kube-controller-manager controllers -controllers
+// may add; none runs by default, so that Kueue's batch/job integration is
+// tested as before, with Jobs that no Job controller ever runs.
+var optionalControllers = map[string]bool{"job": true}
 
 func parseFlags() (options, error) {
 	var o options
@@ -40,6 +46,16 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.nfdLabelNs, "nfd-extra-label-ns", "topology.gpustack.ai",
 		"comma-separated label namespaces nfd-master may publish besides NFD's own")
 	fs.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "how long each component may take to become ready")
+	fs.Func("controllers", "comma-separated kube-controller-manager controllers to run besides the VAP status controller; "+
+		"\"job\": the Job, TTL-after-finished and garbage collector controllers (default: none)", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if !optionalControllers[name] {
+				return fmt.Errorf("unknown controller %q (known: job)", name)
+			}
+			o.controllers = append(o.controllers, name)
+		}
+		return nil
+	})
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
