@@ -1,0 +1,319 @@
+"""A kubelet stand-in: runs the Pods of one namespace as processes on this machine.
+
+It plays the kubelet ONLY. The test control plane has no container runtime, so no real kubelet
+can run; everything else about a Job is real when the cluster is started with
+``harness.start(..., controllers=["job"])``: kube-controller-manager's Job controller creates
+the Pods (with its tracking finalizer), applies backoffLimit, podFailurePolicy and
+activeDeadlineSeconds, the TTL-after-finished controller and the garbage collector delete a
+finished Job and its Pods. This module does what a kubelet does with a Pod of its node, and
+nothing a controller does:
+
+- a new Pod: its containers' ConfigMap volumes are written to a folder, the mount path in the
+  arguments is replaced by that folder, ``--kubeconfig`` is appended (see Credentials), and the
+  command runs with the interpreter of this test run (``python`` in the image is the project's
+  own ``python`` here). Status: Running, then Succeeded or Failed with the container's
+  ``state.terminated.exitCode``, as the kubelet writes it;
+- a Pod being deleted: its process gets SIGTERM, then SIGKILL after the deletion's grace
+  period (at least 2 s, the kubelet's minimum); a Pod that still exists then (a finalizer holds
+  it) gets its terminal status, which is what the Job controller waits for before it counts a
+  failure and lets go of its finalizer.
+
+What differs from a cluster, and why it does not matter to the Job's behaviour:
+
+- No scheduler runs, so Pods stay unbound (``spec.nodeName`` empty). The stand-in runs them
+  anyway. The API server deletes an unbound Pod at once (grace period 0, kept only by
+  finalizers), so a deleted Pod's process is stopped right away rather than after
+  ``terminationGracePeriodSeconds``.
+- Credentials: as the kubelet mounts the Pod's ServiceAccount token, the stand-in asks the
+  TokenRequest API for a token of the Pod's ServiceAccount bound to the Pod, and writes a
+  kubeconfig with it: the command runs with the rendered RBAC, not as admin. ``server`` gives
+  the address the Pod is told to reach the API server at (default: the cluster's), which is
+  how a test makes the API unusable from inside the Pod.
+- The container's securityContext, resources and image are not enforced or pulled.
+
+API, for a test or an environment (e.g. Flux's): ``Kubelet(api, namespace, work_dir)``;
+``start()``, ``stop()`` (which also stops what still runs), and ``log(pod)``, the output of a
+Pod's process. Output is also kept in ``work_dir/<pod>.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import urllib3
+import yaml
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+#: The kubelet's shortest grace period for stopping a container (a deletion with 0 included).
+MIN_GRACE_S = 2
+#: How long one watch lasts before the Pods are listed again (a missed event is then seen).
+WATCH_S = 10
+#: Token lifetime asked for (the API server's minimum is 10 minutes).
+TOKEN_S = 3600
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Run:
+    """One Pod's process and what the status needs of it."""
+
+    pod: str
+    process: subprocess.Popen[bytes]
+    started: str
+    container: str
+    log: Path
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+
+class Kubelet(threading.Thread):
+    """Runs the Pods of ``namespace`` (see the module's docstring)."""
+
+    def __init__(
+        self, api: client.ApiClient, namespace: str, work_dir: Path, *, server: str | None = None
+    ) -> None:
+        super().__init__(daemon=True, name=f"kubelet-{namespace}")
+        self.api, self.core = api, client.CoreV1Api(api)
+        self.namespace, self.work_dir = namespace, work_dir
+        self.server = server or api.configuration.host
+        self.runs: dict[str, Run] = {}  # Pod uid -> its run
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            try:
+                self._list_and_watch()
+            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+                self.halt.wait(1.0)  # the API server restarting or going away: try again
+
+    def _list_and_watch(self) -> None:
+        pods = self.core.list_namespaced_pod(self.namespace)
+        seen = {p.metadata.uid for p in pods.items}
+        for pod in pods.items:
+            self._see(pod)
+        for uid in set(self.runs) - seen:
+            self._gone(uid)
+        stream = watch.Watch().stream(
+            self.core.list_namespaced_pod,
+            self.namespace,
+            resource_version=pods.metadata.resource_version,
+            timeout_seconds=WATCH_S,
+        )
+        for event in stream:
+            if self.halt.is_set():
+                return
+            pod = event["object"]
+            if event["type"] == "DELETED":
+                self._gone(pod.metadata.uid)
+            elif event["type"] in ("ADDED", "MODIFIED"):
+                self._see(pod)
+
+    def _see(self, pod: Any) -> None:
+        uid = pod.metadata.uid
+        with self.lock:
+            known = self.runs.get(uid)
+        if pod.metadata.deletion_timestamp is not None:
+            if known is not None:
+                self._terminate(known, pod.metadata.deletion_grace_period_seconds)
+            return
+        if known is None and pod.status.phase in (None, "Pending"):
+            self._start(pod)
+
+    def _gone(self, uid: str) -> None:
+        with self.lock:
+            known = self.runs.get(uid)
+        if known is not None:
+            self._terminate(known, 0)
+
+    # --- a Pod's life ---------------------------------------------------------------------------
+
+    def _start(self, pod: Any) -> None:
+        spec = pod.spec
+        (container,) = spec.containers  # what the gate's and the retire step's Pods have
+        folder = self.work_dir / pod.metadata.name
+        folder.mkdir(parents=True, exist_ok=True)
+        args = self._mount(spec, container, folder)
+        args += ["--kubeconfig", str(self._kubeconfig(pod, folder))]
+        command = [sys.executable, *container.command[1:], *args]
+        log = self.work_dir / f"{pod.metadata.name}.log"
+        with log.open("wb") as out:
+            # Own session: SIGTERM reaches this command alone, as in its own container.
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        run = Run(pod.metadata.name, process, now(), container.name, log)
+        with self.lock:
+            self.runs[pod.metadata.uid] = run
+        self._status(run, self._running_status(run))
+        threading.Thread(target=self._wait, args=(run,), daemon=True).start()
+
+    def _mount(self, spec: Any, container: Any, folder: Path) -> list[str]:
+        """The container's ConfigMap volumes written under folder (one file per key, as the
+        kubelet projects them); its arguments with each mount path replaced by the folder's."""
+        args: list[str] = list(container.args or [])
+        volumes = {v.name: v for v in spec.volumes or []}
+        for mount in container.volume_mounts or []:
+            source = volumes[mount.name].config_map
+            if source is None:
+                continue  # the ServiceAccount token volume: --kubeconfig stands for it
+            target = folder / mount.name
+            target.mkdir(exist_ok=True)
+            data = self.core.read_namespaced_config_map(source.name, self.namespace).data or {}
+            for key, text in data.items():
+                (target / key).write_text(text)
+            args = [_remount(a, mount.mount_path, str(target)) for a in args]
+        return args
+
+    def _kubeconfig(self, pod: Any, folder: Path) -> Path:
+        """A kubeconfig holding a token of the Pod's ServiceAccount, bound to the Pod (what
+        the kubelet's projected token volume holds)."""
+        request = self.core.create_namespaced_service_account_token(
+            pod.spec.service_account_name or "default",
+            self.namespace,
+            {
+                "spec": {
+                    "audiences": [],
+                    "expirationSeconds": TOKEN_S,
+                    "boundObjectRef": {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod.metadata.name,
+                        "uid": pod.metadata.uid,
+                    },
+                }
+            },
+        )
+        cfg = self.api.configuration
+        cluster: dict[str, Any] = {"server": self.server, "certificate-authority": cfg.ssl_ca_cert}
+        user = {"token": request.status.token}
+        path = folder / "kubeconfig"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "pod",
+                    "clusters": [{"name": "pod", "cluster": cluster}],
+                    "users": [{"name": "pod", "user": user}],
+                    "contexts": [{"name": "pod", "context": {"cluster": "pod", "user": "pod"}}],
+                }
+            )
+        )
+        return path
+
+    def _wait(self, run: Run) -> None:
+        code = run.process.wait()
+        # A process ended by a signal: the exit code a container runtime reports (128 + signal).
+        code = 128 - code if code < 0 else code
+        self._status(run, self._finished_status(run, code))
+
+    def _terminate(self, run: Run, grace: int | None) -> None:
+        """SIGTERM, then SIGKILL once the grace period is over (in the background)."""
+        if run.stopping.is_set() or run.process.poll() is not None:
+            return
+        run.stopping.set()
+        with contextlib.suppress(ProcessLookupError):
+            run.process.send_signal(signal.SIGTERM)
+        wait_s = max(grace or 0, MIN_GRACE_S)
+
+        def kill() -> None:
+            try:
+                run.process.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                run.process.kill()
+
+        threading.Thread(target=kill, daemon=True).start()
+
+    # --- status, as the kubelet writes it ------------------------------------------------------
+
+    def _running_status(self, run: Run) -> dict[str, Any]:
+        state = {"running": {"startedAt": run.started}}
+        return {
+            "phase": "Running",
+            "startTime": run.started,
+            "conditions": _conditions(ready=True),
+            "containerStatuses": [self._container(run, state, ready=True)],
+        }
+
+    def _finished_status(self, run: Run, code: int) -> dict[str, Any]:
+        finished = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": run.started,
+            "finishedAt": now(),
+        }
+        return {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "conditions": _conditions(ready=False),
+            "containerStatuses": [self._container(run, {"terminated": finished}, ready=False)],
+        }
+
+    def _container(self, run: Run, state: dict[str, Any], *, ready: bool) -> dict[str, Any]:
+        return {
+            "name": run.container,
+            "state": state,
+            "ready": ready,
+            "started": ready,
+            "restartCount": 0,
+            "image": "",
+            "imageID": "",
+        }
+
+    def _status(self, run: Run, status: dict[str, Any]) -> None:
+        """A strategic merge patch of the Pod's status (what the kubelet's status manager
+        sends); a Pod gone meanwhile has nothing left to report to."""
+        with contextlib.suppress(ApiException):
+            self.core.patch_namespaced_pod_status(run.pod, self.namespace, {"status": status})
+
+    # --- for the tests -------------------------------------------------------------------------
+
+    def log(self, pod: str) -> str:
+        path = self.work_dir / f"{pod}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=WATCH_S + 5)
+        with self.lock:
+            runs = list(self.runs.values())
+        for run in runs:
+            if run.process.poll() is None:
+                run.process.kill()
+                run.process.wait()
+
+
+def _remount(arg: str, mount: str, target: str) -> str:
+    if arg == mount or arg.startswith(mount + "/"):
+        return target + arg[len(mount) :]
+    return arg
+
+
+def _conditions(*, ready: bool) -> list[dict[str, Any]]:
+    """The kubelet's Pod conditions; PodScheduled is the scheduler's, and none runs here."""
+    status = "True" if ready else "False"
+    at = now()
+    reason = {} if ready else {"reason": "PodCompleted"}
+    return [
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": at},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": at},
+        {"type": "ContainersReady", "status": status, "lastTransitionTime": at, **reason},
+        {"type": "Ready", "status": status, "lastTransitionTime": at, **reason},
+    ]
