@@ -31,9 +31,13 @@ What differs from a cluster, and why it does not matter to the Job's behaviour:
   how a test makes the API unusable from inside the Pod.
 - The container's securityContext, resources and image are not enforced or pulled.
 
-API, for a test or an environment (e.g. Flux's): ``Kubelet(api, namespace, work_dir)``;
-``start()``, ``stop()`` (which also stops what still runs), and ``log(pod)``, the output of a
-Pod's process. Output is also kept in ``work_dir/<pod>.log``.
+API, for a test or an environment: ``Kubelet(api, namespace, work_dir, server=None)``, a
+thread; ``start()``, ``stop()`` (which also kills what still runs), and ``log(pod)``, the output
+of a Pod's process (also kept in ``work_dir/<pod>.log``). To run an environment's Jobs for real
+(e.g. tests/e2e/flux.py, whose JobRunner plays the Job controller as well): start its cluster
+with ``harness.start(..., controllers=["job"])`` and run ``Kubelet(api, gate_namespace,
+work_dir)`` where the JobRunner ran; nothing else changes (one stand-in per namespace whose Pods
+should run: the gate's and the retire step's share one).
 """
 
 from __future__ import annotations
@@ -143,7 +147,15 @@ class Kubelet(threading.Thread):
 
     def _start(self, pod: Any) -> None:
         spec = pod.spec
-        (container,) = spec.containers  # what the gate's and the retire step's Pods have
+        if len(spec.containers) != 1 or not spec.containers[0].command or spec.init_containers:
+            # What the gate's and the retire step's Pods are; anything else is refused loudly
+            # rather than run half right.
+            message = "the kubelet stand-in runs Pods of one container with a command only"
+            status = {"phase": "Failed", "reason": "Unsupported", "message": message}
+            with contextlib.suppress(ApiException):
+                self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, {"status": status})
+            return
+        (container,) = spec.containers
         folder = self.work_dir / pod.metadata.name
         folder.mkdir(parents=True, exist_ok=True)
         args = self._mount(spec, container, folder)

@@ -24,7 +24,7 @@ from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 
 from generator.model import Manifest
-from generator.plan.gate_wiring import BACKOFF_LIMIT, gate_manifests, retire_manifests
+from generator.plan.gate_wiring import gate_manifests, retire_manifests
 from tests.e2e import harness
 from tests.e2e.fleet import Fleet
 from tests.e2e.kubelet import Kubelet
@@ -252,9 +252,11 @@ def test_gate_job_crash_exit_3_is_retried_then_backoff_limit(
     job = run.finished()
     failed = final_condition(job)
     assert (failed.type, failed.reason) == ("Failed", "BackoffLimitExceeded"), run.logs()
-    assert exit_codes(run.pods()) == [3] * (BACKOFF_LIMIT + 1), run.logs()
-    assert job.status.failed == BACKOFF_LIMIT + 1
-    assert run.logs().count('"event": "crash"') == BACKOFF_LIMIT + 1
+    retries = job.spec.backoff_limit
+    assert retries >= 1
+    assert exit_codes(run.pods()) == [3] * (retries + 1), run.logs()
+    assert job.status.failed == retries + 1
+    assert run.logs().count('"event": "crash"') == retries + 1
 
 
 # --- success, and the TTL ---------------------------------------------------------------------
@@ -311,6 +313,27 @@ def test_gate_job_deleted_mid_drain_stops_its_pod(
     live = kueue.get(cq)
     assert live["spec"]["stopPolicy"] == "HoldAndDrain"
     assert flavors_of(live) == {f["a"]: "0", f["b"]: "4"}
+
+
+def test_gate_job_deadline_stops_its_pod_with_a_gate_timeout_event(
+    api: client.ApiClient, kueue: Kueue, deploy: Callable[..., Deployed]
+) -> None:
+    """activeDeadlineSeconds over (shortened on the live Job; rendered, it is longer than every
+    Pod's own timeout): the Job controller fails the Job and deletes its Pod; the gate, stopped
+    by SIGTERM, still reports GateTimeout on the queue (issue 9, finding 6), which stays held."""
+    cq, f = _busy_on_b(kueue)
+    manifests, namespace = gate([cluster_queue(cq, {f["a"]: 4})], timeout_seconds=120)
+    run = deploy(manifests, namespace)
+    wait_for("the gate to hold the queue", lambda: kueue.get(cq)["spec"]["stopPolicy"] == "HoldAndDrain", 60)
+    (pod,) = run.pods()
+    client.BatchV1Api(api).patch_namespaced_job(run.job, namespace, {"spec": {"activeDeadlineSeconds": 1}})
+    failed = final_condition(run.finished())
+    assert (failed.type, failed.reason) == ("Failed", "DeadlineExceeded"), run.logs()
+    wait_for("the Pod to be gone", lambda: not run.pods(), JOB_TIMEOUT_S)
+    log = run.kubelet.log(pod.metadata.name)
+    assert '"event": "terminated"' in log, log
+    assert kueue.events(cq)[-1] == "GateTimeout", log
+    assert kueue.get(cq)["spec"]["stopPolicy"] == "HoldAndDrain"
 
 
 # --- the retire Job ---------------------------------------------------------------------------
