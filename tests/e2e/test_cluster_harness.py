@@ -58,3 +58,11 @@ def test_missing_binary_is_named(cluster_build: harness.Build, tmp_path: Path) -
     broken = dataclasses.replace(cluster_build, bin_dir=bin_dir)
     with pytest.raises(harness.ClusterError, match="binary etcd not found in -bin-dir"):
         harness.start(broken, tmp_path, [])
+
+
+def test_unknown_controller_is_refused_by_name(cluster_build: harness.Build, tmp_path: Path) -> None:
+    with pytest.raises(harness.ClusterError) as failure:
+        harness.start(cluster_build, tmp_path, [], controllers=["job", "cronjob"])
+    message = str(failure.value)
+    assert "exited with 2" in message
+    assert 'unknown controller "cronjob" (known: job)' in message
