@@ -60,7 +60,7 @@ from kubernetes.client.exceptions import ApiException
 #: The kubelet's shortest grace period for stopping a container (a deletion with 0 included).
 MIN_GRACE_S = 2
 #: How long one watch lasts before the Pods are listed again (a missed event is then seen).
-WATCH_S = 10
+WATCH_S = 5
 #: Token lifetime asked for (the API server's minimum is 10 minutes).
 TOKEN_S = 3600
 
@@ -77,7 +77,6 @@ class Run:
     process: subprocess.Popen[bytes]
     started: str
     container: str
-    log: Path
     stopping: threading.Event = field(default_factory=threading.Event)
 
 
@@ -146,36 +145,39 @@ class Kubelet(threading.Thread):
     # --- a Pod's life ---------------------------------------------------------------------------
 
     def _start(self, pod: Any) -> None:
-        spec = pod.spec
-        if len(spec.containers) != 1 or not spec.containers[0].command or spec.init_containers:
-            # What the gate's and the retire step's Pods are; anything else is refused loudly
-            # rather than run half right.
-            message = "the kubelet stand-in runs Pods of one container with a command only"
-            status = {"phase": "Failed", "reason": "Unsupported", "message": message}
-            with contextlib.suppress(ApiException):
-                self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, {"status": status})
+        if not _supported(pod.spec):
+            self._refuse(pod)
             return
-        (container,) = spec.containers
+        (container,) = pod.spec.containers
         folder = self.work_dir / pod.metadata.name
         folder.mkdir(parents=True, exist_ok=True)
-        args = self._mount(spec, container, folder)
+        args = self._mount(pod.spec, container, folder)
         args += ["--kubeconfig", str(self._kubeconfig(pod, folder))]
-        command = [sys.executable, *container.command[1:], *args]
-        log = self.work_dir / f"{pod.metadata.name}.log"
-        with log.open("wb") as out:
+        process = self._spawn([sys.executable, *container.command[1:], *args], pod.metadata.name)
+        run = Run(pod.metadata.name, process, now(), container.name)
+        with self.lock:
+            self.runs[pod.metadata.uid] = run
+        self._status(run, self._running_status(run))
+        threading.Thread(target=self._wait, args=(run,), daemon=True).start()
+
+    def _refuse(self, pod: Any) -> None:
+        """A Pod this stand-in cannot run as a kubelet would is failed loudly, never run half
+        right."""
+        message = "the kubelet stand-in runs Pods of one container with a command and ConfigMap volumes only"
+        status = {"phase": "Failed", "reason": "Unsupported", "message": message}
+        with contextlib.suppress(ApiException):
+            self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, {"status": status})
+
+    def _spawn(self, command: list[str], pod: str) -> subprocess.Popen[bytes]:
+        with (self.work_dir / f"{pod}.log").open("wb") as out:
             # Own session: SIGTERM reaches this command alone, as in its own container.
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 command,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        run = Run(pod.metadata.name, process, now(), container.name, log)
-        with self.lock:
-            self.runs[pod.metadata.uid] = run
-        self._status(run, self._running_status(run))
-        threading.Thread(target=self._wait, args=(run,), daemon=True).start()
 
     def _mount(self, spec: Any, container: Any, folder: Path) -> list[str]:
         """The container's ConfigMap volumes written under folder (one file per key, as the
@@ -183,12 +185,10 @@ class Kubelet(threading.Thread):
         args: list[str] = list(container.args or [])
         volumes = {v.name: v for v in spec.volumes or []}
         for mount in container.volume_mounts or []:
-            source = volumes[mount.name].config_map
-            if source is None:
-                continue  # the ServiceAccount token volume: --kubeconfig stands for it
             target = folder / mount.name
             target.mkdir(exist_ok=True)
-            data = self.core.read_namespaced_config_map(source.name, self.namespace).data or {}
+            source = volumes[mount.name].config_map.name
+            data = self.core.read_namespaced_config_map(source, self.namespace).data or {}
             for key, text in data.items():
                 (target / key).write_text(text)
             args = [_remount(a, mount.mount_path, str(target)) for a in args]
@@ -310,6 +310,17 @@ class Kubelet(threading.Thread):
             if run.process.poll() is None:
                 run.process.kill()
                 run.process.wait()
+
+
+def _supported(spec: Any) -> bool:
+    """What the gate's and the retire step's Pods are: one container with a command, every
+    volume it mounts a ConfigMap. (The test API server runs without the ServiceAccount admission
+    plugin, as envtest starts it, so no token volume is added; --kubeconfig stands for it.)"""
+    if len(spec.containers) != 1 or spec.init_containers or not spec.containers[0].command:
+        return False
+    volumes = {v.name: v for v in spec.volumes or []}
+    mounts = spec.containers[0].volume_mounts or []
+    return all(m.name in volumes and volumes[m.name].config_map is not None for m in mounts)
 
 
 def _remount(arg: str, mount: str, target: str) -> str:

@@ -371,3 +371,26 @@ def test_gate_retire_job_completes_and_deletes_the_old_flavor(
         custom.get_cluster_custom_object(GROUP, VERSION, "resourceflavors", old)
     assert missing.value.status == 404
     custom.get_cluster_custom_object(GROUP, VERSION, "resourceflavors", kept["metadata"]["name"])
+
+
+def test_gate_job_kubelet_stand_in_fails_a_pod_it_cannot_run(api: client.ApiClient, tmp_path: Path) -> None:
+    """The stand-in runs what the gate's Pods are; a Pod of two containers is failed with a
+    reason rather than run half right."""
+    core, namespace = client.CoreV1Api(api), unique("gate-job")
+    core.create_namespace({"metadata": {"name": namespace}})
+    kubelet = Kubelet(api, namespace, tmp_path)
+    kubelet.start()
+    try:
+        containers = [{"name": n, "image": IMAGE, "command": ["python", "-V"]} for n in ("a", "b")]
+        core.create_namespaced_pod(
+            namespace,
+            {"metadata": {"name": "two"}, "spec": {"restartPolicy": "Never", "containers": containers}},
+        )
+        pod = wait_for(
+            "the Pod to be failed",
+            lambda: (p := core.read_namespaced_pod("two", namespace)).status.phase == "Failed" and p,
+        )
+        assert pod.status.reason == "Unsupported", pod.status
+    finally:
+        kubelet.stop()
+        core.delete_namespace(namespace)
