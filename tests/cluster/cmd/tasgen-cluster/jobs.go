@@ -45,6 +45,9 @@ const (
 // controller creates are never run unless a test plays the kubelet
 // (tests/e2e/kubelet.py).
 func (c *cluster) startJobControllers(ctx context.Context) error {
+	// One client per controller, named as kube-controller-manager names them;
+	// all with the admin's credentials (kube-controller-manager's
+	// --use-service-account-credentials would give each its own account).
 	client := func(agent string) (*kubernetes.Clientset, error) {
 		return kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(c.cfg), agent))
 	}
