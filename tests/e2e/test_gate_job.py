@@ -33,6 +33,7 @@ from tests.gate.support import (
     VERSION,
     Kueue,
     admitted_on,
+    as_rendered,
     cluster_queue,
     flavors_of,
     unique,
@@ -122,9 +123,10 @@ def deploy(api: client.ApiClient, tmp_path: Path) -> Iterator[Callable[..., Depl
         kubelet = Kubelet(api, namespace, tmp_path / namespace, server=server)
         kubelets.append(kubelet)
         for m in manifests:
-            resource = dyn.resources.get(api_version=m.body["apiVersion"], kind=m.kind)
-            resource.create(body=m.body, namespace=m.body["metadata"].get("namespace"))
-            created.append((resource, m.body))
+            body = as_rendered(m.body)
+            resource = dyn.resources.get(api_version=body["apiVersion"], kind=m.kind)
+            resource.create(body=body, namespace=body["metadata"].get("namespace"))
+            created.append((resource, body))
             if m.kind == "Namespace":
                 kubelet.start()
         if not kubelet.is_alive():
