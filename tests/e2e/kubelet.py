@@ -32,17 +32,22 @@ What differs from a cluster, and why it does not matter to the Job's behaviour:
 - The container's securityContext, resources and image are not enforced or pulled.
 
 API, for a test or an environment: ``Kubelet(api, namespace, work_dir, server=None)``, a
-thread; ``start()``, ``stop()`` (which also kills what still runs), and ``log(pod)``, the output
-of a Pod's process (also kept in ``work_dir/<pod>.log``). To run an environment's Jobs for real
-(e.g. tests/e2e/flux.py, whose JobRunner plays the Job controller as well): start its cluster
-with ``harness.start(..., controllers=["job"])`` and run ``Kubelet(api, gate_namespace,
-work_dir)`` where the JobRunner ran; nothing else changes (one stand-in per namespace whose Pods
-should run: the gate's and the retire step's share one).
+thread, with ``start()`` and ``stop()`` (which also kills what still runs). What ran is read per
+run, i.e. per Pod, keyed by the Pod's uid: ``running`` (uid -> process, while it runs), ``done``
+(uid -> exit code, once it ended; set before the run leaves ``running``), ``names`` (uid -> the
+name of the Pod's Job, or of the Pod when no Job owns it), ``log(uid)`` (its output, also kept in
+``work_dir/<pod>.log``) and ``lines(uid)`` (its JSON log lines). These are the attributes of
+tests/e2e/flux.py's JobRunner, which plays the Job controller as well and is keyed by Job uid;
+with one Pod per Job run they mean the same. To run an environment's Jobs for real: start its
+cluster with ``harness.start(..., controllers=["job"])`` and construct
+``Kubelet(api, gate_namespace, work_dir)`` where the JobRunner was (the same arguments); the
+gate's and the retire step's Pods share that namespace.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -61,6 +66,8 @@ from kubernetes.client.exceptions import ApiException
 MIN_GRACE_S = 2
 #: How long one watch lasts before the Pods are listed again (a missed event is then seen).
 WATCH_S = 5
+#: The label the Job controller puts on its Pods.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 #: Token lifetime asked for (the API server's minimum is 10 minutes).
 TOKEN_S = 3600
 
@@ -74,6 +81,7 @@ class Run:
     """One Pod's process and what the status needs of it."""
 
     pod: str
+    uid: str
     process: subprocess.Popen[bytes]
     started: str
     container: str
@@ -91,6 +99,9 @@ class Kubelet(threading.Thread):
         self.namespace, self.work_dir = namespace, work_dir
         self.server = server or api.configuration.host
         self.runs: dict[str, Run] = {}  # Pod uid -> its run
+        self.running: dict[str, subprocess.Popen[bytes]] = {}  # Pod uid -> its process, while it runs
+        self.done: dict[str, int] = {}  # Pod uid -> the exit code of its run
+        self.names: dict[str, str] = {}  # Pod uid -> its Job's name (the Pod's, without a Job)
         self.halt = threading.Event()
         self.lock = threading.Lock()
 
@@ -154,9 +165,12 @@ class Kubelet(threading.Thread):
         args = self._mount(pod.spec, container, folder)
         args += ["--kubeconfig", str(self._kubeconfig(pod, folder))]
         process = self._spawn([sys.executable, *container.command[1:], *args], pod.metadata.name)
-        run = Run(pod.metadata.name, process, now(), container.name)
+        run = Run(pod.metadata.name, pod.metadata.uid, process, now(), container.name)
+        labels = pod.metadata.labels or {}
         with self.lock:
-            self.runs[pod.metadata.uid] = run
+            self.runs[run.uid] = run
+            self.names[run.uid] = labels.get(JOB_NAME_LABEL, run.pod)
+            self.running[run.uid] = process
         self._status(run, self._running_status(run))
         threading.Thread(target=self._wait, args=(run,), daemon=True).start()
 
@@ -235,6 +249,9 @@ class Kubelet(threading.Thread):
         code = run.process.wait()
         # A process ended by a signal: the exit code a container runtime reports (128 + signal).
         code = 128 - code if code < 0 else code
+        with self.lock:  # recorded before it is reported, as the process ended before
+            self.done[run.uid] = code
+            del self.running[run.uid]
         self._status(run, self._finished_status(run, code))
 
     def _terminate(self, run: Run, grace: int | None) -> None:
@@ -297,9 +314,16 @@ class Kubelet(threading.Thread):
 
     # --- for the tests -------------------------------------------------------------------------
 
-    def log(self, pod: str) -> str:
-        path = self.work_dir / f"{pod}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+    def log(self, uid: str) -> str:
+        """The output of the run of the Pod with that uid ("" before it started)."""
+        with self.lock:
+            run = self.runs.get(uid)
+        path = self.work_dir / f"{run.pod}.log" if run else None
+        return path.read_text(errors="replace") if path and path.exists() else ""
+
+    def lines(self, uid: str) -> list[dict[str, Any]]:
+        """The JSON log lines of a run (the gate's decisions and writes)."""
+        return [json.loads(line) for line in self.log(uid).splitlines() if line.startswith("{")]
 
     def stop(self) -> None:
         self.halt.set()

@@ -106,7 +106,7 @@ class Deployed:
         return sorted(found.items, key=lambda p: p.metadata.creation_timestamp)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.metadata.name}\n{self.kubelet.log(p.metadata.name)}" for p in self.pods())
+        return "\n".join(f"--- {p.metadata.name}\n{self.kubelet.log(p.metadata.uid)}" for p in self.pods())
 
 
 @pytest.fixture
@@ -279,6 +279,11 @@ def test_gate_job_success_completes_and_ttl_deletes_the_job(
     assert job.status.succeeded == 1
     assert exit_codes(run.pods()) == [0], run.logs()
     assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
+    # The stand-in's record of the run (what an environment reads instead of JobRunner's).
+    (uid,) = [p.metadata.uid for p in run.pods()]
+    assert run.kubelet.done == {uid: 0} and run.kubelet.running == {}
+    assert run.kubelet.names == {uid: run.job}
+    assert [ln["exitCode"] for ln in run.kubelet.lines(uid) if ln["event"] == "finish"] == [0]
 
     batch, ttl = client.BatchV1Api(api), 5
     batch.patch_namespaced_job(run.job, namespace, {"spec": {"ttlSecondsAfterFinished": ttl}})
@@ -310,7 +315,7 @@ def test_gate_job_deleted_mid_drain_stops_its_pod(
     (pod,) = run.pods()
     client.BatchV1Api(api).delete_namespaced_job(run.job, namespace, propagation_policy="Background")
     wait_for("the Pod to be gone", lambda: not run.pods(), JOB_TIMEOUT_S)
-    log = run.kubelet.log(pod.metadata.name)
+    log = run.kubelet.log(pod.metadata.uid)
     assert '"event": "terminated"' in log, log
     live = kueue.get(cq)
     assert live["spec"]["stopPolicy"] == "HoldAndDrain"
@@ -332,7 +337,7 @@ def test_gate_job_deadline_stops_its_pod_with_a_gate_timeout_event(
     failed = final_condition(run.finished())
     assert (failed.type, failed.reason) == ("Failed", "DeadlineExceeded"), run.logs()
     wait_for("the Pod to be gone", lambda: not run.pods(), JOB_TIMEOUT_S)
-    log = run.kubelet.log(pod.metadata.name)
+    log = run.kubelet.log(pod.metadata.uid)
     assert '"event": "terminated"' in log, log
     assert kueue.events(cq)[-1] == "GateTimeout", log
     assert kueue.get(cq)["spec"]["stopPolicy"] == "HoldAndDrain"
