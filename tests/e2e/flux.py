@@ -9,13 +9,11 @@ the test control plane with its admin kubeconfig.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -33,7 +31,7 @@ from tests import gobuild
 from tests.conftest import NOW, REPO, tasgen
 from tests.e2e import harness, kube
 from tests.e2e.fleet import load_fleet
-from tests.gate.support import kubeconfig_for
+from tests.e2e.kubelet import Kubelet
 
 FLUX_MODULE = gobuild.CLUSTER_DIR / "flux"
 CONTROLLERS = {
@@ -325,111 +323,6 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True)
 
 
-# --- the gate Job's pod, played by the test ----------------------------------------------
-
-
-class JobRunner(threading.Thread):
-    """Stands in for the Job controller and a kubelet, which this control plane lacks: for each
-    new Job of the gate's namespace it runs the Job's container command on the host, as the
-    Job's ServiceAccount (a TokenRequest token, as the Pod would mount) and with the ConfigMap
-    it mounts written to a folder, then records the Job's outcome in its status."""
-
-    def __init__(self, api: client.ApiClient, namespace: str, work_dir: Path) -> None:
-        super().__init__(daemon=True)
-        self.api = api
-        self.batch, self.core = client.BatchV1Api(api), client.CoreV1Api(api)
-        self.namespace, self.work_dir = namespace, work_dir
-        self.done: dict[str, int] = {}  # Job uid -> exit code of its run
-        self.names: dict[str, str] = {}  # Job uid -> the Job's name
-        self.running: dict[str, subprocess.Popen[bytes]] = {}  # Job uid -> its "pod"
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.wait(1.0):
-            with contextlib.suppress(client.exceptions.ApiException):
-                for job in self.batch.list_namespaced_job(self.namespace).items:
-                    if job.metadata.uid not in self.done:
-                        self.names[job.metadata.uid] = job.metadata.name
-                        self.done[job.metadata.uid] = self._run(job)
-
-    def _run(self, job: Any) -> int:
-        pod = job.spec.template.spec
-        plan = self.work_dir / job.metadata.uid
-        plan.mkdir(parents=True, exist_ok=True)  # a retry after a failed token request
-        (volume,) = [v for v in pod.volumes if v.config_map]
-        data = self.core.read_namespaced_config_map(volume.config_map.name, self.namespace).data or {}
-        for key, text in data.items():
-            (plan / key).write_text(text)
-        (container,) = pod.containers
-        mount = container.volume_mounts[0].mount_path
-        args = [str(plan) if a == mount else a for a in container.args]
-        identity = self._service_account(pod.service_account_name, plan.with_suffix(".kubeconfig"))
-        command = [sys.executable, *container.command[1:], *args, "--kubeconfig", str(identity)]
-        with self.log(job.metadata.uid).open("wb") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        self.running[job.metadata.uid] = process
-        code = self._wait(job, process)
-        del self.running[job.metadata.uid]
-        self._finish(job, code)
-        return code
-
-    def _wait(self, job: Any, process: subprocess.Popen[bytes]) -> int:
-        """Until the run ends. Once its Job is gone (deleted, or replaced by one of the same
-        name), the Pod is stopped with SIGTERM, as the garbage collector and kubelet do."""
-        while (code := process.poll()) is None:
-            if not self.halt.wait(0.5) and not self._exists(job):
-                process.terminate()
-                return process.wait(timeout=60)
-        return code
-
-    def _exists(self, job: Any) -> bool:
-        try:
-            live = self.batch.read_namespaced_job(job.metadata.name, self.namespace)
-        except client.exceptions.ApiException as exc:
-            return exc.status != 404  # any other error: look again at the next poll
-        return bool(live.metadata.uid == job.metadata.uid)
-
-    def _service_account(self, name: str, path: Path) -> Path:
-        """A kubeconfig with a token of the Job's ServiceAccount: the gate runs with the RBAC
-        and the admission-policy exemption that its Pod would have, not as the admin."""
-        request = {"spec": {"expirationSeconds": 3600}}
-        token = self.core.create_namespaced_service_account_token(name, self.namespace, request)
-        return kubeconfig_for(self.api, path, token=token.status.token)
-
-    def log(self, uid: str) -> Path:
-        return self.work_dir / f"{uid}.log"
-
-    def lines(self, uid: str) -> list[dict[str, Any]]:
-        """The JSON log lines of a Job's run (the gate's decisions and writes)."""
-        text = self.log(uid).read_text()
-        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-    def _finish(self, job: Any, code: int) -> None:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        ok = code == 0
-        conditions = [
-            {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": now, "reason": r}
-            for t, r in (
-                (("SuccessCriteriaMet", "CompletionsReached"), ("Complete", "CompletionsReached"))
-                if ok
-                else (("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded"))
-            )
-        ]
-        status: dict[str, Any] = {"startTime": now, "conditions": conditions, "ready": 0, "terminating": 0}
-        status |= {"succeeded": 1, "completionTime": now} if ok else {"failed": 1}
-        try:
-            self.batch.patch_namespaced_job_status(job.metadata.name, self.namespace, {"status": status})
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:  # a deleted Job has no status to record
-                raise
-
-    def stop(self) -> None:
-        self.halt.set()
-        for process in list(self.running.values()):
-            process.kill()
-        self.join(timeout=30)
-
-
 # --- what the API server wrote, in its order ----------------------------------------------
 
 
@@ -561,14 +454,15 @@ def request_reconcile(dyn: DynamicClient, name: str) -> str:
 @dataclass
 class FluxEnv:
     """A control plane of its own (the tests' syncs would collide with the session cluster's
-    objects), Flux on it, a git server, and the gate Job's stand-in."""
+    objects) with the Job controllers, Flux on it, a git server, and a kubelet stand-in that
+    runs the gate's and the retire step's Pods."""
 
     cluster: harness.Cluster
     api: client.ApiClient
     dyn: DynamicClient
     controllers: Controllers
     server: GitServer
-    runner: JobRunner
+    runner: Kubelet
     repo: Repo
 
     @staticmethod
@@ -576,7 +470,9 @@ class FluxEnv:
     def running(work: Path, label_namespaces: list[str], gate_namespace: str) -> Iterator[FluxEnv]:
         control_plane, controllers_bin = harness.build(), build()
         (work / "cluster").mkdir()
-        cluster = harness.start(control_plane, work / "cluster", label_namespaces)
+        # The real Job controller, TTL controller and garbage collector: Flux waits on Job
+        # status that kube-controller-manager's code writes; only the kubelet is played.
+        cluster = harness.start(control_plane, work / "cluster", label_namespaces, controllers=["job"])
         stack = contextlib.ExitStack()
         stack.callback(cluster.stop)
         try:
@@ -590,7 +486,7 @@ class FluxEnv:
             server = GitServer(work / "git").start()
             stack.callback(server.stop)
             (work / "jobs").mkdir()
-            runner = JobRunner(api, gate_namespace, work / "jobs")
+            runner = Kubelet(api, gate_namespace, work / "jobs")
             runner.start()
             stack.callback(runner.stop)
             repo = Repo.create(work / "git", work / "repo")

@@ -36,12 +36,10 @@ thread, with ``start()`` and ``stop()`` (which also kills what still runs). What
 run, i.e. per Pod, keyed by the Pod's uid: ``running`` (uid -> process, while it runs), ``done``
 (uid -> exit code, once it ended; set before the run leaves ``running``), ``names`` (uid -> the
 name of the Pod's Job, or of the Pod when no Job owns it), ``log(uid)`` (its output, also kept in
-``work_dir/<pod>.log``) and ``lines(uid)`` (its JSON log lines). These are the attributes of
-tests/e2e/flux.py's JobRunner, which plays the Job controller as well and is keyed by Job uid;
-with one Pod per Job run they mean the same. To run an environment's Jobs for real: start its
-cluster with ``harness.start(..., controllers=["job"])`` and construct
-``Kubelet(api, gate_namespace, work_dir)`` where the JobRunner was (the same arguments); the
-gate's and the retire step's Pods share that namespace.
+``work_dir/<pod>.log``) and ``lines(uid)`` (its JSON log lines). An environment that runs Jobs
+starts its cluster with ``harness.start(..., controllers=["job"])`` and one
+``Kubelet(api, gate_namespace, work_dir)`` (tests/e2e/flux.py does): the gate's and the retire
+step's Pods share that namespace.
 """
 
 from __future__ import annotations

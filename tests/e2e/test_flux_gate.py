@@ -5,10 +5,11 @@ mid-drain (which kustomize-controller counts as finished) lets no new plan throu
 admission policy refuses the queues' apply until the recreated gate has switched the queue; and
 a revert during the drain converges without a switch.
 
-The harness has no kube-controller-manager and no kubelet, so the gate Job's Pod is played by
-flux.JobRunner: it runs the Job's own command on this machine as the Job's ServiceAccount,
-writes the Job's outcome into its status, as the Job controller would, and stops the run
-(SIGTERM) when its Job is deleted, as the garbage collector and the kubelet would.
+The Flux environment runs kube-controller-manager's Job, TTL-after-finished and garbage
+collector controllers; only the kubelet is played (tests/e2e/kubelet.py: no container runtime
+here): it runs each Pod's own command on this machine as the Pod's ServiceAccount, writes its
+status as the kubelet would, and stops it (SIGTERM) when the Pod is deleted, as happens when its
+Job is deleted or replaced.
 
 Order is asserted on what the API server wrote, in its order (flux.History: every version of
 the queue and of the queues' Kustomization, from a watch), never on sleeps.

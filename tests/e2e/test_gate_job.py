@@ -279,7 +279,7 @@ def test_gate_job_success_completes_and_ttl_deletes_the_job(
     assert job.status.succeeded == 1
     assert exit_codes(run.pods()) == [0], run.logs()
     assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
-    # The stand-in's record of the run (what an environment reads instead of JobRunner's).
+    # The stand-in's record of the run (what an environment such as the Flux tests' reads).
     (uid,) = [p.metadata.uid for p in run.pods()]
     assert run.kubelet.done == {uid: 0} and run.kubelet.running == {}
     assert run.kubelet.names == {uid: run.job}
