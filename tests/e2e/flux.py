@@ -57,19 +57,7 @@ def crd_files() -> list[Path]:
 
 
 def install_crds(dyn: DynamicClient) -> None:
-    for path in crd_files():
-        for crd in yaml.safe_load_all(path.read_text()):
-            if crd:
-                kube.apply(dyn, crd)
-    for path in crd_files():
-        name = yaml.safe_load(path.read_text())["metadata"]["name"]
-        kube.wait_for(f"CRD {name} established", lambda n=name: _established(dyn, n))
-
-
-def _established(dyn: DynamicClient, name: str) -> bool | None:
-    crd = kube.get(dyn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-    condition = kube.condition(crd, "Established")
-    return True if condition and condition["status"] == "True" else None
+    kube.install_crds(dyn, crd_files())
 
 
 def free_port() -> int:
@@ -332,7 +320,9 @@ class JobRunner(threading.Thread):
     """Stands in for the Job controller and a kubelet, which this control plane lacks: for each
     new Job of the gate's namespace it runs the Job's container command on the host, as the
     Job's ServiceAccount (a TokenRequest token, as the Pod would mount) and with the ConfigMap
-    it mounts written to a folder, then records the Job's outcome in its status."""
+    it mounts written to a folder, then records the Job's outcome in its status. It also plays
+    the garbage collector for a Job deleted in the foreground (Argo CD deletes a hook Job so):
+    a Job has no Pods here, so it lifts the foregroundDeletion finalizer at once."""
 
     def __init__(self, api: client.ApiClient, namespace: str, work_dir: Path) -> None:
         super().__init__(daemon=True)
@@ -348,9 +338,22 @@ class JobRunner(threading.Thread):
         while not self.halt.wait(1.0):
             with contextlib.suppress(client.exceptions.ApiException):
                 for job in self.batch.list_namespaced_job(self.namespace).items:
-                    if job.metadata.uid not in self.done:
+                    if job.metadata.deletion_timestamp is not None:
+                        self._collect(job)
+                    elif job.metadata.uid not in self.done:
                         self.names[job.metadata.uid] = job.metadata.name
                         self.done[job.metadata.uid] = self._run(job)
+
+    def _collect(self, job: Any) -> None:
+        finalizers = job.metadata.finalizers or []
+        if "foregroundDeletion" in finalizers:
+            kept = [f for f in finalizers if f != "foregroundDeletion"]
+            # A JSON patch (a list body): a strategic merge patch merges finalizer lists.
+            patch = [
+                {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                {"op": "replace", "path": "/metadata/finalizers", "value": kept},
+            ]
+            self.batch.patch_namespaced_job(job.metadata.name, self.namespace, patch)
 
     def _run(self, job: Any) -> int:
         pod = job.spec.template.spec
