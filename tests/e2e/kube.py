@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
@@ -109,3 +111,20 @@ def condition(obj: Obj, kind: str) -> dict[str, Any] | None:
             found: dict[str, Any] = cond
             return found
     return None
+
+
+def install_crds(dyn: DynamicClient, files: list[Path]) -> None:
+    """Apply every CRD in the files, then wait until the API server serves each."""
+    names = []
+    for path in files:
+        for crd in yaml.safe_load_all(path.read_text()):
+            if crd:
+                apply(dyn, crd)
+                names.append(crd["metadata"]["name"])
+    for name in names:
+        wait_for(f"CRD {name} established", lambda n=name: _established(dyn, n))
+
+
+def _established(dyn: DynamicClient, name: str) -> bool | None:
+    found = condition(get(dyn, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name), "Established")
+    return True if found and found["status"] == "True" else None

@@ -1,0 +1,232 @@
+"""Real Argo CD (application-controller, repo-server and applicationset-controller v3.5.3) syncs
+the example's rendered/ from a git repository on 127.0.0.1 through the generated ApplicationSet:
+one Application per synced path, synced step by step by RollingSync; every object lands and the
+queues become Active; a commit that drops a flavor syncs through every step."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests import gobuild
+from tests.conftest import NOW, REPO, tasgen
+from tests.e2e import argocd, flux, harness, kube
+from tests.e2e.conftest import describe
+from tests.e2e.fleet import Fleet, load_fleet
+
+pytestmark = pytest.mark.cluster
+
+STEPS = ("labels", "kueue", "gate", "queues", "retire")
+APPS = {f"tasgen-{step}": step for step in STEPS}  # the example has one labels path
+GATE_NAMESPACE = "tasgen-system"
+SYNC_TIMEOUT_S = 420
+EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
+    fleet = load_fleet()
+    try:
+        running = argocd.ArgoEnv.running(
+            tmp_path_factory.mktemp("argocd"), fleet.nfd_label_namespaces, GATE_NAMESPACE
+        )
+        env = running.__enter__()
+    except harness.ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        core = client.CoreV1Api(env.api)
+        for node in fleet.nodes:
+            kube.create_ready_node(core, node)
+        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
+        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
+        flux.copy_tree(REPO / "inventories", env.repo.work / "inventories")
+        # The example names a git host; the test's repository is served on 127.0.0.1.
+        settings = env.repo.work / "inventories" / "config.yaml"
+        text = settings.read_text()
+        assert EXAMPLE_REPO_URL in text
+        settings.write_text(text.replace(EXAMPLE_REPO_URL, env.server.url("fleet")))
+        yield env
+    finally:
+        running.__exit__(None, None, None)
+
+
+def render_and_commit(env: argocd.ArgoEnv, message: str) -> str:
+    work = env.repo.work
+    run = tasgen("render", "-i", str(work / "inventories"), "-o", str(work / "rendered"), "--now", NOW)
+    assert run.exit_code == 0, run.output
+    return env.repo.commit(message)
+
+
+def apply_wiring(env: argocd.ArgoEnv) -> list[dict[str, Any]]:
+    """`kubectl apply -k rendered/argocd/`, as the README tells a user: kustomize builds it."""
+    built = subprocess.run(
+        [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    objects = [d for d in yaml.safe_load_all(built.stdout) if d]
+    for obj in objects:
+        kube.apply(env.dyn, obj)
+    return objects
+
+
+@pytest.fixture(scope="module")
+def first(env: argocd.ArgoEnv) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The example committed and synced once: its revision and the Applications then."""
+    revision = render_and_commit(env, "the example fleet")
+    wiring = apply_wiring(env)
+    assert [o["kind"] for o in wiring] == ["ApplicationSet"]
+    return revision, argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
+
+
+def stamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def started(app: dict[str, Any]) -> datetime:
+    return stamp(app["status"]["operationState"]["startedAt"])
+
+
+def finished(app: dict[str, Any]) -> datetime:
+    return stamp(app["status"]["operationState"]["finishedAt"])
+
+
+def created(env: argocd.ArgoEnv, obj: dict[str, Any]) -> datetime:
+    meta = obj["metadata"]
+    live = kube.get(env.dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    return stamp(live["metadata"]["creationTimestamp"])
+
+
+def active(env: argocd.ArgoEnv, name: str) -> bool | None:
+    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", name)
+    condition = kube.condition(cq, "Active")
+    return True if condition and condition["status"] == "True" else None
+
+
+def objects_by_step(env: argocd.ArgoEnv) -> dict[str, list[dict[str, Any]]]:
+    """What each step's Application syncs: the manifests of its path in the test's repository."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for step in STEPS:
+        files = sorted((env.repo.work / "rendered" / step).glob("*.yaml"))
+        found[step] = [
+            d for f in files if f.name != "kustomization.yaml" for d in yaml.safe_load_all(f.read_text()) if d
+        ]
+    return found
+
+
+def is_hook(obj: dict[str, Any]) -> bool:
+    return "argocd.argoproj.io/hook" in obj["metadata"].get("annotations", {})
+
+
+def test_argocd_applicationset_makes_one_application_per_path(
+    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
+) -> None:
+    apps = argocd.applications(env.dyn)
+    assert set(apps) == set(APPS)
+    for name, app in apps.items():
+        assert app["metadata"]["labels"]["topology.gpustack.ai/sync-step"] == APPS[name]
+        assert app["spec"]["source"]["path"] == f"rendered/{APPS[name]}"
+        assert app["spec"]["source"]["repoURL"] == env.server.url("fleet")
+        # RollingSync owns the syncs: it turned the template's automated sync off.
+        assert app["spec"]["syncPolicy"]["automated"]["enabled"] is False
+        initiator = app["status"]["operationState"]["operation"]["initiatedBy"]
+        assert initiator["username"] == "applicationset-controller", name
+
+
+def test_argocd_first_sync_runs_the_steps_in_order(
+    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
+) -> None:
+    fleet: Fleet = load_fleet()
+    by_step: dict[str, list[datetime]] = {step: [] for step in STEPS}
+    missing = []
+    for step, objects in objects_by_step(env).items():
+        for obj in objects:
+            try:
+                when = created(env, obj)
+            except ApiException:
+                missing.append(describe(obj))
+                continue
+            if not is_hook(obj):
+                by_step[step].append(when)
+    assert missing == []
+    assert all(by_step.values())
+    # RollingSync syncs a step once every Application of the step before is Healthy and Synced:
+    # all of that step's objects exist by then. Not its Sync hooks, though: it does not wait for
+    # the sync operation to finish (tests/cluster/README.md, "Argo CD").
+    for before, after in itertools.pairwise(STEPS):
+        assert min(by_step[after]) >= max(by_step[before]), (before, after)
+    # Both Sync hooks (the gate's and the retire step's Jobs) ran and succeeded (on a first sync
+    # the retire step had nothing to delete), and their syncs waited for them. RollingSync may
+    # trigger a step's sync twice (it sets the operation again while the Application is
+    # Pending), which runs a hook again: the gate is idempotent.
+    assert set(env.runner.names.values()) == {"tasgen-gate", "tasgen-retire"}
+    assert set(env.runner.done.values()) == {0}
+    for queue in fleet.of_kind("ClusterQueue"):
+        kube.wait_for(
+            f"ClusterQueue {queue['metadata']['name']} Active",
+            lambda q=queue: active(env, q["metadata"]["name"]),
+        )
+    core = client.CoreV1Api(env.api)
+    for node, labels in fleet.node_feature_labels().items():
+        got = core.read_node(node).metadata.labels
+        assert {k: got.get(k) for k in labels} == labels, node
+
+
+def flavors_of(env: argocd.ArgoEnv, queue: str) -> list[str]:
+    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", queue)
+    return [f["name"] for group in cq["spec"].get("resourceGroups", []) for f in group["flavors"]]
+
+
+def gone(env: argocd.ArgoEnv, kind: str, name: str) -> bool | None:
+    try:
+        kube.get(env.dyn, kube.KUEUE_API, kind, name)
+    except ApiException as exc:
+        return True if exc.status == 404 else None
+    return None
+
+
+def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
+    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
+) -> None:
+    gb200 = [f for f in flavors_of(env, "training") if "gb200" in f]
+    assert len(gb200) == 1
+    plan = env.repo.work / "inventories" / "queues" / "training.yaml"
+    text = plan.read_text()
+    entry = "    - identity:\n        nvidia.com/gpu.product: NVIDIA-GB200\n"
+    assert entry in text
+    plan.write_text(text.replace(entry, ""))
+    runs = set(env.runner.done)
+    revision = render_and_commit(env, "training drops GB200")
+    apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
+    # Only Applications that were OutOfSync are synced again: the gate's (its plan changed) and
+    # the retire step's (its keep list); the queues may already match by then.
+    resynced = {s for s in STEPS if started(apps[f"tasgen-{s}"]) > finished(first[1][f"tasgen-{s}"])}
+    assert {"gate", "retire"} <= resynced
+    assert flavors_of(env, "training") and gb200[0] not in flavors_of(env, "training")
+    # The gate and the retire Job ran again.
+    again = {env.runner.names[uid] for uid in set(env.runner.done) - runs}
+    assert again == {"tasgen-gate", "tasgen-retire"}
+    assert set(env.runner.done.values()) == {0}
+    # RollingSync does not order a later commit (README, "Order"): when the retire step sees the
+    # commit before the gate has switched the queue, its Job keeps the flavor ("ClusterQueue
+    # training names it") and nothing syncs that path again. The next sync of tasgen-retire, as
+    # `argocd app sync tasgen-retire` asks for it, deletes the flavor either way.
+    argocd.sync(env.dyn, "tasgen-retire", "tasgen-tests")
+    retire = kube.wait_for(
+        "the sync of tasgen-retire that the test asked for",
+        lambda: argocd.synced_by(argocd.applications(env.dyn)["tasgen-retire"], "tasgen-tests"),
+        SYNC_TIMEOUT_S,
+    )
+    assert retire["status"]["operationState"]["phase"] == "Succeeded"
+    kube.wait_for(f"ResourceFlavor {gb200[0]} deleted", lambda: gone(env, "ResourceFlavor", gb200[0]))
+    kube.wait_for("training Active", lambda: active(env, "training"))
