@@ -10,8 +10,11 @@ prune turned off, and this step deletes a retired one only when no ClusterQueue 
 reports reservations or usage on it (a Topology: when no remaining flavor names it). Nothing it
 deletes is then held by a finalizer, and a revert simply applies the object again.
 
-A retired object still in use is kept, with a ``held`` line saying by what; the next run (every
-sync, and Flux's recreation of the finished Job) tries again.
+A retired object still in use is kept, with a ``held`` line saying by what. A use that passes
+by itself (a queue tasgen manages, which the gate is switching: Argo CD's RollingSync may start
+this step before the gate has finished) is waited for until the timeout, then the run exits 1
+so that the engine retries the step; a lasting one (a queue tasgen does not manage) is reported
+and left to a person, and the next run tries again.
 """
 
 from __future__ import annotations
@@ -38,11 +41,14 @@ from generator.gate.runner import JsonLog
 KEEP_KEY = "keep.yaml"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "tasgen")
 FLAVORS, TOPOLOGIES, QUEUES = "resourceflavors", "topologies", "clusterqueues"
-#: Exit codes, as the gate's: 1 the API server failed us until the timeout, 2 unusable keep list.
+#: Exit codes, as the gate's: 1 the timeout passed (the API server failing, or a managed queue
+#: still naming a retired flavor), 2 unusable keep list.
 DONE, FAILED, UNUSABLE = 0, 1, 2
 #: Rounds of read-decide-delete; a round ends early only on a Conflict (read again).
 MAX_ROUNDS = 5
 POLL_SECONDS = 0.5
+#: Seconds between reads while a managed queue still names a retired flavor.
+WAIT_SECONDS = 2.0
 
 Obj = Mapping[str, Any]
 
@@ -61,12 +67,27 @@ class Keep:
 
 
 @dataclass(frozen=True)
+class Use:
+    """Why a retired object is kept, and whether that lets go without a person: a queue tasgen
+    manages is switched off it by the gate (under Argo CD the retire step can run before the
+    gate has finished), a retired flavor naming a Topology goes itself."""
+
+    why: str
+    passing: bool
+
+
+@dataclass(frozen=True)
 class Retirement:
     """One round's verdict: objects to delete (flavors before Topologies) and the retired ones
-    kept, each with why."""
+    kept, each with its use."""
 
     delete: tuple[tuple[str, Obj], ...]
-    held: tuple[tuple[str, str, str], ...]  # plural, name, why
+    held: tuple[tuple[str, str, Use], ...]  # plural, name, use
+
+    @property
+    def waiting(self) -> bool:
+        """Something retired is kept only by what lets go by itself: worth waiting for."""
+        return any(use.passing for _, _, use in self.held)
 
 
 def choose(
@@ -75,57 +96,83 @@ def choose(
     """Pure: which retired flavors and Topologies may go now. A Topology waits for every flavor
     that names it to be gone, retired ones included (the run deletes those first and reads
     again), so that Kueue's finalizer never keeps it Terminating."""
-    flavor_users, topology_users = _flavor_users(queues), _topology_users(flavors)
     delete: list[tuple[str, Obj]] = []
-    held: list[tuple[str, str, str]] = []
-    for plural, objects, kept, users in (
-        (FLAVORS, flavors, keep.flavors, flavor_users),
-        (TOPOLOGIES, topologies, keep.topologies, topology_users),
-    ):
-        for obj in _retired(objects, kept):
-            if _name(obj) in users:
-                held.append((plural, _name(obj), users[_name(obj)]))
-            else:
-                delete.append((plural, obj))
+    held: list[tuple[str, str, Use]] = []
+    flavor_users = _flavor_users(queues)
+    for obj in _retired(flavors, keep.flavors):
+        _sort(FLAVORS, obj, flavor_users, delete, held)
+    retired = {_name(f): flavor_users.get(_name(f)) for f in _retired(flavors, keep.flavors)}
+    topology_users = _topology_users(flavors, retired)
+    for obj in _retired(topologies, keep.topologies):
+        _sort(TOPOLOGIES, obj, topology_users, delete, held)
     return Retirement(tuple(delete), tuple(held))
+
+
+def _sort(
+    plural: str,
+    obj: Obj,
+    users: Mapping[str, Use],
+    delete: list[tuple[str, Obj]],
+    held: list[tuple[str, str, Use]],
+) -> None:
+    if _name(obj) in users:
+        held.append((plural, _name(obj), users[_name(obj)]))
+    else:
+        delete.append((plural, obj))
 
 
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name"))
 
 
+def _ours(obj: Obj) -> bool:
+    key, value = MANAGED_BY
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(key) == value
+
+
 def _retired(objects: Iterable[Obj], kept: frozenset[str]) -> list[Obj]:
     """Ours (the managed-by label), not in the render, not being deleted already."""
-    key, value = MANAGED_BY
     return [
         obj
         for obj in objects
-        if ((obj.get("metadata") or {}).get("labels") or {}).get(key) == value
-        and _name(obj) not in kept
-        and not (obj.get("metadata") or {}).get("deletionTimestamp")
+        if _ours(obj) and _name(obj) not in kept and not (obj.get("metadata") or {}).get("deletionTimestamp")
     ]
 
 
-def _flavor_users(queues: Iterable[Obj]) -> dict[str, str]:
-    """flavor -> the first reason it is in use: a queue names it, or reports it busy."""
-    users: dict[str, str] = {}
+def _flavor_users(queues: Iterable[Obj]) -> dict[str, Use]:
+    """flavor -> why it is in use: a queue names it (passing when tasgen manages the queue), or
+    reports reservations or usage on a flavor it no longer names (stranded: a person's)."""
+    users: dict[str, Use] = {}
     for queue in queues:
-        status = QueueStatus(queue)
-        for flavor in flavor_names(queue):
-            users.setdefault(flavor, f"ClusterQueue {_name(queue)} names it")
-        for flavor in status.flavors():
+        status, named = QueueStatus(queue), flavor_names(queue)
+        for flavor in named:
+            _use(users, flavor, Use(f"ClusterQueue {_name(queue)} names it", _ours(queue)))
+        for flavor in status.flavors() - set(named):
             if status.busy(flavor):
-                users.setdefault(flavor, f"ClusterQueue {_name(queue)} reports reservations or usage on it")
+                why = f"ClusterQueue {_name(queue)} reports reservations or usage on it"
+                _use(users, flavor, Use(why, False))
     return users
 
 
-def _topology_users(flavors: Iterable[Obj]) -> dict[str, str]:
-    users: dict[str, str] = {}
+def _topology_users(flavors: Iterable[Obj], retired: Mapping[str, Use | None]) -> dict[str, Use]:
+    """Topology -> why it is in use: a flavor names it (passing when that flavor is retired
+    and goes now or once its own use passes)."""
+    users: dict[str, Use] = {}
     for flavor in flavors:
         topology = (flavor.get("spec") or {}).get("topologyName")
         if topology:
-            users.setdefault(str(topology), f"ResourceFlavor {_name(flavor)} names it")
+            name = _name(flavor)
+            own = retired.get(name)
+            passing = name in retired and (own is None or own.passing)
+            _use(users, str(topology), Use(f"ResourceFlavor {name} names it", passing))
     return users
+
+
+def _use(users: dict[str, Use], name: str, use: Use) -> None:
+    """The first reason, unless a later one does not pass: one lasting use keeps it for good."""
+    old = users.get(name)
+    if old is None or (old.passing and not use.passing):
+        users[name] = use
 
 
 # --- the keep list -------------------------------------------------------------------------
@@ -161,12 +208,23 @@ def _names(doc: Mapping[str, Any], key: str, file: Path) -> frozenset[str]:
 def run(catalog: Catalog, keep: Keep, log: JsonLog, deadline: Deadline, dry_run: bool = False) -> int:
     """Rounds of read, choose, delete, wait until the deleted objects are gone (then the
     Topologies they named are free), until a round finds nothing more to delete. After a
-    Conflict (an object changed since the read), read and choose again."""
-    for _ in range(MAX_ROUNDS):
+    Conflict (an object changed since the read), read and choose again. While what is left is
+    kept only by uses that pass (a managed queue the gate has yet to switch), wait for them
+    until the timeout; then exit 1, so that the engine retries the step."""
+    rounds, told = 0, False
+    while rounds < MAX_ROUNDS:
         verdict = _read_and_choose(catalog, keep, deadline, log)
+        if not verdict.delete and verdict.waiting and not dry_run and not deadline.passed:
+            if not told:
+                names = sorted(f"{p}/{n}" for p, n, use in verdict.held if use.passing)
+                log("waiting", objects=names, timeout=round(deadline.left()))
+                told = True
+            time.sleep(WAIT_SECONDS)
+            continue
         if dry_run or not verdict.delete:
             _report(verdict, log, dry_run)
-            return DONE
+            return FAILED if verdict.waiting and not dry_run else DONE
+        rounds += 1
         try:
             deleted = _delete(catalog, verdict, log, deadline)
         except Conflict as err:
@@ -181,8 +239,8 @@ def run(catalog: Catalog, keep: Keep, log: JsonLog, deadline: Deadline, dry_run:
 def _report(verdict: Retirement, log: JsonLog, dry_run: bool) -> None:
     for plural, obj in verdict.delete:  # only on a dry run: the first round's deletions
         log("retire", kind=plural, name=_name(obj), dryRun=True)
-    for plural, name, why in verdict.held:
-        log("held", kind=plural, name=name, why=why, dryRun=dry_run)
+    for plural, name, use in verdict.held:
+        log("held", kind=plural, name=name, why=use.why, passing=use.passing, dryRun=dry_run)
 
 
 def _read_and_choose(catalog: Catalog, keep: Keep, deadline: Deadline, log: JsonLog) -> Retirement:
@@ -232,7 +290,8 @@ def _gone(catalog: Catalog, deleted: list[tuple[str, str]], deadline: Deadline, 
     type=click.IntRange(min=0),
     default=300,
     show_default=True,
-    help="Seconds to retry an unreachable or failing API server; then exit 1.",
+    help="Seconds to wait for managed queues to let go of retired flavors and to retry a "
+    "failing API server; then exit 1.",
 )
 @kubeconfig_option
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted and what is held; delete nothing.")
@@ -244,8 +303,9 @@ def retire(*, keep_path: Path, timeout: int, kubeconfig: str | None, dry_run: bo
     \b
     Example:
       tasgen retire --keep /etc/tasgen/retire       # in the Job
-    Exit: 0 done (held objects are kept and reported), 1 the API server failed until the
-    timeout, 2 unusable keep list or kubeconfig.
+    Exit: 0 done (objects a person must free are kept and reported), 1 the timeout passed with
+    a managed queue still naming a retired flavor (the gate has not switched it yet: the engine
+    retries the step) or the API server failing, 2 unusable keep list or kubeconfig.
     """
     log = JsonLog()
     try:

@@ -224,22 +224,6 @@ def synced_at(app: dict[str, Any], revision: str) -> bool:
     )
 
 
-def sync(dyn: DynamicClient, name: str, username: str) -> None:
-    """What `argocd app sync NAME` does: ask the application-controller for a sync operation."""
-    operation = {"initiatedBy": {"username": username}, "sync": {"syncOptions": ["PruneLast=true"]}}
-    resource = dyn.resources.get(api_version=ARGO_API, kind="Application")
-    patch = {"operation": operation}
-    resource.patch(body=patch, name=name, namespace=NAMESPACE, content_type="application/merge-patch+json")
-
-
-def synced_by(app: dict[str, Any], username: str) -> dict[str, Any] | None:
-    """The Application once a sync that `username` asked for has ended."""
-    operation = app.get("status", {}).get("operationState", {})
-    initiator = operation.get("operation", {}).get("initiatedBy", {}).get("username")
-    ended = "operation" not in app and initiator == username and operation.get("finishedAt")
-    return app if ended else None
-
-
 def wait_synced(
     dyn: DynamicClient, revision: str, names: set[str], controllers: flux.Controllers, timeout: float
 ) -> dict[str, dict[str, Any]]:

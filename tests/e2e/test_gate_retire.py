@@ -4,6 +4,9 @@ refers to, so none of them is left Terminating, and holds the rest until they ar
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
@@ -15,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from generator.gate.kube import Catalog, Conflict
 from generator.plan.gate_wiring import KEEP_KEY, retire_manifests
+from tests.conftest import REPO
 from tests.e2e.test_gate_rbac import _token_client
 from tests.gate.support import GROUP, VERSION, Kueue, as_rendered, kubeconfig_for, unique, wait_for
 from tests.gate.test_retire import retire
@@ -191,3 +195,46 @@ def test_gate_retire_never_deletes_an_object_changed_since_it_was_read(
     fresh = custom.get_cluster_custom_object(GROUP, VERSION, "resourceflavors", n["free"])
     assert catalog.delete("resourceflavors", fresh)
     wait_for("the flavor gone", lambda: not exists(custom, "resourceflavors", n["free"]) or None)
+
+
+def test_gate_retire_waits_while_a_managed_queue_is_being_switched(
+    setup: dict[str, Any], kueue: Kueue
+) -> None:
+    """Under Argo CD the retire step can start before the gate has switched the queues: a
+    retired flavor that a queue tasgen manages still names is waited for, and retired as soon
+    as the gate's switch lets go of it (played here by the patch the gate would write)."""
+    n, custom = setup["names"], setup["custom"]
+    mine = unique("retire-mine")
+    kueue.queue(mine, {n["free"]: 2}, managed=True)
+    command = [sys.executable, "-m", "generator.gate.retire", "--keep", str(setup["keep"])]
+    command += ["--kubeconfig", str(setup["kubeconfig"]), "--timeout", "120"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO) as run:
+        assert run.stdout is not None
+        before = [json.loads(run.stdout.readline()) for _ in range(2)]  # start, then waiting
+        assert [ln["event"] for ln in before] == ["start", "waiting"], before
+        assert f"resourceflavors/{n['free']}" in before[1]["objects"]
+        assert exists(custom, "resourceflavors", n["free"])
+        kueue.patch_spec(mine, {"resourceGroups": []})  # the gate's switch
+        out, _ = run.communicate(timeout=120)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert run.returncode == 0, lines
+    retired = {(ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"}
+    assert {("resourceflavors", n["free"]), ("topologies", n["tfree"])} <= retired
+    assert not exists(custom, "resourceflavors", n["free"])
+
+
+def test_gate_retire_exits_1_when_the_managed_queue_keeps_it_past_the_timeout(
+    setup: dict[str, Any], kueue: Kueue
+) -> None:
+    """... and exits 1 at its timeout, so that the engine retries the step (Argo CD's retry
+    policy, Flux's next reconciliation); the flavor stays."""
+    n, custom = setup["names"], setup["custom"]
+    mine = unique("retire-mine")
+    kueue.queue(mine, {n["free"]: 2}, managed=True)
+    code, lines, _ = retire(
+        "--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]), "--timeout", "3"
+    )
+    assert code == 1
+    held = [ln for ln in lines if ln["event"] == "held" and ln["name"] == n["free"]]
+    assert [(ln["why"], ln["passing"]) for ln in held] == [(f"ClusterQueue {mine} names it", True)]
+    assert exists(custom, "resourceflavors", n["free"])

@@ -29,7 +29,9 @@ def topology(name: str, labels: dict[str, str] = OURS) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": labels}, "spec": {"levels": []}}
 
 
-def queue(name: str, *flavors: str, busy: dict[str, str] | None = None) -> dict[str, Any]:
+def queue(
+    name: str, *flavors: str, busy: dict[str, str] | None = None, managed: bool = False
+) -> dict[str, Any]:
     groups = [{"coveredResources": ["cpu"], "flavors": [{"name": f} for f in flavors]}] if flavors else []
     status = {
         "flavorsReservation": [
@@ -37,7 +39,8 @@ def queue(name: str, *flavors: str, busy: dict[str, str] | None = None) -> dict[
             for f, q in (busy or {}).items()
         ]
     }
-    return {"metadata": {"name": name}, "spec": {"resourceGroups": groups}, "status": status}
+    meta = {"name": name, "labels": OURS if managed else {}}
+    return {"metadata": meta, "spec": {"resourceGroups": groups}, "status": status}
 
 
 KEEP = Keep("v1beta2", frozenset({"kept"}), frozenset({"t-kept"}))
@@ -45,9 +48,12 @@ KEEP = Keep("v1beta2", frozenset({"kept"}), frozenset({"t-kept"}))
 
 def verdict(
     flavors: list[dict[str, Any]], topologies: list[dict[str, Any]], queues: list[dict[str, Any]]
-) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
+    """What goes, and what is held: why, and whether that use passes by itself."""
     found = choose(KEEP, flavors, topologies, queues)
-    return [(p, o["metadata"]["name"]) for p, o in found.delete], list(found.held)
+    held = [(p, name, use.why, use.passing) for p, name, use in found.held]
+    assert found.waiting == any(passing for *_, passing in held)
+    return [(p, o["metadata"]["name"]) for p, o in found.delete], held
 
 
 CASES = {
@@ -78,14 +84,28 @@ CASES = {
         [],
         [queue("theirs", "old")],
         [],
-        [(FLAVORS, "old", "ClusterQueue theirs names it")],
+        [(FLAVORS, "old", "ClusterQueue theirs names it", False)],
+    ),
+    "a managed queue naming it lets go by itself (the gate switches it): worth waiting for": (
+        [flavor("old")],
+        [],
+        [queue("mine", "old", managed=True)],
+        [],
+        [(FLAVORS, "old", "ClusterQueue mine names it", True)],
+    ),
+    "one lasting use among passing ones keeps it for good": (
+        [flavor("old")],
+        [],
+        [queue("mine", "old", managed=True), queue("theirs", "old")],
+        [],
+        [(FLAVORS, "old", "ClusterQueue theirs names it", False)],
     ),
     "a retired flavor with stranded reservations is held": (
         [flavor("old")],
         [],
         [queue("q", "kept", busy={"old": "2"})],
         [],
-        [(FLAVORS, "old", "ClusterQueue q reports reservations or usage on it")],
+        [(FLAVORS, "old", "ClusterQueue q reports reservations or usage on it", False)],
     ),
     "zero reservations do not hold it": (
         [flavor("old")],
@@ -99,7 +119,7 @@ CASES = {
         [topology("t-old"), topology("t-kept")],
         [],
         [(FLAVORS, "old")],
-        [(TOPOLOGIES, "t-old", "ResourceFlavor old names it")],
+        [(TOPOLOGIES, "t-old", "ResourceFlavor old names it", True)],
     ),
     "... and goes in the next round": (
         [flavor("kept", "t-kept")],
@@ -113,7 +133,30 @@ CASES = {
         [topology("t-old")],
         [queue("q", "old")],
         [],
-        [(FLAVORS, "old", "ClusterQueue q names it"), (TOPOLOGIES, "t-old", "ResourceFlavor kept names it")],
+        [
+            (FLAVORS, "old", "ClusterQueue q names it", False),
+            (TOPOLOGIES, "t-old", "ResourceFlavor kept names it", False),
+        ],
+    ),
+    "a retired Topology waits with the retired flavor a managed queue still names": (
+        [flavor("old", "t-old")],
+        [topology("t-old")],
+        [queue("mine", "old", managed=True)],
+        [],
+        [
+            (FLAVORS, "old", "ClusterQueue mine names it", True),
+            (TOPOLOGIES, "t-old", "ResourceFlavor old names it", True),
+        ],
+    ),
+    "... but not with one a foreign queue names": (
+        [flavor("old", "t-old")],
+        [topology("t-old")],
+        [queue("theirs", "old")],
+        [],
+        [
+            (FLAVORS, "old", "ClusterQueue theirs names it", False),
+            (TOPOLOGIES, "t-old", "ResourceFlavor old names it", False),
+        ],
     ),
     "a Topology tasgen did not make is never touched": ([], [topology("t", labels={})], [], [], []),
 }
