@@ -281,8 +281,39 @@ def traced_render(inventory: Path, out: Path, log: Path) -> list[str]:
     calls = "trace=syncfs,sync,fsync,fdatasync,rename,renameat,renameat2"
     strace = ["strace", "-f", "-y", "-qq", "-e", calls, "-o", str(log)]
     subprocess.run([*strace, *command, "--now", NOW, "--no-cache"], check=True, capture_output=True, cwd=REPO)
-    # A line is "PID call(args) = result": keep "call(args) = result" of every finished call.
-    return [line.split(" ", 1)[1] for line in log.read_text().splitlines() if " = " in line]
+    return finished_calls(log.read_text().splitlines())
+
+
+def finished_calls(lines: list[str]) -> list[str]:
+    """ "call(args) = result" of every finished call, in the order they finished. A line is "PID
+    call(args) = result"; while another thread is traced, strace splits a call into "PID
+    call(args <unfinished ...>" and a later "PID <... call resumed>) = result", joined here."""
+    pending: dict[str, str] = {}
+    calls = []
+    for line in lines:
+        pid, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = rest.removesuffix("<unfinished ...>").rstrip()
+        elif rest.startswith("<... ") and "resumed>" in rest:
+            calls.append(pending.pop(pid, "") + rest.split("resumed>", 1)[1])
+        elif " = " in rest:
+            calls.append(rest)
+    return calls
+
+
+def test_strace_lines_split_by_another_thread_are_joined() -> None:
+    lines = [
+        "101 syncfs(4</x/.rendered.tasgen-stage-1> <unfinished ...>",
+        "102 fsync(5</y>) = 0",
+        "101 <... syncfs resumed>) = 0",
+        '101 rename("/x/a", "/x/b") = 0',
+    ]
+    assert finished_calls(lines) == [
+        "fsync(5</y>) = 0",
+        "syncfs(4</x/.rendered.tasgen-stage-1>) = 0",
+        'rename("/x/a", "/x/b") = 0',
+    ]
 
 
 def test_the_stage_is_on_disk_before_the_swap_and_the_swap_after_it(inventory: Path, tmp_path: Path) -> None:

@@ -507,15 +507,21 @@ def example_env(work: Path) -> Iterator[FluxEnv]:
     fleet = load_fleet()
     (jobs,) = {job["metadata"]["namespace"] for job in fleet.of_kind("Job")}  # the gate's, retire's
     with FluxEnv.running(work, fleet.nfd_label_namespaces, jobs) as env:
-        core = client.CoreV1Api(env.api)
-        for node in fleet.nodes:
-            kube.create_ready_node(core, node)
-        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
-        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
-            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
-        copy_tree(REPO / "inventories", env.repo.work / "inventories")
+        prepare_example(env.api, env.repo.work)
         copy_tree(REPO / "rendered", env.repo.work / "rendered")
         yield env
+
+
+def prepare_example(api: client.ApiClient, work: Path) -> None:
+    """What exists before a first sync of the example: its Nodes, NFD's namespace and the
+    teams' namespaces of its LocalQueues; and its inventories/ in the working copy."""
+    fleet, core = load_fleet(), client.CoreV1Api(api)
+    for node in fleet.nodes:
+        kube.create_ready_node(core, node)
+    kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
+    for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+        kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
+    copy_tree(REPO / "inventories", work / "inventories")
 
 
 def steps(env: FluxEnv) -> set[str]:

@@ -18,11 +18,16 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from tests.e2e.fleet import load_fleet
+
+T = TypeVar("T")
 
 CLUSTER_MODULE = Path(__file__).resolve().parents[1] / "cluster"
 
@@ -51,6 +56,19 @@ STOP_TIMEOUT_S = 60
 
 class ClusterError(RuntimeError):
     """The control plane could not be built or started; the message says why."""
+
+
+def entered(running: contextlib.AbstractContextManager[T]) -> Iterator[T]:
+    """A test environment for a module's fixture: entered, yielded, left. A ClusterError fails
+    the tests with its message (never skips them: a skipped e2e suite looks like a green one)."""
+    try:
+        env = running.__enter__()
+    except ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield env
+    finally:
+        running.__exit__(None, None, None)
 
 
 @dataclass(frozen=True)

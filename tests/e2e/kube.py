@@ -93,6 +93,34 @@ def create_ready_node(core: client.CoreV1Api, node: Node) -> None:
         core.patch_node(node.name, remove)  # a list body is sent as a JSON patch
 
 
+def queue_flavors(dyn: DynamicClient, queue: str) -> list[str]:
+    """The flavors a live ClusterQueue names, in order."""
+    cq = get(dyn, KUEUE_API, "ClusterQueue", queue)
+    return [f["name"] for group in cq["spec"].get("resourceGroups", []) for f in group["flavors"]]
+
+
+def gone(dyn: DynamicClient, api_version: str, kind: str, name: str) -> bool | None:
+    """True once the object is not found (for wait_for); None while it is there."""
+    try:
+        get(dyn, api_version, kind, name)
+    except ApiException as exc:
+        return True if exc.status == 404 else None
+    return None
+
+
+def created(dyn: DynamicClient, obj: Obj) -> datetime:
+    """When the live object of a rendered one was created."""
+    meta = obj["metadata"]
+    live = get(dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    return datetime.fromisoformat(live["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+
+
+def queue_active(dyn: DynamicClient, name: str) -> bool | None:
+    """True once Kueue reports the ClusterQueue Active (for wait_for)."""
+    cond = condition(get(dyn, KUEUE_API, "ClusterQueue", name), "Active")
+    return True if cond and cond["status"] == "True" else None
+
+
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 90.0) -> T:
     """Poll probe until it returns something other than None or False; fail with `what`."""
     deadline = time.monotonic() + timeout

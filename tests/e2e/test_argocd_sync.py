@@ -5,6 +5,7 @@ queues become Active; a commit that drops a flavor syncs through every step."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import subprocess
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests import gobuild
-from tests.conftest import NOW, REPO, tasgen
+from tests.conftest import NOW, tasgen
 from tests.e2e import argocd, flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet
@@ -34,29 +35,17 @@ EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
     fleet = load_fleet()
-    try:
-        running = argocd.ArgoEnv.running(
-            tmp_path_factory.mktemp("argocd"), fleet.nfd_label_namespaces, GATE_NAMESPACE
-        )
-        env = running.__enter__()
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        core = client.CoreV1Api(env.api)
-        for node in fleet.nodes:
-            kube.create_ready_node(core, node)
-        kube.ensure_namespace(core, fleet.node_feature_namespace)  # NFD's installation owns it
-        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
-            kube.ensure_namespace(core, namespace, labels=labels or None)  # the teams' own
-        flux.copy_tree(REPO / "inventories", env.repo.work / "inventories")
+    work = tmp_path_factory.mktemp("argocd")
+    environment = harness.entered(argocd.ArgoEnv.running(work, fleet.nfd_label_namespaces, GATE_NAMESPACE))
+    with contextlib.closing(environment):
+        env = next(environment)
+        flux.prepare_example(env.api, env.repo.work)
         # The example names a git host; the test's repository is served on 127.0.0.1.
         settings = env.repo.work / "inventories" / "config.yaml"
         text = settings.read_text()
         assert EXAMPLE_REPO_URL in text
         settings.write_text(text.replace(EXAMPLE_REPO_URL, env.server.url("fleet")))
         yield env
-    finally:
-        running.__exit__(None, None, None)
 
 
 def render_and_commit(env: argocd.ArgoEnv, message: str) -> str:
@@ -101,18 +90,6 @@ def finished(app: dict[str, Any]) -> datetime:
     return stamp(app["status"]["operationState"]["finishedAt"])
 
 
-def created(env: argocd.ArgoEnv, obj: dict[str, Any]) -> datetime:
-    meta = obj["metadata"]
-    live = kube.get(env.dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
-    return stamp(live["metadata"]["creationTimestamp"])
-
-
-def active(env: argocd.ArgoEnv, name: str) -> bool | None:
-    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", name)
-    condition = kube.condition(cq, "Active")
-    return True if condition and condition["status"] == "True" else None
-
-
 def objects_by_step(env: argocd.ArgoEnv) -> dict[str, list[dict[str, Any]]]:
     """What each step's Application syncs: the manifests of its path in the test's repository."""
     found: dict[str, list[dict[str, Any]]] = {}
@@ -152,7 +129,7 @@ def test_argocd_first_sync_runs_the_steps_in_order(
     for step, objects in objects_by_step(env).items():
         for obj in objects:
             try:
-                when = created(env, obj)
+                when = kube.created(env.dyn, obj)
             except ApiException:
                 missing.append(describe(obj))
                 continue
@@ -174,7 +151,7 @@ def test_argocd_first_sync_runs_the_steps_in_order(
     for queue in fleet.of_kind("ClusterQueue"):
         kube.wait_for(
             f"ClusterQueue {queue['metadata']['name']} Active",
-            lambda q=queue: active(env, q["metadata"]["name"]),
+            lambda q=queue: kube.queue_active(env.dyn, q["metadata"]["name"]),
         )
     core = client.CoreV1Api(env.api)
     for node, labels in fleet.node_feature_labels().items():
@@ -182,23 +159,10 @@ def test_argocd_first_sync_runs_the_steps_in_order(
         assert {k: got.get(k) for k in labels} == labels, node
 
 
-def flavors_of(env: argocd.ArgoEnv, queue: str) -> list[str]:
-    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", queue)
-    return [f["name"] for group in cq["spec"].get("resourceGroups", []) for f in group["flavors"]]
-
-
-def gone(env: argocd.ArgoEnv, kind: str, name: str) -> bool | None:
-    try:
-        kube.get(env.dyn, kube.KUEUE_API, kind, name)
-    except ApiException as exc:
-        return True if exc.status == 404 else None
-    return None
-
-
 def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
 ) -> None:
-    gb200 = [f for f in flavors_of(env, "training") if "gb200" in f]
+    gb200 = [f for f in kube.queue_flavors(env.dyn, "training") if "gb200" in f]
     assert len(gb200) == 1
     plan = env.repo.work / "inventories" / "queues" / "training.yaml"
     text = plan.read_text()
@@ -212,7 +176,7 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     # the retire step's (its keep list); the queues may already match by then.
     resynced = {s for s in STEPS if started(apps[f"tasgen-{s}"]) > finished(first[1][f"tasgen-{s}"])}
     assert {"gate", "retire"} <= resynced
-    assert flavors_of(env, "training") and gb200[0] not in flavors_of(env, "training")
+    assert kube.queue_flavors(env.dyn, "training") and gb200[0] not in kube.queue_flavors(env.dyn, "training")
     # The gate and the retire Job ran again.
     again = {env.runner.names[uid] for uid in set(env.runner.done) - runs}
     assert again == {"tasgen-gate", "tasgen-retire"}
@@ -221,5 +185,8 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     # commit before the gate has switched the queue, its Job waits while the managed queue
     # training still names the flavor, and retires it once the gate has switched: no further
     # sync is needed.
-    kube.wait_for(f"ResourceFlavor {gb200[0]} deleted", lambda: gone(env, "ResourceFlavor", gb200[0]))
-    kube.wait_for("training Active", lambda: active(env, "training"))
+    kube.wait_for(
+        f"ResourceFlavor {gb200[0]} deleted",
+        lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", gb200[0]),
+    )
+    kube.wait_for("training Active", lambda: kube.queue_active(env.dyn, "training"))

@@ -20,17 +20,8 @@ SYNC_TIMEOUT_S = 900
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
-    try:
-        running = flux.FluxEnv.running(
-            tmp_path_factory.mktemp("flux-fleet"), ["topology.gpustack.ai"], "tasgen-system"
-        )
-        env = running.__enter__()
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield env
-    finally:
-        running.__exit__(None, None, None)
+    work = tmp_path_factory.mktemp("flux-fleet")
+    yield from harness.entered(flux.FluxEnv.running(work, ["topology.gpustack.ai"], "tasgen-system"))
 
 
 def count(env: flux.FluxEnv, api_version: str, kind: str) -> int:

@@ -46,15 +46,7 @@ INFERENCE_DROPS_L40S = ("inference", {"nvidia.com/gpu.product": "NVIDIA-L40S"})
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
-    try:
-        running = flux.example_env(tmp_path_factory.mktemp("flux-gate"))
-        env = running.__enter__()
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield env
-    finally:
-        running.__exit__(None, None, None)
+    yield from harness.entered(flux.example_env(tmp_path_factory.mktemp("flux-gate")))
 
 
 @pytest.fixture(scope="module")

@@ -26,15 +26,7 @@ MOVED_NODE = "h100-1a-r2-04"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[flux.FluxEnv]:
-    try:
-        running = flux.example_env(tmp_path_factory.mktemp("flux"))
-        env = running.__enter__()
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield env
-    finally:
-        running.__exit__(None, None, None)
+    yield from harness.entered(flux.example_env(tmp_path_factory.mktemp("flux")))
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +47,6 @@ def ready_since(kustomization: dict[str, Any]) -> datetime:
     return stamp(ready["lastTransitionTime"])
 
 
-def created(env: flux.FluxEnv, obj: dict[str, Any]) -> datetime:
-    meta = obj["metadata"]
-    live = kube.get(env.dyn, obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
-    return stamp(live["metadata"]["creationTimestamp"])
-
-
-def active(env: flux.FluxEnv, name: str) -> bool | None:
-    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", name)
-    condition = kube.condition(cq, "Active")
-    return True if condition and condition["status"] == "True" else None
-
-
 def test_flux_first_sync_lands_every_object_in_order(
     env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
 ) -> None:
@@ -75,7 +55,7 @@ def test_flux_first_sync_lands_every_object_in_order(
     missing = []
     for obj in fleet.rendered:
         try:
-            created(env, obj)
+            kube.created(env.dyn, obj)
         except ApiException:
             missing.append(describe(obj))
     assert missing == []
@@ -85,14 +65,14 @@ def test_flux_first_sync_lands_every_object_in_order(
         retire = obj["kind"] == "Job" and obj["metadata"]["name"] == "tasgen-retire"
         step = step_of.get("retire Job" if retire else obj["kind"])
         if step is not None:
-            assert created(env, obj) >= ready_since(by_name[STEPS[step - 1]]), describe(obj)
+            assert kube.created(env.dyn, obj) >= ready_since(by_name[STEPS[step - 1]]), describe(obj)
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
     for queue in fleet.of_kind("ClusterQueue"):
         kube.wait_for(
             f"ClusterQueue {queue['metadata']['name']} Active",
-            lambda q=queue: active(env, q["metadata"]["name"]),
+            lambda q=queue: kube.queue_active(env.dyn, q["metadata"]["name"]),
         )
     # nfd-master projected the NodeFeatures' labels onto the Nodes.
     core = client.CoreV1Api(env.api)
@@ -122,23 +102,10 @@ def test_flux_syncs_a_commit_that_moves_a_rack(
     )
 
 
-def flavors_of(env: flux.FluxEnv, queue: str) -> list[str]:
-    cq = kube.get(env.dyn, kube.KUEUE_API, "ClusterQueue", queue)
-    return [f["name"] for group in cq["spec"].get("resourceGroups", []) for f in group["flavors"]]
-
-
-def gone(env: flux.FluxEnv, kind: str, name: str) -> bool | None:
-    try:
-        kube.get(env.dyn, kube.KUEUE_API, kind, name)
-    except ApiException as exc:
-        return True if exc.status == 404 else None
-    return None
-
-
 def test_flux_syncs_a_commit_that_drops_a_flavor(
     env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
 ) -> None:
-    gb200 = [f for f in flavors_of(env, "training") if "gb200" in f]
+    gb200 = [f for f in kube.queue_flavors(env.dyn, "training") if "gb200" in f]
     assert len(gb200) == 1
     plan = env.repo.work / "inventories" / "queues" / "training.yaml"
     text = plan.read_text()
@@ -148,8 +115,11 @@ def test_flux_syncs_a_commit_that_drops_a_flavor(
     runs = len(env.runner.done)
     revision = flux.rerender_and_commit(env, "training drops GB200")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
-    assert flavors_of(env, "training") and gb200[0] not in flavors_of(env, "training")
+    assert kube.queue_flavors(env.dyn, "training") and gb200[0] not in kube.queue_flavors(env.dyn, "training")
     # The gate ran for the new plan, and the retired flavor went once no queue used it.
     assert len(env.runner.done) > runs and all(code == 0 for code in env.runner.done.values())
-    kube.wait_for(f"ResourceFlavor {gb200[0]} deleted", lambda: gone(env, "ResourceFlavor", gb200[0]))
-    kube.wait_for("training Active", lambda: active(env, "training"))
+    kube.wait_for(
+        f"ResourceFlavor {gb200[0]} deleted",
+        lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", gb200[0]),
+    )
+    kube.wait_for("training Active", lambda: kube.queue_active(env.dyn, "training"))
