@@ -10,8 +10,6 @@ podFailurePolicy (issue 9, finding 6), ttlSecondsAfterFinished, and the RBAC the
 
 from __future__ import annotations
 
-import http.server
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -36,6 +34,7 @@ from tests.gate.support import (
     as_rendered,
     cluster_queue,
     flavors_of,
+    garbage_api_server,
     unique,
     wait_for,
 )
@@ -219,28 +218,10 @@ def test_gate_job_unusable_plan_exit_2_fails_the_job_at_once(deploy: Callable[..
 # --- a crash is retried ---------------------------------------------------------------------
 
 
-class _Garbage(http.server.BaseHTTPRequestHandler):
-    """An API server that answers every request with something that is not an object."""
-
-    def do_GET(self) -> None:
-        body = b"[1, 2, 3]"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # quiet
-
-
 @pytest.fixture
 def garbage_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with garbage_api_server() as url:
+        yield url
 
 
 def test_gate_job_crash_exit_3_is_retried_then_backoff_limit(

@@ -3,11 +3,13 @@ Kueue objects, the gate run as a subprocess, and polling."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -441,3 +443,31 @@ def _env() -> dict[str, str]:
     env.pop("KUBERNETES_SERVICE_HOST", None)  # never mistake the test runner for a Pod
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+class _Garbage(http.server.BaseHTTPRequestHandler):
+    """An API server that answers every request with something that is not an object."""
+
+    def do_GET(self) -> None:
+        body = b"[1, 2, 3]"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # quiet
+
+
+@contextmanager
+def garbage_api_server() -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 whose answers the gate cannot read (a crash, exit 3):
+    its URL while it runs."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

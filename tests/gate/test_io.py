@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from generator.gate import kube
 from generator.gate.kube import Conflict, Deadline, with_backoff
 from generator.gate.plan import PlanError, plan_version, read_plan
+from tests.gate.support import garbage_api_server
 
 CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {}}}\nspec: {{}}\n"
 
@@ -128,31 +127,14 @@ def test_retries_stop_at_the_deadline() -> None:
     assert call.calls == 1
 
 
-class _Garbage(http.server.BaseHTTPRequestHandler):
-    """An API server that answers every request with something that is not an object."""
-
-    def do_GET(self) -> None:
-        body = b"[1, 2, 3]"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # quiet
-
-
 def test_an_unexpected_error_is_one_log_line_and_exit_3(tmp_path: Path) -> None:
     """A crash (here: an answer the gate cannot read) is not one of the gate's verdicts: exit
     3, which the Job's podFailurePolicy retries, and no traceback."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with garbage_api_server() as url:
         kubeconfig = tmp_path / "kubeconfig"
         kubeconfig.write_text(
             "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-            f"clusters: [{{name: t, cluster: {{server: 'http://127.0.0.1:{server.server_port}'}}}}]\n"
+            f"clusters: [{{name: t, cluster: {{server: '{url}'}}}}]\n"
             "users: [{name: t, user: {token: x}}]\n"
             "contexts: [{name: t, context: {cluster: t, user: t}}]\n"
         )
@@ -166,9 +148,6 @@ def test_an_unexpected_error_is_one_log_line_and_exit_3(tmp_path: Path) -> None:
             timeout=60,
             check=False,
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert proc.returncode == 3, proc
     assert "Traceback" not in proc.stdout + proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
