@@ -524,6 +524,18 @@ def prepare_example(api: client.ApiClient, work: Path) -> None:
     copy_tree(REPO / "inventories", work / "inventories")
 
 
+def assert_example_landed(api: client.ApiClient) -> None:
+    """After a first sync of the example: every ClusterQueue Active, and nfd-master projected
+    the NodeFeatures' labels onto the Nodes."""
+    fleet, dyn, core = load_fleet(), DynamicClient(api), client.CoreV1Api(api)
+    for queue in fleet.of_kind("ClusterQueue"):
+        name = queue["metadata"]["name"]
+        kube.wait_for(f"ClusterQueue {name} Active", lambda n=name: kube.queue_active(dyn, n))
+    for node, labels in fleet.node_feature_labels().items():
+        got = core.read_node(node).metadata.labels
+        assert {k: got.get(k) for k in labels} == labels, node
+
+
 def steps(env: FluxEnv) -> set[str]:
     """Every Kustomization of a sync of the working copy's rendered/: the root and the chain."""
     return {ROOT, *(k["metadata"]["name"] for k in wiring(env.repo.work / "rendered"))}

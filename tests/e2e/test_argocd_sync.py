@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests import gobuild
 from tests.conftest import NOW, tasgen
 from tests.e2e import argocd, flux, harness, kube
 from tests.e2e.conftest import describe
-from tests.e2e.fleet import Fleet, load_fleet
+from tests.e2e.fleet import load_fleet
 
 pytestmark = pytest.mark.cluster
 
@@ -123,7 +122,6 @@ def test_argocd_applicationset_makes_one_application_per_path(
 def test_argocd_first_sync_runs_the_steps_in_order(
     env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
 ) -> None:
-    fleet: Fleet = load_fleet()
     by_step: dict[str, list[datetime]] = {step: [] for step in STEPS}
     missing = []
     for step, objects in objects_by_step(env).items():
@@ -148,15 +146,7 @@ def test_argocd_first_sync_runs_the_steps_in_order(
     # Pending), which runs a hook again: the gate is idempotent.
     assert set(env.runner.names.values()) == {"tasgen-gate", "tasgen-retire"}
     assert set(env.runner.done.values()) == {0}
-    for queue in fleet.of_kind("ClusterQueue"):
-        kube.wait_for(
-            f"ClusterQueue {queue['metadata']['name']} Active",
-            lambda q=queue: kube.queue_active(env.dyn, q["metadata"]["name"]),
-        )
-    core = client.CoreV1Api(env.api)
-    for node, labels in fleet.node_feature_labels().items():
-        got = core.read_node(node).metadata.labels
-        assert {k: got.get(k) for k in labels} == labels, node
+    flux.assert_example_landed(env.api)
 
 
 def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(

@@ -69,16 +69,7 @@ def test_flux_first_sync_lands_every_object_in_order(
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
-    for queue in fleet.of_kind("ClusterQueue"):
-        kube.wait_for(
-            f"ClusterQueue {queue['metadata']['name']} Active",
-            lambda q=queue: kube.queue_active(env.dyn, q["metadata"]["name"]),
-        )
-    # nfd-master projected the NodeFeatures' labels onto the Nodes.
-    core = client.CoreV1Api(env.api)
-    for node, labels in fleet.node_feature_labels().items():
-        got = core.read_node(node).metadata.labels
-        assert {k: got.get(k) for k in labels} == labels, node
+    flux.assert_example_landed(env.api)
 
 
 def node_label(env: flux.FluxEnv, node: str, key: str) -> str | None:
