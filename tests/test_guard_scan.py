@@ -1,0 +1,65 @@
+"""The guard's level-by-level scan of parsed data (C-speed passes) finds trouble exactly when
+a plain walk over every key and value does: keys that are not strings, integers beyond 64 bits,
+infinities and NaNs, sets."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.load.guard import _scan
+from tests.conftest import examples
+
+SCALARS = st.one_of(
+    st.text(max_size=3),
+    st.booleans(),
+    st.none(),
+    st.integers(),  # beyond 64 bits too
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1]),
+    st.floats(),  # infinities and NaN too
+)
+KEYS = st.one_of(st.text(max_size=3), st.text(max_size=3), st.integers(), st.booleans(), st.none())
+DATA = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(KEYS, inner, max_size=4),
+        st.frozensets(st.text(max_size=2), max_size=2).map(set),
+    ),
+    max_leaves=30,
+)
+
+
+def troubles(data: Any) -> set[str]:
+    """Every kind of trouble in data, by a plain recursive walk."""
+    if isinstance(data, dict):
+        found = {"key" for key in data if type(key) is not str}
+        return found.union(*(troubles(v) for v in data.values()))
+    if isinstance(data, list):
+        return set().union(*(troubles(v) for v in data))
+    if isinstance(data, set):
+        return {"key"}
+    if type(data) is int and not -(2**63) <= data < 2**63:
+        return {"number"}
+    if type(data) is float and not math.isfinite(data):
+        return {"number"}
+    return set()
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(DATA)
+def test_the_scan_finds_trouble_exactly_when_a_plain_walk_does(data: Any) -> None:
+    found, expected = _scan(data), troubles(data)
+    assert (found is None) == (not expected)
+    assert found is None or found in expected
+
+
+def test_the_scan_names_each_kind_of_trouble() -> None:
+    assert _scan({"nodes": [{"labels": {"a": "b"}, "n": 1, "f": 1.5}]}) is None
+    assert _scan({"nodes": [{"labels": {1: "b"}}]}) == "key"
+    assert _scan({"nodes": [{"labels": {"a": [2**64]}}]}) == "number"
+    assert _scan([{"x": float("-inf")}]) == "number"
+    assert _scan([[{"x": {"y"}}]]) == "key"
