@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from generator.emit import yaml
 from generator.load.files import load_files, read_inventory
-from generator.model import Source
+from generator.model import Node, Source
 from generator.validate import validate
+from generator.validate.hierarchy import stated_values
 from generator.validate.rules import Context, hierarchy, nodes, snapshots
 from generator.validate.rules.snapshots import Verdict, label_problem, placed_labels
 from tests.conftest import NOW, examples
@@ -97,7 +98,24 @@ def node_by_node(ctx: Context) -> dict[str, list[Any]]:
             found for src in ctx.writing_sources() for found in placed_labels(src, _judge(src, admin))
         ],
         "conflicts": list(hierarchy.contended(writers)),
+        "gaps": [
+            hit for src in hierarchical(ctx) for hit in hierarchy.each_node_gap(src, each_stated(ctx, src))
+        ],
+        "parents": [
+            hit
+            for src in hierarchical(ctx)
+            for hit in hierarchy.each_node_second_parent(src, each_stated(ctx, src))
+        ],
     }
+
+
+def hierarchical(ctx: Context) -> list[Source]:
+    return [s for s in ctx.loaded_sources() if not (s.writes and s.snapshot is None)]
+
+
+def each_stated(ctx: Context, src: Source) -> list[tuple[Node, dict[str, str]]]:
+    """stated_values node by node (what Context.stated makes in C-speed passes)."""
+    return [(node, stated_values(src, node)) for node in ctx.selected[src.name]]
 
 
 def _judge(src: Source, admin: str | None) -> Callable[[tuple[str, str]], Verdict]:
@@ -110,6 +128,8 @@ def at_once(ctx: Context) -> dict[str, list[Any]]:
         "quantities": list(nodes._node_quantities(ctx)),
         "stated": snapshots._judge_labels(ctx),
         "conflicts": list(hierarchy.conflicts(ctx)),
+        "gaps": list(hierarchy._parent_chain(ctx)),
+        "parents": list(hierarchy._single_parent(ctx)),
     }
 
 
@@ -126,11 +146,14 @@ def test_the_comparison_sees_every_kind_of_problem(tmp_path: Path) -> None:
     """The property above compares real findings, not two empty lists."""
     fleet = [
         {"name": "n0", "labels": {"pool": "r 2"}, "allocatable": {"cpu": "abc"}},
-        {"name": "n1", "labels": {"-x": "a"}, "allocatable": {"cpu": "8"}},
+        {"name": "n1", "labels": {"-x": "a", ZONE: "z1"}, "allocatable": {"cpu": "8"}},
+        {"name": "n2", "labels": {ZONE: "z2"}},
     ]
     documents = [{"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet}]
     documents += _configmap_source("s0", {"n0": {RACK: "r 2"}, "n1": {"pool": "a"}})
-    documents += _configmap_source("s1", {"n0": {RACK: "r1"}})
+    # n0 has racks but no zone (a gap in both sources); rack r9 sits in two zones
+    documents += _configmap_source("s1", {"n0": {RACK: "r1"}, "n1": {RACK: "r9"}, "n2": {RACK: "r9"}})
     found = at_once(context(documents, tmp_path))
     assert found == node_by_node(context(documents, tmp_path))
-    assert [len(found[k]) for k in ("labels", "quantities", "stated", "conflicts")] == [2, 1, 2, 1]
+    kinds = ("labels", "quantities", "stated", "conflicts", "gaps", "parents")
+    assert [len(found[k]) for k in kinds] == [2, 1, 2, 1, 2, 1]

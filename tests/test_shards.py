@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.fleet import write_fleet
 from generator.emit import yaml as tasgen_yaml
 from generator.model import Inventory, Settings, Where
 from generator.plan.shards import Sharding, objects_per_folder, oversized
-from tests.conftest import NOW, tasgen
+from tests.conftest import NOW, examples, tasgen
 
 NODES = 1200
 SHARDS = 8
@@ -83,6 +85,20 @@ def test_a_node_keeps_its_shard_whatever_other_nodes_exist() -> None:
     some = Sharding(count=16).folders_of(list(domains)[::7], domains)
     assert all(whole[node] == folder for node, folder in some.items())
     assert len(set(whole.values())) == 16  # and the buckets are used
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.dictionaries(st.from_regex(r"n[0-9]{1,3}", fullmatch=True), st.sampled_from(["", "r=a\n", "r=b\n"])),
+    st.integers(1, 8),
+)
+def test_folders_of_is_each_nodes_folder_of_its_rack_path_or_name(
+    domains: dict[str, str], count: int
+) -> None:
+    sharding = Sharding(count=count)
+    nodes = [*domains, "n-no-domain"]
+    expected = {node: Sharding(count=count).folder(domains.get(node) or node) for node in nodes}
+    assert sharding.folders_of(nodes, domains) == expected
 
 
 def test_oversized_shard_names_a_count_that_fits() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 from generator.emit.tree import Tree
 from generator.load.files import ParseError, parse_text
@@ -45,7 +46,7 @@ def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
     paths = set(tree.features) | {p for p in old if _is_feature_file(p)}
     changed = [p for p in paths if tree.files.get(p) != old.get(p)]
     if not any(p in old for p in changed):  # (a first render) every document is new
-        return len({node for p in changed for node in tree.features.get(p, ())})
+        return len(set(chain.from_iterable(map(tree.features.get, changed, repeat(())))))
     after = {
         text: node
         for p in changed

@@ -13,6 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
 from generator.model import HOSTNAME_KEY, Finding, Source
 from generator.rules.plan import NODE_AMBIGUOUS, PROFILE_COLLISION
@@ -58,6 +60,53 @@ class Assignment:
 
 def assign(ctx: Context) -> Assignment:
     ready = [s for s in ctx.loaded_sources() if not ctx.expired(s)]
+    selected = [list(map(attrgetter("name"), ctx.selected[s.name])) for s in ready]
+    if sum(map(len, selected)) == len(set().union(*selected)):
+        return assign_disjoint(ctx, ready)  # no node selected twice (the usual fleet)
+    return assign_one_by_one(ctx, ready)
+
+
+def assign_disjoint(ctx: Context, ready: list[Source]) -> Assignment:
+    """What assign_one_by_one makes when no node is selected by two Ready sources: each
+    distinct set of level values placed once, the nodes mapped in C-speed passes."""
+    by_keys: dict[tuple[str, ...], Profile] = {}
+    profile: dict[str, Profile] = {}
+    source_of: dict[str, str] = {}
+    domain: dict[str, str] = {}
+    for source in ready:
+        stated = ctx.stated(source)
+        placed = {row: _place(by_keys, source, values) for row, values in stated.distinct.items()}
+        names = list(map(attrgetter("name"), ctx.selected[source.name]))
+        places = list(map(placed.__getitem__, stated.rows))
+        profile.update(zip(names, map(itemgetter(0), places), strict=True))
+        domain.update(zip(names, map(itemgetter(1), places), strict=True))
+        source_of.update(zip(names, repeat(source.name)))
+    order = sorted(ctx.inventory.nodes)
+    hostname_only = by_keys.get((HOSTNAME_KEY,)) or Profile(profile_id((HOSTNAME_KEY,)), (HOSTNAME_KEY,))
+    result = Assignment(dict(zip(order, map(profile.get, order, repeat(hostname_only)), strict=True)))
+    result.source_of = _sorted(source_of)
+    result.domain_of = _sorted(domain)
+    result.findings += _collisions(ctx, result.profiles().values())
+    return result
+
+
+def _place(
+    by_keys: dict[tuple[str, ...], Profile], source: Source, values: dict[str, str]
+) -> tuple[Profile, str]:
+    """The profile and rack path of the nodes with these values."""
+    keys = _keys(source, values)
+    profile = by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
+    return profile, _domain(keys, values)
+
+
+def _sorted(by_name: dict[str, str]) -> dict[str, str]:
+    names = sorted(by_name)
+    return dict(zip(names, map(by_name.__getitem__, names), strict=True))
+
+
+def assign_one_by_one(ctx: Context, ready: list[Source]) -> Assignment:
+    """Every node's profile, node by node (what assign_disjoint makes, the slow way); nodes
+    selected by several Ready sources fall back to hostname-only, with a warning."""
     result = Assignment()
     ambiguous: dict[tuple[str, ...], list[str]] = defaultdict(list)
     by_keys: dict[tuple[str, ...], Profile] = {}

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any
 
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
@@ -78,6 +78,11 @@ class Planner:
         # Nodes by the value of each identity label: a plan's identity then looks up its
         # candidates instead of scanning the fleet.
         self._by_label: dict[tuple[str, str], list[str]] = defaultdict(list)
+        # Queues often share an identity (training and batch on the same GPUs): group its
+        # nodes by profile, and sum their allocatable per resource, once.
+        self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[str]]]] = {}
+        self._allocatable: dict[tuple[tuple[tuple[str, str], ...], str], list[dict[str, str]]] = {}
+        self._sums: dict[tuple[tuple[tuple[str, str], ...], str, str], Decimal] = {}
         names = sorted(nodes)
         for key in sorted({k for plan in plans for hw in plan.hardware for k in hw.identity}):
             for name in names:
@@ -112,16 +117,22 @@ class Planner:
 
     def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
         identity = tuple(sorted(hw.identity.items()))
-        by_profile: dict[str, list[str]] = defaultdict(list)
-        for name in self._matching(hw.identity):
-            by_profile[self.assignment.profile_of[name].id].append(name)
-        if not by_profile:
+        groups = self._groups.get(identity)
+        if groups is None:
+            groups = self._groups[identity] = self._by_profile(hw.identity)
+        if not groups:
             self._unmatched(plan, hw)
             return []
-        groups = [(pid, by_profile[pid]) for pid in sorted(by_profile)]
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
-        self._split(plan, hw, [nodes for _, nodes in groups], parts)
+        self._split(plan, hw, identity, groups, parts)
         return parts
+
+    def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[str]]]:
+        """The nodes of an identity by profile ID, in ID order."""
+        by_profile: dict[str, list[str]] = defaultdict(list)
+        for name in self._matching(identity):
+            by_profile[self.assignment.profile_of[name].id].append(name)
+        return [(pid, by_profile[pid]) for pid in sorted(by_profile)]
 
     def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
         """No node has this identity: without a quota that is only a flavor less; a declared
@@ -148,16 +159,33 @@ class Planner:
         return self.flavors[name]
 
     def _split(
-        self, plan: QueuePlan, hw: Hardware, groups: list[list[str]], parts: list[QueueFlavor]
+        self,
+        plan: QueuePlan,
+        hw: Hardware,
+        identity: tuple[tuple[str, str], ...],
+        groups: list[tuple[str, list[str]]],
+        parts: list[QueueFlavor],
     ) -> None:
-        allocatable = [[self.nodes[n].allocatable for n in nodes] for nodes in groups]
         for resource in plan.covered_resources:
-            weights = [_allocatable(group, resource) for group in allocatable]
+            weights = [self._sum(identity, pid, nodes, resource) for pid, nodes in groups]
             declared = (hw.nominal_quota or {}).get(resource)
             nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
             for part, units in zip(parts, nominal, strict=True):
                 part.quota[resource] = format_units(units, scale, resource)
             self._limits(plan, hw, resource, weights, (nominal, scale), parts)
+
+    def _sum(
+        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[str], resource: str
+    ) -> Decimal:
+        """A resource's allocatable summed over the nodes of one identity and profile."""
+        key = (identity, pid, resource)
+        if key not in self._sums:
+            group = self._allocatable.get((identity, pid))
+            if group is None:
+                group = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
+                self._allocatable[(identity, pid)] = group
+            self._sums[key] = _allocatable(group, resource)
+        return self._sums[key]
 
     def _limits(
         self,

@@ -19,6 +19,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import not_
 
 from generator.model import Inventory, Source, Where
 from generator.rules import Hit
@@ -55,8 +57,15 @@ class Sharding:
         return f"{LABELS}/shard-{bucket:0{len(str(self.count - 1))}d}"
 
     def folders_of(self, nodes: Iterable[str], domain_of: Mapping[str, str]) -> dict[str, str]:
-        """Node name -> its labels folder."""
-        return {node: self.folder(domain_of.get(node) or node) for node in nodes}
+        """Node name -> its labels folder: its rack path's, or its own name's for a node
+        without one (each distinct rack path hashed once, the nodes mapped at C speed)."""
+        names = list(nodes)
+        domains = list(map(domain_of.get, names, repeat("")))
+        folders = {domain: self.folder(domain) if domain else "" for domain in set(domains)}
+        found = dict(zip(names, map(folders.__getitem__, domains), strict=True))
+        for node in compress(names, map(not_, domains)):
+            found[node] = self.folder(node)  # a hostname-only node
+        return found
 
 
 def objects_per_folder(folder_of: Mapping[str, str], ready: Iterable[Source]) -> Counter[str]:
@@ -65,7 +74,7 @@ def objects_per_folder(folder_of: Mapping[str, str], ready: Iterable[Source]) ->
     counts = Counter(folder_of.values())
     for source in ready:
         assert source.snapshot is not None
-        counts.update(folder_of[node] for node in source.snapshot.nodes)
+        counts.update(map(folder_of.__getitem__, source.snapshot.nodes))
     return counts
 
 

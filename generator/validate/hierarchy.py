@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
+from typing import Any
 
 from generator.model import Node, Source
 from generator.validate.labels import READ_ONLY_PARENTS
@@ -49,6 +53,53 @@ def stated_values(source: Source, node: Node) -> dict[str, str]:
         elif key in stated:
             values[key] = stated[key]
     return values
+
+
+#: a node's values of a source's levels, in level order, _ABSENT where it has none
+Row = tuple[Any, ...]
+_ABSENT = object()
+_NOTHING: dict[str, str] = {}
+
+
+@dataclass
+class Stated:
+    """The level values a source gives each node it selects (:func:`stated_values` of each),
+    where nodes with the same values share one dict: a rack's nodes do, so a rule or the
+    profiles can judge each distinct one once."""
+
+    pairs: list[tuple[Node, dict[str, str]]]  # every selected node, in the given order
+    rows: list[Row]  # each node's values as a row, in the same order
+    distinct: dict[Row, dict[str, str]]  # each distinct row's values, in first-seen order
+
+
+def stated_of(source: Source, nodes: list[Node]) -> Stated:
+    """:func:`stated_values` of every node, in C-speed passes (a column of values per
+    level, zipped into rows); only a distinct row is made a dict."""
+    labels = list(map(attrgetter("labels"), nodes))
+    stated = _stated(source, nodes) if source.writes else []
+    columns = [_column(key, labels if _on_node(source, key) else stated) for key in source.levels]
+    rows: list[Row] = list(zip(*columns, strict=True)) if columns else [()] * len(nodes)
+    distinct = {row: _values(source.levels, row) for row in dict.fromkeys(rows)}
+    values = map(distinct.__getitem__, rows)
+    return Stated(list(zip(nodes, values, strict=True)), rows, distinct)
+
+
+def _on_node(source: Source, key: str) -> bool:
+    """Whether a level's values are read from the node (else from the source's snapshot)."""
+    return not source.writes or key in READ_ONLY_PARENTS
+
+
+def _stated(source: Source, nodes: list[Node]) -> list[dict[str, str]]:
+    by_node: dict[str, dict[str, str]] = source.snapshot.nodes if source.snapshot else {}
+    return list(map(by_node.get, map(attrgetter("name"), nodes), repeat(_NOTHING)))
+
+
+def _column(key: str, mappings: list[dict[str, str]]) -> Iterable[Any]:
+    return map(dict.get, mappings, repeat(key), repeat(_ABSENT))
+
+
+def _values(levels: tuple[str, ...], row: Row) -> dict[str, str]:
+    return {key: value for key, value in zip(levels, row, strict=True) if value is not _ABSENT}
 
 
 def populated_prefix(levels: tuple[str, ...], values: Mapping[str, str]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from generator.model import Inventory, Node, Selector, Source
 from generator.rules import Hit
-from generator.validate.hierarchy import stated_values
+from generator.validate.hierarchy import Stated, stated_of
 from generator.validate.labels import selects
 
 T = TypeVar("T")
@@ -51,12 +51,13 @@ class Context:
         return bool(snapshot and snapshot.expires_at and snapshot.expires_at <= self.now)
 
     def hierarchy_values(self, source: Source) -> list[tuple[Node, dict[str, str]]]:
-        """Each selected node with the level values the source gives it (computed once:
-        the hierarchy rules and the profiles all read it)."""
-        return self.memo(
-            f"values/{source.name}",
-            lambda ctx: [(node, stated_values(source, node)) for node in ctx.selected[source.name]],
-        )
+        """Each selected node with the level values the source gives it."""
+        return self.stated(source).pairs
+
+    def stated(self, source: Source) -> Stated:
+        """The level values the source gives its selected nodes, and the distinct ones
+        (computed once: the hierarchy rules and the profiles all read them)."""
+        return self.memo(f"values/{source.name}", lambda ctx: stated_of(source, ctx.selected[source.name]))
 
 
 def _select(selector: Selector, nodes: list[Node]) -> list[Node]:

@@ -5,7 +5,7 @@ the source to the hostname-only profile, which would drain its queues."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from generator.model import Node, Source, Where
 from generator.rules import Hit, Rule
@@ -26,38 +26,68 @@ def _parent_chain(ctx: Context) -> Iterable[Hit]:
     for src in ctx.loaded_sources():
         if src.writes and src.snapshot is None:
             continue
-        for node, values in ctx.hierarchy_values(src):
-            gap = first_gap(src.levels, values)
-            if gap is not None:
-                missing, finer = gap
-                message = (
-                    f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
-                    f"a level of source {src.name!r} needs every coarser level"
-                )
-                yield Hit(_where(src, node, finer), message, source=src.name)
+        stated = ctx.stated(src)
+        if not any(first_gap(src.levels, values) for values in stated.distinct.values()):
+            continue  # the usual fleet: each distinct set of values judged once, none has a gap
+        yield from each_node_gap(src, stated.pairs)
+
+
+def each_node_gap(src: Source, pairs: Iterable[tuple[Node, dict[str, str]]]) -> Iterable[Hit]:
+    """HIERARCHY_PARENT_CHAIN node by node (what _parent_chain finds, the slow way)."""
+    for node, values in pairs:
+        gap = first_gap(src.levels, values)
+        if gap is not None:
+            missing, finer = gap
+            message = (
+                f"node {node.name!r} has {finer}={values[finer]!r} but no {missing}: "
+                f"a level of source {src.name!r} needs every coarser level"
+            )
+            yield Hit(_where(src, node, finer), message, source=src.name)
 
 
 def _single_parent(ctx: Context) -> Iterable[Hit]:
     for src in ctx.loaded_sources():
         if src.writes and src.snapshot is None:
             continue
-        first: dict[tuple[int, str], tuple[tuple[str, ...], str]] = {}
-        for node, values in ctx.hierarchy_values(src):
-            chain: list[str] = []
-            for depth, key in enumerate(src.levels):
-                if key not in values:
-                    break
-                parents = tuple(chain)
-                chain.append(values[key])
-                if depth == 0:
-                    continue
-                seen = first.setdefault((depth, values[key]), (parents, node.name))
-                if seen[0] != parents:
-                    yield _two_parents(src, node, key, values[key], parents, seen)
+        stated = ctx.stated(src)
+        # Nodes with the same values add no parent the first of them did not: when the
+        # distinct values give no value two parents, no node does (the usual fleet).
+        if next(_second_parents(src, ((None, v) for v in stated.distinct.values())), None) is None:
+            continue
+        yield from each_node_second_parent(src, stated.pairs)
+
+
+def each_node_second_parent(src: Source, pairs: Iterable[tuple[Node, dict[str, str]]]) -> Iterable[Hit]:
+    """HIERARCHY_AMBIGUOUS_PARENT node by node (what _single_parent finds, the slow way)."""
+    for node, key, value, parents, seen in _second_parents(src, pairs):
+        assert node is not None
+        yield _two_parents(src, node, key, value, parents, seen)
+
+
+Parents = tuple[tuple[str, ...], str | None]  # a value's parent values, and the first node that had them
+
+
+def _second_parents(
+    src: Source, pairs: Iterable[tuple[Node | None, dict[str, str]]]
+) -> Iterator[tuple[Node | None, str, str, tuple[str, ...], Parents]]:
+    """Each node and level whose value sits under other parent values than it did first."""
+    first: dict[tuple[int, str], Parents] = {}
+    for node, values in pairs:
+        chain: list[str] = []
+        for depth, key in enumerate(src.levels):
+            if key not in values:
+                break
+            parents = tuple(chain)
+            chain.append(values[key])
+            if depth == 0:
+                continue
+            seen = first.setdefault((depth, values[key]), (parents, node.name if node else None))
+            if seen[0] != parents:
+                yield node, key, values[key], parents, seen
 
 
 def _two_parents(
-    src: Source, node: Node, key: str, value: str, parents: tuple[str, ...], seen: tuple[tuple[str, ...], str]
+    src: Source, node: Node, key: str, value: str, parents: tuple[str, ...], seen: Parents
 ) -> Hit:
     message = (
         f"{key}={value!r} sits under {'/'.join(parents)} on node {node.name!r} but under "

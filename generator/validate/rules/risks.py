@@ -37,7 +37,7 @@ def _level_uncarried(ctx: Context) -> Iterable[Hit]:
     for src in ctx.loaded_sources():
         if ctx.expired(src) or not ctx.selected[src.name]:
             continue
-        carried = {k for _, values in ctx.hierarchy_values(src) for k in values}
+        carried = {k for values in ctx.stated(src).distinct.values() for k in values}
         for i, key in enumerate(src.declared_levels):
             # A gap below a carried level is hierarchy-parent-chain's error, not echoed here.
             if not carried & set(src.declared_levels[i:]):
