@@ -49,12 +49,14 @@ def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
     for source in ("s0", "s1"):
         stated = draw(
             st.dictionaries(
-                st.sampled_from(names),
+                st.sampled_from([*names, "ghost"]),  # a node the inventory lacks, at times
                 st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3),
                 max_size=4,
             )
         )
         documents += _configmap_source(source, stated)
+        if source == "s1" and draw(st.booleans()):  # a selector, so that a stated node may be unselected
+            documents[-2]["spec"]["nodeSelector"] = {"matchLabels": {"pool": "a"}}
     return documents
 
 
@@ -98,6 +100,11 @@ def node_by_node(ctx: Context) -> dict[str, list[Any]]:
             found for src in ctx.writing_sources() for found in placed_labels(src, _judge(src, admin))
         ],
         "conflicts": list(hierarchy.contended(writers)),
+        "unknown": list(snapshots.each_unknown_node(ctx)),
+        "unselected": [
+            hit for src in ctx.writing_sources() for hit in snapshots.each_unselected_node(ctx, src)
+        ],
+        "read-only": list(snapshots.each_read_only_parent(ctx)),
         "gaps": [
             hit for src in hierarchical(ctx) for hit in hierarchy.each_node_gap(src, each_stated(ctx, src))
         ],
@@ -128,6 +135,9 @@ def at_once(ctx: Context) -> dict[str, list[Any]]:
         "quantities": list(nodes._node_quantities(ctx)),
         "stated": snapshots._judge_labels(ctx),
         "conflicts": list(hierarchy.conflicts(ctx)),
+        "unknown": list(snapshots._unknown_node(ctx)),
+        "unselected": list(snapshots._unselected_node(ctx)),
+        "read-only": list(snapshots._read_only_parents(ctx)),
         "gaps": list(hierarchy._parent_chain(ctx)),
         "parents": list(hierarchy._single_parent(ctx)),
     }
@@ -150,10 +160,11 @@ def test_the_comparison_sees_every_kind_of_problem(tmp_path: Path) -> None:
         {"name": "n2", "labels": {ZONE: "z2"}},
     ]
     documents = [{"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet}]
-    documents += _configmap_source("s0", {"n0": {RACK: "r 2"}, "n1": {"pool": "a"}})
+    # s0 names a node the inventory lacks, and repeats n1's zone wrongly
+    documents += _configmap_source("s0", {"n0": {RACK: "r 2"}, "n1": {"pool": "a", ZONE: "z2"}, "ghost": {}})
     # n0 has racks but no zone (a gap in both sources); rack r9 sits in two zones
     documents += _configmap_source("s1", {"n0": {RACK: "r1"}, "n1": {RACK: "r9"}, "n2": {RACK: "r9"}})
     found = at_once(context(documents, tmp_path))
     assert found == node_by_node(context(documents, tmp_path))
-    kinds = ("labels", "quantities", "stated", "conflicts", "gaps", "parents")
-    assert [len(found[k]) for k in kinds] == [2, 1, 2, 1, 2, 1]
+    kinds = ("labels", "quantities", "stated", "conflicts", "gaps", "parents", "unknown", "read-only")
+    assert [len(found[k]) for k in kinds] == [2, 1, 2, 1, 2, 1, 1, 1]

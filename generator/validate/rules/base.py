@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from typing import Any, TypeVar
 
 from generator.model import Inventory, Node, Selector, Source
@@ -66,7 +68,8 @@ def _select(selector: Selector, nodes: list[Node]) -> list[Node]:
         return [n for n in nodes if selects(selector, n.labels)]
     result = nodes
     for key, value in selector.match_labels:
-        result = [n for n in result if n.labels.get(key) == value]
+        values = map(dict.get, map(attrgetter("labels"), result), repeat(key))
+        result = list(compress(result, map(eq, values, repeat(value))))
     return result
 
 

@@ -7,8 +7,10 @@ changes"); since any error stops the render, nothing of it reaches rendered/.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import chain, repeat
+from operator import attrgetter
 
-from generator.model import Source
+from generator.model import Node, Source, Where
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
     LABEL_NOT_WRITABLE,
@@ -36,6 +38,14 @@ def _stated(ctx: Context) -> Iterable[tuple[Source, str, dict[str, str]]]:
 
 
 def _unknown_node(ctx: Context) -> Iterable[Hit]:
+    known = ctx.inventory.nodes.keys()
+    if all(src.snapshot is None or src.snapshot.nodes.keys() <= known for src in ctx.writing_sources()):
+        return  # every stated node is known (a set operation, at C speed)
+    yield from each_unknown_node(ctx)
+
+
+def each_unknown_node(ctx: Context) -> Iterable[Hit]:
+    """SNAPSHOT_UNKNOWN_NODE stated node by stated node (what _unknown_node finds, the slow way)."""
     for src, node_name, _ in _stated(ctx):
         if node_name not in ctx.inventory.nodes:
             assert src.snapshot is not None
@@ -49,15 +59,22 @@ def _unknown_node(ctx: Context) -> Iterable[Hit]:
 def _unselected_node(ctx: Context) -> Iterable[Hit]:
     for src in ctx.writing_sources():
         assert src.snapshot is not None
-        selected = {n.name for n in ctx.selected[src.name]}
-        for node_name in src.snapshot.nodes:
-            if node_name in ctx.inventory.nodes and node_name not in selected:
-                message = (
-                    f"snapshot of source {src.name!r} describes node {node_name!r}, which its "
-                    "nodeSelector does not select"
-                )
-                where = src.snapshot.where.key_of("nodes", node_name)
-                yield Hit(where, message)
+        selected = set(map(attrgetter("name"), ctx.selected[src.name]))
+        if (src.snapshot.nodes.keys() & ctx.inventory.nodes.keys()) - selected:
+            yield from each_unselected_node(ctx, src)  # (usually a snapshot states only selected nodes)
+
+
+def each_unselected_node(ctx: Context, src: Source) -> Iterable[Hit]:
+    """SNAPSHOT_UNSELECTED_NODE node by node (what _unselected_node finds, the slow way)."""
+    assert src.snapshot is not None
+    selected = {n.name for n in ctx.selected[src.name]}
+    for node_name in src.snapshot.nodes:
+        if node_name in ctx.inventory.nodes and node_name not in selected:
+            message = (
+                f"snapshot of source {src.name!r} describes node {node_name!r}, which its "
+                "nodeSelector does not select"
+            )
+            yield Hit(src.snapshot.where.key_of("nodes", node_name), message)
 
 
 def _labels(rule: Rule) -> Check:
@@ -81,9 +98,7 @@ def _judge_labels(ctx: Context) -> list[tuple[Rule, Hit]]:
         assert src.snapshot is not None
         # A snapshot states few distinct labels (a rack's nodes share theirs): judge each
         # once, and look at the nodes only when one is wrong.
-        pairs: set[tuple[str, str]] = set()
-        for labels in src.snapshot.nodes.values():
-            pairs.update(labels.items())
+        pairs = set(chain.from_iterable(map(dict.items, src.snapshot.nodes.values())))
         verdicts = {pair: label_problem(src, *pair, admin) for pair in pairs}
         if any(verdicts.values()):
             found += placed_labels(src, verdicts.__getitem__)
@@ -124,6 +139,33 @@ def label_problem(src: Source, key: str, value: str, admin: str | None) -> Verdi
 
 
 def _read_only_parents(ctx: Context) -> Iterable[Hit]:
+    if any(map(_may_repeat_wrongly, ctx.writing_sources(), repeat(ctx))):
+        yield from each_read_only_parent(ctx)
+
+
+def _may_repeat_wrongly(src: Source, ctx: Context) -> bool:
+    """Whether a snapshot may repeat a read-only value other than its node's: each distinct
+    (stated, actual) pair is judged once, gathered at C speed (an unknown node counts as a
+    maybe; each_read_only_parent passes over it)."""
+    assert src.snapshot is not None
+    stated = list(src.snapshot.nodes.values())
+    nodes = map(ctx.inventory.nodes.get, src.snapshot.nodes, repeat(_NO_NODE))
+    labels = list(map(attrgetter("labels"), nodes))
+    for key in READ_ONLY_PARENTS:
+        repeated = map(dict.get, stated, repeat(key), repeat(_ABSENT))
+        pairs = set(zip(repeated, map(dict.get, labels, repeat(key)), strict=True))
+        if any(value is not _ABSENT and value != actual for value, actual in pairs):
+            return True
+    return False
+
+
+_ABSENT = object()
+_NO_NODE = Node("", {}, {}, Where("", 0), 0)
+
+
+def each_read_only_parent(ctx: Context) -> Iterable[Hit]:
+    """SNAPSHOT_READ_ONLY_MISMATCH stated node by stated node (what _read_only_parents finds,
+    the slow way)."""
     for src, node_name, labels in _stated(ctx):
         node = ctx.inventory.nodes.get(node_name)
         assert src.snapshot is not None
