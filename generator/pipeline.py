@@ -37,6 +37,9 @@ class Result:
     expiries: list[datetime] = field(default_factory=list, repr=False)  # of every snapshot
     report: str = field(default="", repr=False)  # what the CLI prints, made before any write
     inputs: list[InputFile] = field(default_factory=list, repr=False)  # to place bad text
+    #: the typed inventory and plan, held so that they are freed with the process, not
+    #: object by object when the run returns (0.14 s of a 100k-node render; see cli.main)
+    compilation: Compilation | None = field(default=None, repr=False)
 
     @property
     def errors(self) -> int:
@@ -196,7 +199,8 @@ def _run(
     planned.summary.mutated_nodes = emission.mutated_nodes
     if mode is Mode.CHECK:
         findings += emission.stale(out.label)
-    result = Result(locate(findings, texts), planned.summary, expiries=compiled.expiries, inputs=files)
+    problems = locate(findings, texts)
+    result = Result(problems, planned.summary, expiries=compiled.expiries, inputs=files, compilation=compiled)
     if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):
         result.files = emission.files  # to be written: nothing is, until the report is made
         result.written = emission.written
