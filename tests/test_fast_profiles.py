@@ -75,11 +75,12 @@ def ready(ctx: Context) -> list[Any]:
 
 
 def shape(assignment: Any) -> list[Any]:
-    """Everything an assignment holds, with the order of each dict."""
+    """Everything an assignment holds, with the order of the profiles (the sources and rack
+    paths are looked up by node, in any order)."""
     return [
         list(assignment.profile_of.items()),
-        list(assignment.source_of.items()),
-        list(assignment.domain_of.items()),
+        assignment.source_of,
+        assignment.domain_of,
         assignment.findings,
     ]
 

@@ -42,9 +42,9 @@ class Assignment:
     """Every node's profile, and which source (if any) gave it."""
 
     profile_of: dict[str, Profile] = field(default_factory=dict)  # node name -> profile
-    source_of: dict[str, str] = field(default_factory=dict)  # node name -> the one source
+    source_of: dict[str, str] = field(default_factory=dict)  # node name -> the one source (any order)
     #: node name -> its rack path: the node's values of its profile's levels above the
-    #: hostname ("" for a hostname-only node); what labels shards are keyed on
+    #: hostname ("" for a hostname-only node); what labels shards are keyed on (any order)
     domain_of: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
@@ -84,8 +84,7 @@ def assign_disjoint(ctx: Context, ready: list[Source]) -> Assignment:
     order = sorted(ctx.inventory.nodes)
     hostname_only = by_keys.get((HOSTNAME_KEY,)) or Profile(profile_id((HOSTNAME_KEY,)), (HOSTNAME_KEY,))
     result = Assignment(dict(zip(order, map(profile.get, order, repeat(hostname_only)), strict=True)))
-    result.source_of = _sorted(source_of)
-    result.domain_of = _sorted(domain)
+    result.source_of, result.domain_of = source_of, domain  # (looked up by node, never iterated)
     result.findings += _collisions(ctx, result.profiles().values())
     return result
 
@@ -97,11 +96,6 @@ def _place(
     keys = _keys(source, values)
     profile = by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
     return profile, _domain(keys, values)
-
-
-def _sorted(by_name: dict[str, str]) -> dict[str, str]:
-    names = sorted(by_name)
-    return dict(zip(names, map(by_name.__getitem__, names), strict=True))
 
 
 def assign_one_by_one(ctx: Context, ready: list[Source]) -> Assignment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -67,9 +68,15 @@ class Stated:
     where nodes with the same values share one dict: a rack's nodes do, so a rule or the
     profiles can judge each distinct one once."""
 
-    pairs: list[tuple[Node, dict[str, str]]]  # every selected node, in the given order
+    nodes: list[Node]  # every selected node, in the given order
     rows: list[Row]  # each node's values as a row, in the same order
     distinct: dict[Row, dict[str, str]]  # each distinct row's values, in first-seen order
+
+    @cached_property
+    def pairs(self) -> list[tuple[Node, dict[str, str]]]:
+        """Each node with its values (made when asked for: the rules and profiles of a
+        usual fleet read only the distinct ones)."""
+        return list(zip(self.nodes, map(self.distinct.__getitem__, self.rows), strict=True))
 
 
 def stated_of(source: Source, nodes: list[Node]) -> Stated:
@@ -80,8 +87,7 @@ def stated_of(source: Source, nodes: list[Node]) -> Stated:
     columns = [_column(key, labels if _on_node(source, key) else stated) for key in source.levels]
     rows: list[Row] = list(zip(*columns, strict=True)) if columns else [()] * len(nodes)
     distinct = {row: _values(source.levels, row) for row in dict.fromkeys(rows)}
-    values = map(distinct.__getitem__, rows)
-    return Stated(list(zip(nodes, values, strict=True)), rows, distinct)
+    return Stated(nodes, rows, distinct)
 
 
 def _on_node(source: Source, key: str) -> bool:

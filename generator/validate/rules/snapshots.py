@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, contains
 
 from generator.model import Node, Source, Where
 from generator.rules import Hit, Rule
@@ -146,12 +146,15 @@ def _read_only_parents(ctx: Context) -> Iterable[Hit]:
 def _may_repeat_wrongly(src: Source, ctx: Context) -> bool:
     """Whether a snapshot may repeat a read-only value other than its node's: each distinct
     (stated, actual) pair is judged once, gathered at C speed (an unknown node counts as a
-    maybe; each_read_only_parent passes over it)."""
+    maybe; each_read_only_parent passes over it). Most snapshots repeat none."""
     assert src.snapshot is not None
     stated = list(src.snapshot.nodes.values())
+    repeats = [key for key in READ_ONLY_PARENTS if any(map(contains, stated, repeat(key)))]
+    if not repeats:
+        return False
     nodes = map(ctx.inventory.nodes.get, src.snapshot.nodes, repeat(_NO_NODE))
     labels = list(map(attrgetter("labels"), nodes))
-    for key in READ_ONLY_PARENTS:
+    for key in repeats:
         repeated = map(dict.get, stated, repeat(key), repeat(_ABSENT))
         pairs = set(zip(repeated, map(dict.get, labels, repeat(key)), strict=True))
         if any(value is not _ABSENT and value != actual for value, actual in pairs):
