@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import chain, repeat
+from operator import itemgetter
 from posixpath import dirname
 from typing import Any
 
@@ -81,25 +83,26 @@ def _manifest_file(path: str, documents: list[str]) -> str:
 
 def feature_text(features: FeatureFile) -> str:
     """The documents of a NodeFeature file, joined as the file holds them, without the last
-    newline: one format per document (what yaml.dump writes for ``features.manifests()``,
-    property-tested), the labels' text made once per distinct set (a rack's nodes share it)."""
-    if "\n" in features.namespace or "\n" in (features.source or ""):
+    newline: one stencil per file (what yaml.dump writes for ``features.manifests()``,
+    property-tested), its parts interleaved with each row's name, node and labels at C speed
+    and joined once; a labels text is made once per mapping (a rack's rows share one)."""
+    nodes = list(map(itemgetter(0), features.rows))
+    if "\n" in features.namespace or "\n" in (features.source or "") or "\n" in "".join(nodes):
         return "\n---\n".join(document_text(m.body) for m in features.manifests())  # block scalars
+    labels = list(map(itemgetter(1), features.rows))
+    # Keyed by identity: the rows share their mappings, which live as long as this call.
+    distinct = dict(zip(map(id, labels), labels, strict=True))
+    texts = {key: yaml.flat_entry("labels", mapping, "  ").rstrip("\n") for key, mapping in distinct.items()}
+    names = yaml.quote_all(list(map(features.name_prefix.__add__, nodes)))
     head, middle, tail = _feature_stencil(features.namespace, features.source)
-    nodes = [node for node, _ in features.rows]
-    names, quoted = yaml.quote_all([features.name(node) for node in nodes]), yaml.quote_all(nodes)
-    spec: dict[tuple[tuple[str, str], ...], str] = {}
-    documents = []
-    for (node, labels), name, node_text in zip(features.rows, names, quoted, strict=True):
-        if "\n" in node:  # a block scalar: the generic writer's layout
-            documents.append(document_text(features.body(node, labels)))
-            continue
-        key = tuple(labels.items())
-        text = spec.get(key)
-        if text is None:
-            text = spec[key] = yaml.flat_entry("labels", labels, "  ").rstrip("\n")
-        documents.append(f"{head}{name}{middle}{node_text}{tail}{text}")
-    return "\n---\n".join(documents)
+    spec = map(texts.__getitem__, map(id, labels))
+    parts = zip(
+        repeat(head), names, repeat(middle), yaml.quote_all(nodes), repeat(tail), spec, repeat(_BREAK)
+    )
+    return "".join(chain.from_iterable(parts))[: -len(_BREAK)]
+
+
+_BREAK = "\n---\n"  # between documents
 
 
 @cache

@@ -58,7 +58,12 @@ class FeatureFile:
     rows: list[tuple[str, Mapping[str, str]]] = field(default_factory=list)  # (node, labels)
 
     def name(self, node: str) -> str:
-        return f"tasgen.{self.source}.{node}" if self.source is not None else f"tasgen-profile.{node}"
+        return self.name_prefix + node
+
+    @property
+    def name_prefix(self) -> str:
+        """What every NodeFeature name of the file starts with (the node's name follows)."""
+        return f"tasgen.{self.source}." if self.source is not None else "tasgen-profile."
 
     def body(self, node: str, labels: Mapping[str, str]) -> dict[str, Any]:
         return _node_feature(self.name(node), self.namespace, node, dict(labels), self.source)
