@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import contains, methodcaller
 from typing import Any
 
 from generator.model import (
@@ -134,14 +136,28 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
     findings: list[Finding] = []
     for doc in docs:
         document = doc.where()
-        for i, entry in enumerate(doc.body["nodes"]):
+        entries: list[dict[str, Any]] = doc.body["nodes"]
+        for i, (entry, allocatable, fields) in enumerate(zip(entries, *_columns(entries), strict=True)):
             name = entry["name"]
             if name in found:
                 message = f"node {name!r} is listed twice; the first is in {found[name].where.file}"
                 findings.append(DUPLICATE_NODE(doc.where("nodes", i, "name"), message))
                 continue
-            found[name] = Node(name, entry["labels"], _allocatable(entry), document, i, *_node_fields(entry))
+            found[name] = Node(name, entry["labels"], allocatable, document, i, *fields)
     return found, findings
+
+
+def _columns(entries: list[dict[str, Any]]) -> tuple[Iterable[dict[str, str]], Iterable[tuple[Any, ...]]]:
+    """Each entry's allocatable and (taints, unschedulable), judged for all entries at once
+    (C speed) where a fleet allows: quantities that are strings already and no taints or
+    cordons need no Python call per node."""
+    raw = list(map(methodcaller("get", "allocatable", {}), entries))
+    strings = set(map(type, chain.from_iterable(map(dict.values, raw)))) <= {str}
+    allocatable = raw if strings else map(_allocatable, entries)
+    plain = not any(map(contains, entries, repeat("taints"))) and not any(
+        map(contains, entries, repeat("unschedulable"))
+    )
+    return allocatable, repeat((), len(entries)) if plain else map(_node_fields, entries)
 
 
 def _allocatable(entry: dict[str, Any]) -> dict[str, str]:
