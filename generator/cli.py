@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -440,6 +441,10 @@ def rules() -> None:
 
 
 def main() -> None:
+    # No cycle collection in a tasgen process: a render's objects are freed with it
+    # (_exit_now), and a collection once the pipeline re-enables it would walk them all
+    # (0.15 s at 100k nodes). The gate's and retire's loops poll a few hundred times at most.
+    gc.disable()
     try:
         cli.main(standalone_mode=True)
     except SystemExit as e:
