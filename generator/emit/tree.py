@@ -6,13 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from itertools import chain, repeat
 from operator import itemgetter
 from posixpath import dirname
 from typing import Any
-
-import jinja2
 
 from generator.emit import yaml
 from generator.model import Manifest
@@ -33,19 +30,6 @@ _FOLDER_NOTES = {
 
 def _note(folder: str) -> str:
     return _FOLDER_NOTES.get(folder.partition("/")[0], "")
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    folder = resources.files("generator.templates")
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
-        autoescape=False,  # YAML, not HTML
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
 
 
 @dataclass
@@ -77,8 +61,9 @@ def document_text(body: dict[str, Any]) -> str:
 
 
 def _manifest_file(path: str, documents: list[str]) -> str:
-    template = _environment().get_template("file.yaml.j2")
-    return template.render(description=_note(dirname(path)), documents=documents)
+    """A file of documents under the header that says where it comes from."""
+    header = f"{HEADER} from the inventory; do not edit: change the inventory and run\n# `tasgen render`."
+    return f"{header} {_note(dirname(path))}\n" + "".join(f"---\n{document}\n" for document in documents)
 
 
 def feature_text(features: FeatureFile) -> str:
@@ -116,14 +101,18 @@ def _feature_stencil(namespace: str, source: str | None) -> tuple[str, str, str]
     return head, middle, tail + "spec:\n"
 
 
+def _kustomization(resources: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
+
+
 def _kustomizations(paths: list[str]) -> dict[str, str]:
-    template = _environment().get_template("kustomization.yaml.j2")
     by_folder: dict[str, list[str]] = defaultdict(list)
     for path in paths:
         by_folder[dirname(path)].append(path.rpartition("/")[2])
     # No kustomization at the root: one path holding the whole fleet is what cannot be synced.
     return {
-        f"{folder}/kustomization.yaml": template.render(description=_note(folder), resources=names)
+        f"{folder}/kustomization.yaml": f"{HEADER}; do not edit. {_note(folder)}\n"
+        + yaml.dump(_kustomization(names))
         for folder, names in by_folder.items()
         if folder
     }
