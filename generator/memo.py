@@ -132,7 +132,7 @@ def remember(
     out_dir: Path,
     digest: str,
     window: Window,
-    files: dict[str, str],
+    files: dict[str, str],  # path -> SHA-256 of the file as written (files_digest)
     problems: list[Problem],
     summary: dict[str, Any],
 ) -> None:
@@ -140,7 +140,7 @@ def remember(
         "version": _VERSION,
         "digest": digest,
         "window": vars(window),
-        "files": files_digest(files),
+        "files": files,
         "problems": [vars(p) | {"level": str(p.level)} for p in problems],
         "summary": summary,
     }

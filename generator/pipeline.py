@@ -127,14 +127,14 @@ def _render(
     if result.files is None:
         return result
     try:
-        if result.written:
-            out.replace(result.files)
+        digests = out.replace(result.files) if result.written else None
     except outtree.OutputError as e:
         problem = OUTPUT_UNWRITABLE.problem(out.label, 1, 1, str(e))
         return Result([*result.problems, problem], result.summary, inputs=files).reported(report)
     if use_memo and result.summary is not None:
         window = memo.Window.around(now, result.expiries)
-        memo.remember(out.path, digest, window, result.files, result.problems, result.summary.as_data())
+        written = digests if digests is not None else memo.files_digest(result.files)
+        memo.remember(out.path, digest, window, written, result.problems, result.summary.as_data())
     return result
 
 

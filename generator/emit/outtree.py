@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
 import secrets
 import shutil
@@ -60,13 +61,15 @@ class OutputTree:
     folders: dict[str, int] = field(default_factory=dict)  # relative folder -> mode ("" = itself)
     others: list[str] = field(default_factory=list)  # everything else that is not a folder
 
-    def replace(self, new: Mapping[str, str]) -> None:
+    def replace(self, new: Mapping[str, str]) -> dict[str, str]:
         """Make rendered/ exactly ``new`` plus the files tasgen does not own, atomically;
-        on any failure rendered/ is left as it was and :class:`OutputError` says why."""
+        on any failure rendered/ is left as it was and :class:`OutputError` says why.
+        Returns the SHA-256 of each file of ``new`` (the memo's record), taken from the
+        bytes as they are written rather than by encoding the tree once more."""
         stage = self.path.parent / f".{self.path.name}.{_STAGE}-{secrets.token_hex(6)}"
         try:
             stage.mkdir(0o755)
-            self._fill(stage, new)
+            digests = self._fill(stage, new)
             _durable(stage)
             _swap(stage, self.path)
         except UnicodeEncodeError as e:  # found while filling the stage, which goes
@@ -76,10 +79,13 @@ class OutputTree:
         finally:
             _remove(stage)  # the old tree after a swap, else the unfinished new one
         _sync_folder(self.path.parent)  # the swap itself, once it is done
+        return digests
 
-    def _fill(self, stage: Path, new: Mapping[str, str]) -> None:
-        """The new tree in the stage. Each file is encoded as it is written, not all first:
-        a second copy of a 300k-node tree would cost ~0.15 GiB at the peak."""
+    def _fill(self, stage: Path, new: Mapping[str, str]) -> dict[str, str]:
+        """The new tree in the stage, and each file's digest. Each file is encoded as it is
+        written, not all first: a second copy of a 300k-node tree would cost ~0.15 GiB at
+        the peak."""
+        digests: dict[str, str] = {}
         made = {""} | set(self.folders)
         for folder in self.folders:
             if folder:
@@ -88,15 +94,18 @@ class OutputTree:
             if relative not in new:
                 _link(self.path / relative, stage / relative)
         for relative, text in new.items():
+            data = text.encode("utf-8")
+            digests[relative] = hashlib.sha256(data).hexdigest()
             if self.owned.get(relative) == text:
                 _link(self.path / relative, stage / relative)
             else:
-                _write(stage, relative, text.encode("utf-8"), made)
+                _write(stage, relative, data, made)
         removed = [p for p in self.owned if p not in new]
         _prune(stage, {a for p in removed for a in _ancestors(p)})
         for folder, mode in sorted(self.folders.items(), reverse=True):
             if (stage / folder).is_dir():
                 (stage / folder).chmod(mode)  # last: a read-only folder is filled first
+        return digests
 
     def _failure(self, error: OSError, stage: Path) -> str:
         where = Path(error.filename or stage)
