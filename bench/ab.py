@@ -1,0 +1,61 @@
+"""Interleaved A/B of two tasgen installs on one generated fleet: in each round a cold render by
+each (fresh rendered/ and memo), then the floor (bench/sync.py). On a shared machine a round's
+CPU seconds vary by a third; rounds taken in turn expose both installs to the same load.
+
+    python -m venv /tmp/old && /tmp/old/bin/pip install -e <a checkout of the old revision>
+    python bench/ab.py /tmp/old/bin/tasgen [NODES] [ROUNDS]
+
+Prints each round as it ends, then the least CPU of each install and of the floor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.fleet import write_fleet  # noqa: E402
+from bench.run import NOW  # noqa: E402
+from bench.sync import TASGEN, floor_s, timed  # noqa: E402
+
+
+def cold(tasgen: str, inventory: Path, work: Path, name: str) -> tuple[float, float]:
+    """CPU seconds and peak RSS MiB of one cold render."""
+    out, memo = work / f"out-{name}", work / f"memo-{name}"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(memo, ignore_errors=True)
+    env = {**os.environ, "TASGEN_CACHE_DIR": str(memo)}
+    _, _, cpu, rss = timed([tasgen, "render", "-i", str(inventory), "--now", NOW, "-o", str(out)], env)
+    return round(cpu, 2), round(rss)
+
+
+def main() -> None:
+    other, nodes, rounds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100_000, 5
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else rounds
+    installs = {"other": other, "this": TASGEN}
+    work = Path(tempfile.mkdtemp(prefix="tasgen-ab-"))
+    try:
+        write_fleet(work / "inventory", nodes)
+        renders: dict[str, list[tuple[float, float]]] = {name: [] for name in installs}
+        floors: list[float] = []
+        for _ in range(rounds):
+            for name, tasgen in installs.items():
+                renders[name].append(cold(tasgen, work / "inventory", work, name))
+            shutil.rmtree(work / "scratch", ignore_errors=True)
+            floors.append(round(floor_s(work / "inventory", work / "out-this", work / "scratch"), 2))
+            print(json.dumps({"cpu_s_rss_mib": renders, "floor_cpu_s": floors}), flush=True)
+        least = {name: min(cpu for cpu, _ in rounds_of) for name, rounds_of in renders.items()}
+        ratio = round(least["this"] / least["other"], 2)
+        print(json.dumps({"least_cpu_s": least, "least_floor_cpu_s": min(floors), "this_over_other": ratio}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
