@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import subprocess
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -16,8 +15,6 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests import gobuild
-from tests.conftest import NOW, tasgen
 from tests.e2e import argocd, flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import load_fleet
@@ -47,32 +44,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
         yield env
 
 
-def render_and_commit(env: argocd.ArgoEnv, message: str) -> str:
-    work = env.repo.work
-    run = tasgen("render", "-i", str(work / "inventories"), "-o", str(work / "rendered"), "--now", NOW)
-    assert run.exit_code == 0, run.output
-    return env.repo.commit(message)
-
-
-def apply_wiring(env: argocd.ArgoEnv) -> list[dict[str, Any]]:
-    """`kubectl apply -k rendered/argocd/`, as the README tells a user: kustomize builds it."""
-    built = subprocess.run(
-        [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    objects = [d for d in yaml.safe_load_all(built.stdout) if d]
-    for obj in objects:
-        kube.apply(env.dyn, obj)
-    return objects
-
-
 @pytest.fixture(scope="module")
 def first(env: argocd.ArgoEnv) -> tuple[str, dict[str, dict[str, Any]]]:
     """The example committed and synced once: its revision and the Applications then."""
-    revision = render_and_commit(env, "the example fleet")
-    wiring = apply_wiring(env)
+    revision = env.repo.render_and_commit("the example fleet")
+    wiring = argocd.apply_wiring(env)
     assert [o["kind"] for o in wiring] == ["ApplicationSet"]
     return revision, argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
 
@@ -160,7 +136,7 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     assert entry in text
     plan.write_text(text.replace(entry, ""))
     runs = set(env.runner.done)
-    revision = render_and_commit(env, "training drops GB200")
+    revision = env.repo.render_and_commit("training drops GB200")
     apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
     # Only Applications that were OutOfSync are synced again: the gate's (its plan changed) and
     # the retire step's (its keep list); the queues may already match by then.

@@ -85,7 +85,7 @@ def test_flux_syncs_a_commit_that_moves_a_rack(
     before = f"{MOVED_NODE}: {{infra.example.com/block: blk-a, topology.gpustack.ai/rack: a-r02}}"
     assert before in text
     snapshot.write_text(text.replace(before, before.replace("a-r02", "a-r01")))
-    revision = flux.rerender_and_commit(env, f"move {MOVED_NODE} to rack a-r01")
+    revision = env.repo.render_and_commit(f"move {MOVED_NODE} to rack a-r01")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     kube.wait_for(
         f"{MOVED_NODE} labelled with its new rack",
@@ -104,7 +104,7 @@ def test_flux_syncs_a_commit_that_drops_a_flavor(
     assert entry in text
     plan.write_text(text.replace(entry, ""))
     runs = len(env.runner.done)
-    revision = flux.rerender_and_commit(env, "training drops GB200")
+    revision = env.repo.render_and_commit("training drops GB200")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     assert kube.queue_flavors(env.dyn, "training") and gb200[0] not in kube.queue_flavors(env.dyn, "training")
     # The gate ran for the new plan, and the retired flavor went once no queue used it.
