@@ -354,9 +354,11 @@ class History(threading.Thread):
         self._lock = threading.Lock()
         self.gaps = 0  # relists after an expired resourceVersion: versions may be missing
         self.halt = threading.Event()
+        self.listed = threading.Event()  # the first list is done: from then on, nothing is missed
 
     def run(self) -> None:
         version = self._relist()
+        self.listed.set()
         while not self.halt.is_set():
             try:
                 version = self._follow(version)

@@ -12,6 +12,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from generator.plan.gate_wiring import JOB_TTL_SECONDS
+from generator.plan.gate_wiring import NAME as GATE_JOB
 from tests.e2e import flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet
@@ -69,6 +71,12 @@ def test_flux_first_sync_lands_every_object_in_order(
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
+    # rendered/gate/job.yaml has no TTL (Argo CD keeps its gate Job); Flux's gate Kustomization
+    # patches one on, so that a finished Job is deleted and Flux recreates it.
+    (gate,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == GATE_JOB]
+    assert "ttlSecondsAfterFinished" not in gate["spec"]
+    live = kube.get(env.dyn, "batch/v1", "Job", GATE_JOB, gate["metadata"]["namespace"])
+    assert live["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS
     flux.assert_example_landed(env.api)
 
 
