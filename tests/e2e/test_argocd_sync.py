@@ -27,6 +27,7 @@ STEPS = ("labels", "kueue", "gate", "queues", "retire")
 APPS = {f"tasgen-{step}": step for step in STEPS}  # the example has one labels path
 GATE_NAMESPACE = "tasgen-system"
 JOBS = ("batch", "v1", "jobs")
+APPLICATIONS = ("argoproj.io", "v1alpha1", "applications")
 SYNC_TIMEOUT_S = 420
 EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
 
@@ -56,22 +57,27 @@ class First:
     revision: str
     apps: dict[str, dict[str, Any]]
     gate_jobs: list[dict[str, Any]]
+    gate_app: list[dict[str, Any]]  # every version of the gate's Application
 
 
 @pytest.fixture(scope="module")
 def first(env: argocd.ArgoEnv) -> First:
     revision = env.repo.render_and_commit("the example fleet")
     jobs = flux.History(env.api, JOBS, GATE_JOB, GATE_NAMESPACE)
-    jobs.start()
+    gate_app = flux.History(env.api, APPLICATIONS, "tasgen-gate", argocd.NAMESPACE)
+    watches = (jobs, gate_app)
+    for watch in watches:
+        watch.start()
     try:
-        assert jobs.listed.wait(60), "the watch of the gate Job did not list"
+        assert all(w.listed.wait(60) for w in watches), "a watch did not list"
         wiring = argocd.apply_wiring(env)
         assert [o["kind"] for o in wiring] == ["ApplicationSet"]
         apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
-        return First(revision, apps, jobs.versions())
+        return First(revision, apps, jobs.versions(), gate_app.versions())
     finally:
-        jobs.halt.set()
-        jobs.join(timeout=30)
+        for watch in watches:
+            watch.halt.set()
+            watch.join(timeout=30)
 
 
 def stamp(value: str) -> datetime:
@@ -95,6 +101,18 @@ def objects_by_step(env: argocd.ArgoEnv) -> dict[str, list[dict[str, Any]]]:
             d for f in files if f.name != "kustomization.yaml" for d in yaml.safe_load_all(f.read_text()) if d
         ]
     return found
+
+
+def healthy_and_synced(app: dict[str, Any], revision: str) -> bool:
+    status = app.get("status", {})
+    sync = status.get("sync", {})
+    healthy = status.get("health", {}).get("status") == "Healthy"
+    return healthy and sync.get("status") == "Synced" and sync.get("revision") == revision
+
+
+def lists_job(app: dict[str, Any]) -> bool:
+    resources = app["status"].get("resources") or []
+    return any(r["kind"] == "Job" and r["name"] == GATE_JOB for r in resources)
 
 
 def completed(job: dict[str, Any]) -> bool:
@@ -142,6 +160,13 @@ def test_argocd_first_sync_runs_the_steps_in_order(env: argocd.ArgoEnv, first: F
     # trigger twice: the gate is idempotent.
     done = [stamp(v["status"]["completionTime"]) for v in first.gate_jobs if completed(v)]
     assert done and min(by_step["queues"]) >= min(done)
+    # Why, on every version the API server stored: the gate's Application reported Healthy and
+    # Synced (what RollingSync waits for) only with its Job among its resources, so completed (an
+    # Application is as healthy as its worst resource, a Job Progressing until it completes). A
+    # hook Job is never among them: the Application reported Healthy and Synced without it.
+    reported = [v for v in first.gate_app if healthy_and_synced(v, first.revision)]
+    without_job = [v["metadata"]["resourceVersion"] for v in reported if not lists_job(v)]
+    assert reported and without_job == []
     # And the gate's sync lasted until its Job had completed (its wave-4 ConfigMap came after
     # it), so that a failed Job fails the sync and syncPolicy.retry runs it again.
     assert finished(first.apps["tasgen-gate"]) >= max(done)
