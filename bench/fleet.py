@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from generator.emit import yaml
@@ -51,18 +52,24 @@ def shards_for(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(n * 1.7 / 1000))) if n > 600 else 1
 
 
-def write_fleet(root: Path, n: int, shards: int | None = None, *, changed: bool = False) -> None:
+def write_fleet(
+    root: Path,
+    n: int,
+    shards: int | None = None,
+    *,
+    changed: bool = False,
+    sync: Mapping[str, object] | None = None,
+) -> None:
     """The fleet's inventory in root; a GeneratorConfig with ``shards`` labels shards
-    (default: shards_for(n)). ``changed``: the change `tasgen plan` is benchmarked on, a large
+    (default: shards_for(n)) and ``sync`` as its sync section (the end-to-end tests name their
+    git server there). ``changed``: the change `tasgen plan` is benchmarked on, a large
     one: the H100 source drops its block level (every H100 node changes profile and both H100
     queues swap flavors) and every 16th L40S node moves to the next rack."""
     root.mkdir(parents=True, exist_ok=True)
-    config = {
-        "apiVersion": API,
-        "kind": "GeneratorConfig",
-        "metadata": {"name": "bench"},
-        "spec": {"output": {"nodeFeatureShards": shards or shards_for(n)}},
-    }
+    spec: dict[str, object] = {"output": {"nodeFeatureShards": shards or shards_for(n)}}
+    if sync is not None:
+        spec["sync"] = dict(sync)
+    config = {"apiVersion": API, "kind": "GeneratorConfig", "metadata": {"name": "bench"}, "spec": spec}
     (root / "config.yaml").write_text(yaml.dump(config))
     nodes = [_node(i, n) for i in range(n)]
     inventory = {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "fleet"}, "nodes": nodes}

@@ -5,6 +5,7 @@ files, within the bound on objects per path; for the example and for a generated
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from bench.fleet import write_fleet
+from generator.plan.gate_wiring import JOB_TTL_SECONDS
 from generator.plan.shards import DEFAULT_MAX_OBJECTS
 from tests import gobuild
 from tests.conftest import NOW, REPO, tasgen
@@ -107,3 +109,22 @@ def test_generated_sharded_fleet_paths_build(kustomize: Path, tmp_path: Path) ->
     assert len(shards) > 1
     # 3,000 nodes, 1.7 NodeFeatures each: all of them, and nothing twice.
     assert sum(counts[f] for f in shards) == 5100
+
+
+def test_flux_gate_patch_gives_only_the_gate_job_a_ttl(kustomize: Path, tmp_path: Path) -> None:
+    """kustomize-controller builds a path with its Kustomization's spec.patches added on top:
+    Flux's gate Job gets the TTL that rendered/gate/job.yaml leaves out for Argo CD, and
+    nothing else changes."""
+    (gate,) = [d for d in yaml.safe_load_all((REPO / "rendered" / "flux" / "gate.yaml").read_text()) if d]
+    shutil.copytree(REPO / "rendered" / "gate", tmp_path / "gate")  # kustomize wants a relative base
+    overlay = tmp_path / "flux-gate"
+    overlay.mkdir()
+    kustomization = {"resources": ["../gate"], "patches": gate["spec"]["patches"]}
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    plain = {identity(o): o for o in build(kustomize, REPO / "rendered" / "gate")}
+    patched = {identity(o): o for o in build(kustomize, overlay)}
+    assert set(patched) == set(plain)
+    (job,) = [key for key in plain if key[1] == "Job"]
+    assert "ttlSecondsAfterFinished" not in plain[job]["spec"]
+    assert patched[job]["spec"] == {**plain[job]["spec"], "ttlSecondsAfterFinished": JOB_TTL_SECONDS}
+    assert {k: v for k, v in patched.items() if k != job} == {k: v for k, v in plain.items() if k != job}

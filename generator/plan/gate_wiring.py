@@ -6,13 +6,17 @@ Order of a sync, in both engines: NodeFeatures (labels/) -> new Topologies and R
 stop policy (gate/) -> the rendered ClusterQueues, by then a no-op (queues/) -> the retire Job,
 which deletes the old flavors and Topologies once nothing refers to them (retire/).
 
-- Argo CD syncs the root kustomization: the gate's ConfigMap and RBAC are in wave 2, the Job is a
-  ``Sync`` hook in wave 3 (recreated each sync: ``BeforeHookCreation``), the queues are in wave
-  4. A failed or timed-out Job fails the sync, so wave 4 never applies the new queues.
+- Argo CD syncs ``gate/`` as one Application (see sync_wiring): the ConfigMap, RBAC and admission
+  policy in wave 2, the Job in wave 3, an empty ConfigMap in wave 4. The Job is a resource, not a
+  hook, so the Application is Progressing until the Job has completed and RollingSync starts the
+  queues step only then; ``Force=true,Replace=true`` deletes and recreates it on every sync of
+  the Application (a new plan, a retry). The wave-4 ConfigMap makes the sync wait for the Job, so
+  a failed or timed-out Job fails the sync, which syncPolicy.retry runs again.
 - Flux applies ``rendered/flux/`` (see sync_wiring): the queues' Kustomization waits for the
   gate's to be Ready, i.e. for the Job to complete. The Job's pod template carries the plan's
   hash, so a new plan changes the immutable template and ``force: true`` recreates the Job. A
-  finished Job is removed after ``ttlSecondsAfterFinished``; Flux then recreates it, so a drain
+  finished Job is removed after ``ttlSecondsAfterFinished``, which Flux's gate Kustomization
+  patches on (Argo CD would report the removed Job OutOfSync); Flux then recreates it, so a drain
   that outlasted the timeout is resumed without a person deleting the Job (and a finished gate
   re-runs as a no-op).
 """
@@ -31,6 +35,7 @@ PLAN_KEY = "clusterqueues.yaml"
 PLAN_MOUNT = "/etc/tasgen/plan"
 PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
 WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 RBAC_API = "rbac.authorization.k8s.io/v1"
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
@@ -96,6 +101,7 @@ def gate_manifests(
         Manifest("gate/rolebinding-events.yaml", gate.binding("RoleBinding", event_namespace)),
         Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
         Manifest("gate/job.yaml", gate.job(plan)),
+        Manifest("gate/configmap-done.yaml", gate.done()),
         *gate.admission(queues),
     ]
 
@@ -225,19 +231,41 @@ class _Gate:
         body = self.object("v1", "ConfigMap", self.namespace, name=f"{self.name}-plan")
         return {**body, "data": {PLAN_KEY: plan}}
 
+    def done(self) -> dict[str, Any]:
+        """An empty ConfigMap in wave 4, after the Job. Argo CD waits for the health of a wave's
+        resources only when a later wave follows (gitops-engine's sync context: the last wave
+        succeeds once applied); with it, Argo CD's sync of the gate lasts until the Job has
+        completed and fails when the Job fails, so that syncPolicy.retry runs the gate again.
+        Flux applies it with the rest (its wait on the Job is `wait: true`)."""
+        return self.object("v1", "ConfigMap", self.namespace, wave="4", name=f"{self.name}-done")
+
     def job(self, plan: Documents) -> dict[str, Any]:
-        """The gate run: an Argo CD Sync hook in wave 3; for Flux, its template carries the
-        plan hash so that a new plan recreates it."""
-        return self.hook_job(self.pod_spec(), plan, self.timeout_seconds)
+        """The gate run, in wave 3; its template carries the plan hash. For Argo CD a resource
+        of the gate's Application, not a hook: RollingSync then waits for it (a Job is
+        Progressing until it completes), and Force/Replace recreates it on every sync of that
+        Application (deleted before it is created, as a hook's BeforeHookCreation did), so a
+        new plan or a retried sync runs it again. No ttlSecondsAfterFinished: a deleted Job
+        would leave the Application OutOfSync; Flux adds one (sync_wiring)."""
+        body = self._job(self.pod_spec(), plan, self.timeout_seconds, ttl=None)
+        body["metadata"]["annotations"][SYNC_OPTIONS] = "Force=true,Replace=true"
+        return body
 
     def hook_job(self, pod: dict[str, Any], config: Documents, timeout_seconds: int) -> dict[str, Any]:
-        body = self.object("batch/v1", "Job", self.namespace, wave="3")
+        """A Job that Argo CD runs as a Sync hook (recreated each sync), deleted
+        JOB_TTL_SECONDS after it finished (Flux then recreates it)."""
+        body = self._job(pod, config, timeout_seconds, ttl=JOB_TTL_SECONDS)
         body["metadata"]["annotations"].update(
             {
                 "argocd.argoproj.io/hook": "Sync",
                 "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
             }
         )
+        return body
+
+    def _job(
+        self, pod: dict[str, Any], config: Documents, timeout_seconds: int, ttl: int | None
+    ) -> dict[str, Any]:
+        body = self.object("batch/v1", "Job", self.namespace, wave="3")
         digest = config.digest()
         body["spec"] = {
             # A retry covers a crash or a lost node (the run resumes from what it reads); the
@@ -257,7 +285,7 @@ class _Gate:
                 ]
             },
             "activeDeadlineSeconds": job_deadline_seconds(timeout_seconds),
-            "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+            **({"ttlSecondsAfterFinished": ttl} if ttl is not None else {}),
             "template": {
                 "metadata": {"labels": self.labels, "annotations": {PLAN_HASH_ANNOTATION: digest}},
                 "spec": pod,

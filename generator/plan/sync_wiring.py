@@ -17,8 +17,12 @@ Ready at the same source revision, so the order holds for every commit, not only
 
 Argo CD: one ApplicationSet whose git directory generator makes one Application per path, and
 whose RollingSync strategy (Progressive Syncs) syncs the steps one after the other, each once
-every Application of the step before is Healthy. Sync waves on separate Applications would order
-only their creation, not later commits.
+every Application of the step before is Healthy and Synced (the gate's is Progressing until its
+Job has completed: gate_wiring). An Application compares with git on its own schedule, though,
+so for a later commit a step whose Application has not yet seen it passes as Healthy: the order
+holds for the first sync and for a commit the steps notice in order, and the gate's admission
+policy covers the rest (README, "Order"). Sync waves on separate Applications would order only
+their creation, not later commits.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Documents, Manifest
-from generator.plan.gate_wiring import RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from generator.plan.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from generator.plan.gate_wiring import NAME as GATE_JOB
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"
@@ -120,6 +125,7 @@ def _flux_kustomization(
         # The Job is immutable: a new plan hash in its template makes Flux recreate it.
         spec["force"] = True
         spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
+        spec["patches"] = [_gate_ttl_patch()]
     if folder == "retire":
         spec["force"] = True  # the same for the retire Job and its keep list's hash
         spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
@@ -129,6 +135,16 @@ def _flux_kustomization(
         "labels": dict(MANAGED_BY),
     }
     return {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}
+
+
+def _gate_ttl_patch() -> dict[str, Any]:
+    """Flux's gate Job is deleted once it has finished for a while, and Flux recreates it on its
+    next reconciliation: a drain that outlasted the gate's timeout resumes by itself. (Argo CD's
+    is kept: there a deleted Job would leave the gate's Application OutOfSync.)"""
+    # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer.
+    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
+    patch = json.dumps(ops, separators=(",", ":"))
+    return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
 
 
 # --- Argo CD ----------------------------------------------------------------------------

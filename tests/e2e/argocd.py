@@ -239,6 +239,34 @@ def wait_synced(
     return kube.wait_for(f"Argo CD Applications {sorted(names)} synced at {revision[:8]}", probe, timeout)
 
 
+def apply_wiring(env: ArgoEnv) -> list[dict[str, Any]]:
+    """`kubectl apply -k rendered/argocd/` of the working copy, as the README tells a user:
+    kustomize builds it; the objects applied."""
+    built = subprocess.run(
+        [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    objects = [d for d in yaml.safe_load_all(built.stdout) if d]
+    for obj in objects:
+        kube.apply(env.dyn, obj)
+    return objects
+
+
+def expected_applications(rendered: Path, prefix: str = "tasgen") -> dict[str, str]:
+    """Application name -> sync step, one per path of rendered/ an engine syncs (a folder with a
+    kustomization.yaml, not the engines' wiring), named as the ApplicationSet's template names
+    them (the prefix, then the folder's name): read from the tree, so that a test counts what
+    the render wrote."""
+    found: dict[str, str] = {}
+    for kustomization in sorted(rendered.rglob("kustomization.yaml")):
+        step = kustomization.parent.relative_to(rendered).parts[0]
+        if step not in ("flux", "argocd"):
+            found[f"{prefix}-{kustomization.parent.name}"] = step
+    return found
+
+
 # --- everything together ------------------------------------------------------------------
 
 

@@ -261,6 +261,14 @@ class Repo:
         git(self.work, "push", "-q", "origin", "main")
         return git(self.work, "rev-parse", "HEAD")
 
+    def render_and_commit(self, message: str) -> str:
+        """`tasgen render` of the working copy's inventories/ into its rendered/, committed and
+        pushed: the revision."""
+        inventory, rendered = self.work / "inventories", self.work / "rendered"
+        run = tasgen("render", "-i", str(inventory), "-o", str(rendered), "--now", NOW)
+        assert run.exit_code == 0, run.output
+        return self.commit(message)
+
 
 def git_repository(url: str, name: str = "flux-system") -> dict[str, Any]:
     return {
@@ -346,9 +354,11 @@ class History(threading.Thread):
         self._lock = threading.Lock()
         self.gaps = 0  # relists after an expired resourceVersion: versions may be missing
         self.halt = threading.Event()
+        self.listed = threading.Event()  # the first list is done: from then on, nothing is missed
 
     def run(self) -> None:
         version = self._relist()
+        self.listed.set()
         while not self.halt.is_set():
             try:
                 version = self._follow(version)
@@ -539,11 +549,3 @@ def assert_example_landed(api: client.ApiClient) -> None:
 def steps(env: FluxEnv) -> set[str]:
     """Every Kustomization of a sync of the working copy's rendered/: the root and the chain."""
     return {ROOT, *(k["metadata"]["name"] for k in wiring(env.repo.work / "rendered"))}
-
-
-def rerender_and_commit(env: FluxEnv, message: str) -> str:
-    """`tasgen render` of the working copy's inventory, committed and pushed: its revision."""
-    work = env.repo.work
-    run = tasgen("render", "-i", str(work / "inventories"), "-o", str(work / "rendered"), "--now", NOW)
-    assert run.exit_code == 0, run.output
-    return env.repo.commit(message)

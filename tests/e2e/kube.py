@@ -108,6 +108,12 @@ def gone(dyn: DynamicClient, api_version: str, kind: str, name: str) -> bool | N
     return None
 
 
+def count(dyn: DynamicClient, api_version: str, kind: str) -> int:
+    """How many objects of the kind exist, in every namespace."""
+    resource = dyn.resources.get(api_version=api_version, kind=kind)
+    return len(resource.get().to_dict()["items"])
+
+
 def created(dyn: DynamicClient, obj: Obj) -> datetime:
     """When the live object of a rendered one was created."""
     meta = obj["metadata"]

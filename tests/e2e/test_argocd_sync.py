@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -16,8 +16,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests import gobuild
-from tests.conftest import NOW, tasgen
+from generator.plan.gate_wiring import NAME as GATE_JOB
 from tests.e2e import argocd, flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import load_fleet
@@ -27,6 +26,8 @@ pytestmark = pytest.mark.cluster
 STEPS = ("labels", "kueue", "gate", "queues", "retire")
 APPS = {f"tasgen-{step}": step for step in STEPS}  # the example has one labels path
 GATE_NAMESPACE = "tasgen-system"
+JOBS = ("batch", "v1", "jobs")
+APPLICATIONS = ("argoproj.io", "v1alpha1", "applications")
 SYNC_TIMEOUT_S = 420
 EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
 
@@ -47,34 +48,36 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
         yield env
 
 
-def render_and_commit(env: argocd.ArgoEnv, message: str) -> str:
-    work = env.repo.work
-    run = tasgen("render", "-i", str(work / "inventories"), "-o", str(work / "rendered"), "--now", NOW)
-    assert run.exit_code == 0, run.output
-    return env.repo.commit(message)
+@dataclass(frozen=True)
+class First:
+    """The example committed and synced once: its revision, the Applications then, and every
+    version of the gate Job the API server wrote meanwhile (there may be several Jobs: each
+    sync of the gate's Application recreates it)."""
 
-
-def apply_wiring(env: argocd.ArgoEnv) -> list[dict[str, Any]]:
-    """`kubectl apply -k rendered/argocd/`, as the README tells a user: kustomize builds it."""
-    built = subprocess.run(
-        [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    objects = [d for d in yaml.safe_load_all(built.stdout) if d]
-    for obj in objects:
-        kube.apply(env.dyn, obj)
-    return objects
+    revision: str
+    apps: dict[str, dict[str, Any]]
+    gate_jobs: list[dict[str, Any]]
+    gate_app: list[dict[str, Any]]  # every version of the gate's Application
 
 
 @pytest.fixture(scope="module")
-def first(env: argocd.ArgoEnv) -> tuple[str, dict[str, dict[str, Any]]]:
-    """The example committed and synced once: its revision and the Applications then."""
-    revision = render_and_commit(env, "the example fleet")
-    wiring = apply_wiring(env)
-    assert [o["kind"] for o in wiring] == ["ApplicationSet"]
-    return revision, argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
+def first(env: argocd.ArgoEnv) -> First:
+    revision = env.repo.render_and_commit("the example fleet")
+    jobs = flux.History(env.api, JOBS, GATE_JOB, GATE_NAMESPACE)
+    gate_app = flux.History(env.api, APPLICATIONS, "tasgen-gate", argocd.NAMESPACE)
+    watches = (jobs, gate_app)
+    for watch in watches:
+        watch.start()
+    try:
+        assert all(w.listed.wait(60) for w in watches), "a watch did not list"
+        wiring = argocd.apply_wiring(env)
+        assert [o["kind"] for o in wiring] == ["ApplicationSet"]
+        apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
+        return First(revision, apps, jobs.versions(), gate_app.versions())
+    finally:
+        for watch in watches:
+            watch.halt.set()
+            watch.join(timeout=30)
 
 
 def stamp(value: str) -> datetime:
@@ -100,13 +103,24 @@ def objects_by_step(env: argocd.ArgoEnv) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def is_hook(obj: dict[str, Any]) -> bool:
-    return "argocd.argoproj.io/hook" in obj["metadata"].get("annotations", {})
+def healthy_and_synced(app: dict[str, Any], revision: str) -> bool:
+    status = app.get("status", {})
+    sync = status.get("sync", {})
+    healthy = status.get("health", {}).get("status") == "Healthy"
+    return healthy and sync.get("status") == "Synced" and sync.get("revision") == revision
 
 
-def test_argocd_applicationset_makes_one_application_per_path(
-    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
-) -> None:
+def lists_job(app: dict[str, Any]) -> bool:
+    resources = app["status"].get("resources") or []
+    return any(r["kind"] == "Job" and r["name"] == GATE_JOB for r in resources)
+
+
+def completed(job: dict[str, Any]) -> bool:
+    condition = kube.condition(job, "Complete")
+    return bool(condition and condition["status"] == "True")
+
+
+def test_argocd_applicationset_makes_one_application_per_path(env: argocd.ArgoEnv, first: First) -> None:
     apps = argocd.applications(env.dyn)
     assert set(apps) == set(APPS)
     for name, app in apps.items():
@@ -119,9 +133,7 @@ def test_argocd_applicationset_makes_one_application_per_path(
         assert initiator["username"] == "applicationset-controller", name
 
 
-def test_argocd_first_sync_runs_the_steps_in_order(
-    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
-) -> None:
+def test_argocd_first_sync_runs_the_steps_in_order(env: argocd.ArgoEnv, first: First) -> None:
     by_step: dict[str, list[datetime]] = {step: [] for step in STEPS}
     missing = []
     for step, objects in objects_by_step(env).items():
@@ -131,26 +143,44 @@ def test_argocd_first_sync_runs_the_steps_in_order(
             except ApiException:
                 missing.append(describe(obj))
                 continue
-            if not is_hook(obj):
+            if obj["kind"] != "Job":
                 by_step[step].append(when)
     assert missing == []
     assert all(by_step.values())
     # RollingSync syncs a step once every Application of the step before is Healthy and Synced:
-    # all of that step's objects exist by then. Not its Sync hooks, though: it does not wait for
-    # the sync operation to finish (tests/cluster/README.md, "Argo CD").
+    # all of that step's objects exist by then. Not the Jobs, which each sync of their
+    # Application creates afresh (the retire step's is a hook, the gate's is replaced), and
+    # RollingSync may sync an Application again after its step (below).
     for before, after in itertools.pairwise(STEPS):
         assert min(by_step[after]) >= max(by_step[before]), (before, after)
-    # Both Sync hooks (the gate's and the retire step's Jobs) ran and succeeded (on a first sync
-    # the retire step had nothing to delete), and their syncs waited for them. RollingSync may
-    # trigger a step's sync twice (it sets the operation again while the Application is
-    # Pending), which runs a hook again: the gate is idempotent.
+    # The gate Job is a resource of the gate's Application, not a hook: that Application is
+    # Progressing until the Job has completed, so the queues step came only after a gate run had
+    # completed (the API server's times, to the second; with the Job a Sync hook, the queues were
+    # created ~5 s before it completed). Later runs are reruns by the syncs that RollingSync may
+    # trigger twice: the gate is idempotent.
+    done = [stamp(v["status"]["completionTime"]) for v in first.gate_jobs if completed(v)]
+    assert done and min(by_step["queues"]) >= min(done)
+    # Why, on every version the API server stored: the gate's Application reported Healthy and
+    # Synced (what RollingSync waits for) only with its Job among its resources, so completed (an
+    # Application is as healthy as its worst resource, a Job Progressing until it completes). A
+    # hook Job is never among them: the Application reported Healthy and Synced without it.
+    reported = [v for v in first.gate_app if healthy_and_synced(v, first.revision)]
+    without_job = [v["metadata"]["resourceVersion"] for v in reported if not lists_job(v)]
+    assert reported and without_job == []
+    # And the gate's sync lasted until its Job had completed (its wave-4 ConfigMap came after
+    # it), so that a failed Job fails the sync and syncPolicy.retry runs it again.
+    assert finished(first.apps["tasgen-gate"]) >= max(done)
+    # Both Jobs (the gate's and the retire hook) ran and succeeded (on a first sync the retire
+    # step had nothing to delete), and their syncs waited for them. RollingSync may trigger a
+    # step's sync twice (it sets the operation again while the Application is Pending), which
+    # runs a Job again.
     assert set(env.runner.names.values()) == {"tasgen-gate", "tasgen-retire"}
     assert set(env.runner.done.values()) == {0}
     flux.assert_example_landed(env.api)
 
 
 def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
-    env: argocd.ArgoEnv, first: tuple[str, dict[str, dict[str, Any]]]
+    env: argocd.ArgoEnv, first: First
 ) -> None:
     gb200 = [f for f in kube.queue_flavors(env.dyn, "training") if "gb200" in f]
     assert len(gb200) == 1
@@ -160,11 +190,11 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     assert entry in text
     plan.write_text(text.replace(entry, ""))
     runs = set(env.runner.done)
-    revision = render_and_commit(env, "training drops GB200")
+    revision = env.repo.render_and_commit("training drops GB200")
     apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
     # Only Applications that were OutOfSync are synced again: the gate's (its plan changed) and
     # the retire step's (its keep list); the queues may already match by then.
-    resynced = {s for s in STEPS if started(apps[f"tasgen-{s}"]) > finished(first[1][f"tasgen-{s}"])}
+    resynced = {s for s in STEPS if started(apps[f"tasgen-{s}"]) > finished(first.apps[f"tasgen-{s}"])}
     assert {"gate", "retire"} <= resynced
     assert kube.queue_flavors(env.dyn, "training") and gb200[0] not in kube.queue_flavors(env.dyn, "training")
     # The gate and the retire Job ran again.

@@ -123,7 +123,7 @@ def commit_drop(env: flux.FluxEnv, drop: Drop) -> str:
             plan["spec"]["hardware"] = [h for h in hardware if h["identity"] != drop.identity]
             assert len(plan["spec"]["hardware"]) == len(hardware) - 1, hardware
             path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-            return flux.rerender_and_commit(env, f"{drop.queue} drops {drop.flavor}")
+            return env.repo.render_and_commit(f"{drop.queue} drops {drop.flavor}")
     raise AssertionError(f"no ClusterQueuePlan {drop.queue} in the inventory")
 
 

@@ -12,6 +12,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from generator.plan.gate_wiring import JOB_TTL_SECONDS
+from generator.plan.gate_wiring import NAME as GATE_JOB
 from tests.e2e import flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet
@@ -69,6 +71,12 @@ def test_flux_first_sync_lands_every_object_in_order(
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
+    # rendered/gate/job.yaml has no TTL (Argo CD keeps its gate Job); Flux's gate Kustomization
+    # patches one on, so that a finished Job is deleted and Flux recreates it.
+    (gate,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == GATE_JOB]
+    assert "ttlSecondsAfterFinished" not in gate["spec"]
+    live = kube.get(env.dyn, "batch/v1", "Job", GATE_JOB, gate["metadata"]["namespace"])
+    assert live["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS
     flux.assert_example_landed(env.api)
 
 
@@ -85,7 +93,7 @@ def test_flux_syncs_a_commit_that_moves_a_rack(
     before = f"{MOVED_NODE}: {{infra.example.com/block: blk-a, topology.gpustack.ai/rack: a-r02}}"
     assert before in text
     snapshot.write_text(text.replace(before, before.replace("a-r02", "a-r01")))
-    revision = flux.rerender_and_commit(env, f"move {MOVED_NODE} to rack a-r01")
+    revision = env.repo.render_and_commit(f"move {MOVED_NODE} to rack a-r01")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     kube.wait_for(
         f"{MOVED_NODE} labelled with its new rack",
@@ -104,7 +112,7 @@ def test_flux_syncs_a_commit_that_drops_a_flavor(
     assert entry in text
     plan.write_text(text.replace(entry, ""))
     runs = len(env.runner.done)
-    revision = flux.rerender_and_commit(env, "training drops GB200")
+    revision = env.repo.render_and_commit("training drops GB200")
     flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
     assert kube.queue_flavors(env.dyn, "training") and gb200[0] not in kube.queue_flavors(env.dyn, "training")
     # The gate ran for the new plan, and the retired flavor went once no queue used it.

@@ -57,6 +57,7 @@ def test_files_are_in_the_gate_folder() -> None:
         "gate/rolebinding-events.yaml",
         "gate/configmap-plan.yaml",
         "gate/job.yaml",
+        "gate/configmap-done.yaml",
         "gate/admissionpolicy.yaml",
         "gate/admissionpolicybinding.yaml",
     }
@@ -98,16 +99,21 @@ def test_events_role_is_namespaced_create_only() -> None:
     assert role["rules"] == [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]
 
 
-def test_job_is_a_wave_3_sync_hook_after_its_wave_2_inputs() -> None:
+def test_job_is_a_wave_3_resource_between_its_wave_2_inputs_and_a_wave_4_marker() -> None:
+    """Not a hook: Argo CD's RollingSync waits for a resource's health (a Job is Progressing
+    until it completes), never for a hook. Force/Replace deletes and recreates it on each sync
+    (what BeforeHookCreation did for the hook); no TTL, which would leave the Application
+    OutOfSync (Flux adds one: test_kustomize_build). The wave-4 ConfigMap makes Argo CD's sync
+    wait for the Job's health (the last wave is not waited for)."""
     found = render(QUEUES)
     job = found[("Job", "gate/job.yaml")].body
-    assert job["metadata"]["annotations"] == {
-        WAVE: "3",
-        "argocd.argoproj.io/hook": "Sync",
-        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
-    }
-    others = [m for k, m in found.items() if k[1].startswith("gate/") and k[0] != "Job"]
-    assert {m.body["metadata"]["annotations"][WAVE] for m in others} == {"2"}
+    options = "Force=true,Replace=true"
+    assert job["metadata"]["annotations"] == {WAVE: "3", "argocd.argoproj.io/sync-options": options}
+    assert "ttlSecondsAfterFinished" not in job["spec"]
+    waves = {k: m.body["metadata"]["annotations"][WAVE] for k, m in found.items() if k[1].startswith("gate/")}
+    assert waves.pop(("Job", "gate/job.yaml")) == "3"
+    assert waves.pop(("ConfigMap", "gate/configmap-done.yaml")) == "4"
+    assert set(waves.values()) == {"2"}
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "tasgen-gate"
     assert pod["containers"][0]["command"] == ["python", "-m", "generator.gate"]
@@ -137,18 +143,19 @@ def test_configmap_plan_reads_back_with_the_gate_reader(tmp_path: Path) -> None:
 
 def test_name_sets_every_object_and_reference() -> None:
     found = gate_manifests(QUEUES, namespace="ns", image="i", timeout_seconds=1, name="g2")
-    names = {m.kind: m.name for m in found if m.file.startswith("gate/")}
+    names = {(m.kind, m.name) for m in found if m.file.startswith("gate/")}
     assert names == {
-        "Namespace": "ns",
-        "ServiceAccount": "g2",
-        "ClusterRole": "g2",
-        "ClusterRoleBinding": "g2",
-        "Role": "g2",
-        "RoleBinding": "g2",
-        "ConfigMap": "g2-plan",
-        "Job": "g2",
-        "ValidatingAdmissionPolicy": "g2",
-        "ValidatingAdmissionPolicyBinding": "g2",
+        ("Namespace", "ns"),
+        ("ServiceAccount", "g2"),
+        ("ClusterRole", "g2"),
+        ("ClusterRoleBinding", "g2"),
+        ("Role", "g2"),
+        ("RoleBinding", "g2"),
+        ("ConfigMap", "g2-plan"),
+        ("ConfigMap", "g2-done"),
+        ("Job", "g2"),
+        ("ValidatingAdmissionPolicy", "g2"),
+        ("ValidatingAdmissionPolicyBinding", "g2"),
     }
     job = next(m.body for m in found if m.kind == "Job")["spec"]["template"]["spec"]
     assert job["serviceAccountName"] == "g2"
