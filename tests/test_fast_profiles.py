@@ -18,6 +18,13 @@ from tests.test_fast_rules import API, RACK, ZONE, _configmap_source, context
 
 BLOCK = "topology.gpustack.ai/block"
 POOLS = ["a", "b", "c"]
+#: a nodeLabels source reading zone > rack from the nodes of pool c
+POOL_C_SOURCE = {
+    "apiVersion": API,
+    "kind": "TopologySource",
+    "metadata": {"name": "c"},
+    "spec": {"nodeSelector": {"matchLabels": {"pool": "c"}}, "levels": [ZONE, RACK], "nodeLabels": {}},
+}
 
 
 @st.composite
@@ -55,18 +62,7 @@ def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
         spec["levels"] = [ZONE, BLOCK, RACK]
         if not (selects_twice and source == "a"):
             spec["nodeSelector"] = {"matchLabels": {"pool": source}}
-    documents.append(
-        {
-            "apiVersion": API,
-            "kind": "TopologySource",
-            "metadata": {"name": "c"},
-            "spec": {
-                "nodeSelector": {"matchLabels": {"pool": "c"}},
-                "levels": [ZONE, RACK],
-                "nodeLabels": {},
-            },
-        }
-    )
+    documents.append(POOL_C_SOURCE)
     return documents
 
 
@@ -116,18 +112,7 @@ def test_the_comparison_sees_sources_profiles_and_rack_paths(tmp_path: Path) -> 
             "levels": [ZONE, BLOCK, RACK],
             "nodeSelector": {"matchLabels": {"pool": source}},
         }
-    documents.append(
-        {
-            "apiVersion": API,
-            "kind": "TopologySource",
-            "metadata": {"name": "c"},
-            "spec": {
-                "nodeSelector": {"matchLabels": {"pool": "c"}},
-                "levels": [ZONE, RACK],
-                "nodeLabels": {},
-            },
-        }
-    )
+    documents.append(POOL_C_SOURCE)
     ctx = context(documents, tmp_path)
     fast = assign_disjoint(ctx, ready(ctx))
     assert shape(fast) == shape(assign_one_by_one(ctx, ready(ctx)))
