@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.plan.profiles import assign, assign_disjoint, assign_one_by_one
+from generator.rules.plan import NODE_AMBIGUOUS
 from generator.validate.hierarchy import stated_values
 from generator.validate.rules import Context
 from tests.conftest import examples
@@ -92,7 +93,7 @@ def test_profiles_assigned_at_once_equal_those_assigned_node_by_node(
         assert ctx.hierarchy_values(source) == each
     slow = assign_one_by_one(ctx, ready(ctx))
     assert shape(assign(ctx)) == shape(slow)
-    if not any(f.rule == "node-ambiguous" for f in slow.findings):
+    if not any(f.rule == NODE_AMBIGUOUS.id for f in slow.findings):
         assert shape(assign_disjoint(ctx, ready(ctx))) == shape(slow)
 
 

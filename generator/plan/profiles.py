@@ -82,7 +82,7 @@ def assign_disjoint(ctx: Context, ready: list[Source]) -> Assignment:
         domain.update(zip(names, map(itemgetter(1), places), strict=True))
         source_of.update(zip(names, repeat(source.name)))
     order = sorted(ctx.inventory.nodes)
-    hostname_only = by_keys.get((HOSTNAME_KEY,)) or Profile(profile_id((HOSTNAME_KEY,)), (HOSTNAME_KEY,))
+    hostname_only = _profile(by_keys, (HOSTNAME_KEY,))
     result = Assignment(dict(zip(order, map(profile.get, order, repeat(hostname_only)), strict=True)))
     result.source_of, result.domain_of = source_of, domain  # (looked up by node, never iterated)
     result.findings += _collisions(ctx, result.profiles().values())
@@ -94,8 +94,12 @@ def _place(
 ) -> tuple[Profile, str]:
     """The profile and rack path of the nodes with these values."""
     keys = _keys(source, values)
-    profile = by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
-    return profile, _domain(keys, values)
+    return _profile(by_keys, keys), _domain(keys, values)
+
+
+def _profile(by_keys: dict[tuple[str, ...], Profile], keys: tuple[str, ...]) -> Profile:
+    """The one Profile of these keys (made once, shared by every node that has them)."""
+    return by_keys.get(keys) or by_keys.setdefault(keys, Profile(profile_id(keys), keys))
 
 
 def assign_one_by_one(ctx: Context, ready: list[Source]) -> Assignment:
@@ -114,9 +118,7 @@ def assign_one_by_one(ctx: Context, ready: list[Source]) -> Assignment:
             result.source_of[name] = mine[0][0].name
         elif mine:
             ambiguous[tuple(s.name for s, _ in mine)].append(name)
-        result.profile_of[name] = by_keys.get(keys) or by_keys.setdefault(
-            keys, Profile(profile_id(keys), keys)
-        )
+        result.profile_of[name] = _profile(by_keys, keys)
     result.findings += _ambiguity_warnings(ctx, ambiguous)
     result.findings += _collisions(ctx, by_keys.values())
     return result
