@@ -269,6 +269,14 @@ class Repo:
         assert run.exit_code == 0, run.output
         return self.commit(message)
 
+    def drop_hardware(self, queue: str, product: str) -> None:
+        """Remove one hardware entry (by GPU product) from a queue plan of the example."""
+        plan = self.work / "inventories" / "queues" / f"{queue}.yaml"
+        text = plan.read_text()
+        entry = f"    - identity:\n        nvidia.com/gpu.product: {product}\n"
+        assert entry in text
+        plan.write_text(text.replace(entry, ""))
+
 
 def git_repository(url: str, name: str = "flux-system") -> dict[str, Any]:
     return {
