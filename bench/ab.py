@@ -11,7 +11,6 @@ Prints each round as it ends, then the least CPU of each install and of the floo
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -21,8 +20,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.fleet import write_fleet  # noqa: E402
-from bench.run import NOW  # noqa: E402
-from bench.sync import TASGEN, floor_s, timed  # noqa: E402
+from bench.run import NOW, installed_env  # noqa: E402
+from bench.sync import TASGEN, floor_s, timed, warm_up  # noqa: E402
 
 
 def cold(tasgen: str, inventory: Path, work: Path, name: str) -> tuple[float, float]:
@@ -30,9 +29,14 @@ def cold(tasgen: str, inventory: Path, work: Path, name: str) -> tuple[float, fl
     out, memo = work / f"out-{name}", work / f"memo-{name}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(memo, ignore_errors=True)
-    env = {**os.environ, "TASGEN_CACHE_DIR": str(memo)}
+    env = _env(work, name)
     _, _, cpu, rss = timed([tasgen, "render", "-i", str(inventory), "--now", NOW, "-o", str(out)], env)
     return round(cpu, 2), round(rss)
+
+
+def _env(work: Path, name: str) -> dict[str, str]:
+    """Each install's own bytecode cache and memo."""
+    return installed_env(work / name, TASGEN_CACHE_DIR=str(work / f"memo-{name}"))
 
 
 def main() -> None:
@@ -42,6 +46,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tasgen-ab-"))
     try:
         write_fleet(work / "inventory", nodes)
+        for name, tasgen in installs.items():
+            warm_up(tasgen, work / name, _env(work, name))
         renders: dict[str, list[tuple[float, float]]] = {name: [] for name in installs}
         floors: list[float] = []
         for _ in range(rounds):
