@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import yaml
-
+from generator.lazyimport import on_first_use
 from generator.model import Pointer
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    yaml = on_first_use("yaml")  # rarely needed: see generator.lazyimport
 
 #: 1-based (line, column)
 Position = tuple[int, int]
