@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import methodcaller
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
+from generator.columns import group
 from generator.model import PROFILE_KEY, Inventory, KueueVersion, Manifest, Source
 from generator.plan.profiles import Assignment
 from generator.plan.queues import Flavor, Queue, QueueFlavor
@@ -84,7 +86,9 @@ def feature_files(
         rows = node_labels(source.snapshot.nodes)
         files += _by_folder(rows, folder_of, source_features(source.name), namespace, source.name)
     by_profile = {p.id: {PROFILE_KEY: p.id} for p in assignment.profile_of.values()}
-    rows = ((node, by_profile[assignment.profile_of[node].id]) for node in sorted(assignment.profile_of))
+    nodes = sorted(assignment.profile_of)
+    ids = map(attrgetter("id"), map(assignment.profile_of.__getitem__, nodes))
+    rows = zip(nodes, map(by_profile.__getitem__, ids), strict=True)
     return files + _by_folder(rows, folder_of, PROFILE_FEATURES, namespace, None)
 
 
@@ -96,29 +100,29 @@ def _by_folder(
     source: str | None,
 ) -> list[FeatureFile]:
     """The file ``name`` of each labels folder, holding its nodes' rows in order."""
-    files: dict[str, FeatureFile] = {}
-    for row in rows:
-        folder = folder_of[row[0]]
-        found = files.get(folder)
-        if found is None:
-            found = files[folder] = FeatureFile(f"{folder}/{name}", namespace, source)
-        found.rows.append(row)
-    return list(files.values())
+    rows = list(rows)
+    by_folder = group(list(map(folder_of.__getitem__, map(itemgetter(0), rows))), rows)
+    return [FeatureFile(f"{folder}/{name}", namespace, source, found) for folder, found in by_folder.items()]
 
 
-def node_labels(stated: Mapping[str, Mapping[str, str]]) -> Iterable[tuple[str, Mapping[str, str]]]:
+def node_labels(stated: Mapping[str, dict[str, str]]) -> Iterable[tuple[str, Mapping[str, str]]]:
     """(node, the labels its NodeFeature sets) in node order: what a source states, sorted,
     but the read-only parent keys. No revision annotation: a new snapshot revision would then
     rewrite every shard, not only those of the racks that changed (the status summary reports
-    revisions). Racks repeat one set of labels: each distinct set is made once, and the nodes
-    are mapped to theirs at C speed."""
+    revisions). Racks repeat one set of labels: each node's values become a row (a column
+    per key, zipped), each distinct row is made a mapping once, and the nodes are mapped to
+    theirs at C speed."""
     nodes = sorted(stated)
-    keys: list[tuple[tuple[str, str], ...]] = list(map(tuple, map(_items, map(stated.__getitem__, nodes))))
-    made = {key: {k: v for k, v in sorted(key) if k not in READ_ONLY_PARENTS} for key in dict.fromkeys(keys)}
-    return zip(nodes, map(made.__getitem__, keys), strict=True)
+    mappings = list(map(stated.__getitem__, nodes))
+    keys = sorted(set(chain.from_iterable(mappings)).difference(READ_ONLY_PARENTS))
+    columns = [map(dict.get, mappings, repeat(key)) for key in keys]
+    rows: list[tuple[str | None, ...]] = list(zip(*columns, strict=True)) if keys else [()] * len(nodes)
+    made = {row: _labels(keys, row) for row in dict.fromkeys(rows)}
+    return zip(nodes, map(made.__getitem__, rows), strict=True)
 
 
-_items = methodcaller("items")
+def _labels(keys: list[str], row: tuple[str | None, ...]) -> dict[str, str]:
+    return {key: value for key, value in zip(keys, row, strict=True) if value is not None}
 
 
 def _node_feature(

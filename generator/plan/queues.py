@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from operator import attrgetter, methodcaller
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from typing import Any
 
+from generator.columns import group
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.plan.profiles import Assignment, Profile
 from generator.rules.plan import FLAVOR_LIMIT, IDENTITY_UNMATCHED, QUEUE_EMPTY, QUOTA_UNPLACEABLE
@@ -65,7 +67,6 @@ class Planner:
         self,
         nodes: dict[str, Node],
         assignment: Assignment,
-        plans: list[QueuePlan],
         version: KueueVersion = "v1beta2",
     ) -> None:
         self.nodes, self.assignment = nodes, assignment
@@ -75,20 +76,14 @@ class Planner:
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
         self.profiles = assignment.profiles()
-        # Nodes by the value of each identity label: a plan's identity then looks up its
-        # candidates instead of scanning the fleet.
-        self._by_label: dict[tuple[str, str], list[str]] = defaultdict(list)
         # Queues often share an identity (training and batch on the same GPUs): group its
         # nodes by profile, and sum their allocatable per resource, once.
         self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[str]]]] = {}
         self._allocatable: dict[tuple[tuple[tuple[str, str], ...], str], list[dict[str, str]]] = {}
         self._sums: dict[tuple[tuple[tuple[str, str], ...], str, str], Decimal] = {}
-        names = sorted(nodes)
-        for key in sorted({k for plan in plans for hw in plan.hardware for k in hw.identity}):
-            for name in names:
-                value = nodes[name].labels.get(key)
-                if value is not None:
-                    self._by_label[(key, value)].append(name)
+        self._names = sorted(nodes)
+        self._labels = list(map(attrgetter("labels"), map(nodes.__getitem__, self._names)))
+        self._by_key: dict[str, dict[str | None, list[str]]] = {}
 
     def queue(self, plan: QueuePlan) -> Queue:
         queue = Queue(plan)
@@ -109,11 +104,20 @@ class Planner:
         return queue
 
     def _matching(self, identity: dict[str, str]) -> list[str]:
-        first, *more = sorted(identity.items())
-        candidates = self._by_label.get(first, [])
-        if not more:  # the common identity: one label
-            return candidates
-        return [n for n in candidates if all(self.nodes[n].labels.get(k) == v for k, v in more)]
+        """The nodes that have every label of an identity, in name order."""
+        (key, value), *more = sorted(identity.items())
+        names = self._by_value(key).get(value, [])
+        for key, value in more:  # rare: an identity of several labels
+            labels = map(attrgetter("labels"), map(self.nodes.__getitem__, names))
+            names = list(compress(names, map(eq, repeat(value), map(dict.get, labels, repeat(key)))))
+        return names
+
+    def _by_value(self, key: str) -> dict[str | None, list[str]]:
+        """The nodes by their value of a label, in name order (identities share their keys)."""
+        found = self._by_key.get(key)
+        if found is None:
+            found = self._by_key[key] = group(list(map(dict.get, self._labels, repeat(key))), self._names)
+        return found
 
     def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
         identity = tuple(sorted(hw.identity.items()))
@@ -129,10 +133,9 @@ class Planner:
 
     def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[str]]]:
         """The nodes of an identity by profile ID, in ID order."""
-        by_profile: dict[str, list[str]] = defaultdict(list)
-        for name in self._matching(identity):
-            by_profile[self.assignment.profile_of[name].id].append(name)
-        return [(pid, by_profile[pid]) for pid in sorted(by_profile)]
+        names = self._matching(identity)
+        by_id = group(list(map(attrgetter("id"), map(self.assignment.profile_of.__getitem__, names))), names)
+        return sorted(by_id.items())
 
     def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
         """No node has this identity: without a quota that is only a flavor less; a declared
@@ -180,11 +183,11 @@ class Planner:
         """A resource's allocatable summed over the nodes of one identity and profile."""
         key = (identity, pid, resource)
         if key not in self._sums:
-            group = self._allocatable.get((identity, pid))
-            if group is None:
-                group = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
-                self._allocatable[(identity, pid)] = group
-            self._sums[key] = _allocatable(group, resource)
+            stated = self._allocatable.get((identity, pid))
+            if stated is None:
+                stated = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
+                self._allocatable[(identity, pid)] = stated
+            self._sums[key] = _allocatable(stated, resource)
         return self._sums[key]
 
     def _limits(
@@ -232,10 +235,10 @@ class Planner:
         return units, scale
 
 
-def _allocatable(group: list[dict[str, str]], resource: str) -> Decimal:
+def _allocatable(stated: list[dict[str, str]], resource: str) -> Decimal:
     """The sum of a resource over a group's allocatable. Fleets repeat a few values: count
     them (at C speed), then parse each once."""
-    values = Counter(map(methodcaller("get", resource), group))
+    values = Counter(map(dict.get, stated, repeat(resource)))
     values.pop(None, None)
     return sum((parse(v) * count for v, count in values.items() if v is not None), Decimal(0))
 
@@ -269,6 +272,6 @@ def plan_queues(
     version: KueueVersion = "v1beta2",
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
     ordered = sorted(plans, key=lambda p: p.name)
-    planner = Planner(nodes, assignment, ordered, version)
+    planner = Planner(nodes, assignment, version)
     queues = [planner.queue(plan) for plan in ordered]
     return queues, planner.flavors, planner.findings

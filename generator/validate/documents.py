@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import contains, methodcaller
+from operator import contains
 from typing import Any
 
 from generator.model import (
@@ -151,7 +151,7 @@ def _columns(entries: list[dict[str, Any]]) -> tuple[Iterable[dict[str, str]], I
     """Each entry's allocatable and (taints, unschedulable), judged for all entries at once
     (C speed) where a fleet allows: quantities that are strings already and no taints or
     cordons need no Python call per node."""
-    raw = list(map(methodcaller("get", "allocatable", {}), entries))
+    raw = list(map(dict.get, entries, repeat("allocatable"), repeat({})))
     strings = set(map(type, chain.from_iterable(map(dict.values, raw)))) <= {str}
     allocatable = raw if strings else map(_allocatable, entries)
     plain = not any(map(contains, entries, repeat("taints"))) and not any(

@@ -60,7 +60,7 @@ def _unselected_node(ctx: Context) -> Iterable[Hit]:
     for src in ctx.writing_sources():
         assert src.snapshot is not None
         selected = set(map(attrgetter("name"), ctx.selected[src.name]))
-        if (src.snapshot.nodes.keys() & ctx.inventory.nodes.keys()) - selected:
+        if (src.snapshot.nodes.keys() - selected) & ctx.inventory.nodes.keys():
             yield from each_unselected_node(ctx, src)  # (usually a snapshot states only selected nodes)
 
 
