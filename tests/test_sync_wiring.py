@@ -164,6 +164,21 @@ def test_argocd_settings_come_from_the_config() -> None:
     assert appset["spec"]["generators"][0]["git"]["revision"] == "main"
 
 
+def test_argocd_retry_keeps_the_defaults_the_config_leaves_unset() -> None:
+    def retry(configured: dict[str, Any] | None) -> dict[str, Any]:
+        argo = {**ARGO, **({"retry": configured} if configured is not None else {})}
+        appset = application_set(Paths.of("rendered", ["labels"]), argo)
+        return dict(appset["spec"]["template"]["spec"]["syncPolicy"]["retry"])
+
+    default = retry(None)
+    assert default == {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+    assert retry({"limit": 10, "backoff": {"maxDuration": "30m"}}) == {
+        "limit": 10,
+        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "30m"},
+    }
+    assert retry({"limit": -1, "refresh": True}) == {**default, "limit": -1, "refresh": True}
+
+
 def configmap(size: int, annotations: dict[str, str] | None = None) -> Manifest:
     meta: dict[str, Any] = {"name": "plan", **({"annotations": annotations} if annotations else {})}
     return Manifest(

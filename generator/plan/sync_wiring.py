@@ -53,6 +53,10 @@ DEFAULT_ARGO = {
     "targetRevision": "HEAD",
     "destination": {"server": "https://kubernetes.default.svc"},
 }
+#: Argo CD's automated sync does not run a failed sync of the same revision again by itself:
+#: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
+#: a retry (docs/gate.md)
+DEFAULT_RETRY: dict[str, Any] = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 
 
 @dataclass(frozen=True)
@@ -212,10 +216,16 @@ def _application_template(paths: Paths, settings: Mapping[str, Any]) -> dict[str
                 # prune setting.
                 "automated": {"prune": True, "selfHeal": True},
                 "syncOptions": ["PruneLast=true"],
-                "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}},
+                "retry": _retry(settings.get("retry", {})),
             },
         },
     }
+
+
+def _retry(configured: Mapping[str, Any]) -> dict[str, Any]:
+    """The configured retry over tasgen's defaults, key by key (the backoff's too)."""
+    backoff = {**DEFAULT_RETRY["backoff"], **configured.get("backoff", {})}
+    return {**DEFAULT_RETRY, **configured, "backoff": backoff}
 
 
 # --- both -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from generator.plan.sync_wiring import Paths, application_set
 from tests.conformance import crds
 from tests.conformance.test_rendered_conformance import RENDERED, rendered_objects
 from tests.conftest import NOW, REPO, tasgen
@@ -96,3 +97,12 @@ def test_the_checker_sees_a_bad_application_set() -> None:
     (appset,) = [o for _, o in wiring(RENDERED) if o["kind"] == "ApplicationSet"]
     broken = {**appset, "spec": {**appset["spec"], "strategy": {"type": "RollingSync", "rollingSync": "x"}}}
     assert problems_of([("broken", broken)]) != []
+
+
+def test_a_configured_retry_conforms() -> None:
+    (appset,) = [o for _, o in wiring(RENDERED) if o["kind"] == "ApplicationSet"]
+    retry = {"limit": -1, "backoff": {"duration": "30s", "factor": 3, "maxDuration": "30m"}, "refresh": True}
+    argo = {"repoURL": appset["spec"]["template"]["spec"]["source"]["repoURL"], "retry": retry}
+    configured = application_set(Paths.of("rendered", ["labels"]), argo)
+    assert configured["spec"]["template"]["spec"]["syncPolicy"]["retry"] == retry
+    assert problems_of([("configured", configured)]) == []
