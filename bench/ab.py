@@ -5,13 +5,15 @@ CPU seconds vary by a third; rounds taken in turn expose both installs to the sa
     python -m venv /tmp/old && /tmp/old/bin/pip install -e <a checkout of the old revision>
     python bench/ab.py /tmp/old/bin/tasgen [NODES] [ROUNDS]
 
-Prints each round as it ends, then the least CPU of each install and of the floor.
+Prints each round as it ends, then the least CPU of each install and of the floor, and the median
+of the rounds' own this/other ratios (the steadier figure on a loaded machine).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -58,7 +60,11 @@ def main() -> None:
             print(json.dumps({"cpu_s_rss_mib": renders, "floor_cpu_s": floors}), flush=True)
         least = {name: min(cpu for cpu, _ in rounds_of) for name, rounds_of in renders.items()}
         ratio = round(least["this"] / least["other"], 2)
-        print(json.dumps({"least_cpu_s": least, "least_floor_cpu_s": min(floors), "this_over_other": ratio}))
+        # Each round's own ratio: both installs ran in it back to back, under much the same load,
+        # so their median moves less with the machine than the least of each does.
+        per_round = [t[0] / o[0] for t, o in zip(renders["this"], renders["other"], strict=True)]
+        summary = {"least_cpu_s": least, "least_floor_cpu_s": min(floors), "this_over_other": ratio}
+        print(json.dumps({**summary, "median_round_ratio": round(statistics.median(per_round), 2)}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
