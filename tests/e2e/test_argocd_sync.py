@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +18,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from generator.plan.gate_wiring import NAME as GATE_JOB
-from tests.e2e import argocd, flux, harness, kube
+from tests.e2e import argocd, busy, flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import load_fleet
 
@@ -206,3 +207,117 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
         lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", gb200[0]),
     )
     kube.wait_for("training Active", lambda: kube.queue_active(env.dyn, "training"))
+
+
+# --- a gate that times out ------------------------------------------------------------------
+
+SHORT_GATE_S = 30  # the least the schema allows
+ONE_QUICK_RETRY = {"limit": 1, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
+CLUSTER_QUEUES = ("kueue.x-k8s.io", "v1beta2", "clusterqueues")
+FAIL_TIMEOUT_S = 300
+
+
+def configure(env: argocd.ArgoEnv, timeout_s: int, retry: dict[str, Any]) -> None:
+    """The example's GeneratorConfig with another gate timeout and sync.argocd.retry."""
+    path = env.repo.work / "inventories" / "config.yaml"
+    text = path.read_text()
+    timeout, revision = "    timeoutSeconds: 1800\n", "      targetRevision: main\n"
+    assert timeout in text and revision in text
+    text = text.replace(timeout, f"    timeoutSeconds: {timeout_s}\n")
+    path.write_text(text.replace(revision, f"{revision}      retry: {json.dumps(retry)}\n"))
+
+
+def retries(env: argocd.ArgoEnv, retry: dict[str, Any]) -> bool:
+    return all(a["spec"]["syncPolicy"].get("retry") == retry for a in argocd.applications(env.dyn).values())
+
+
+def failed_at(env: argocd.ArgoEnv, name: str, revision: str) -> dict[str, Any] | None:
+    """The Application once its sync of the revision has failed and no retry is left."""
+    app = argocd.applications(env.dyn)[name]
+    state = app.get("status", {}).get("operationState", {})
+    done = "operation" not in app and state.get("phase") in ("Failed", "Error")
+    return app if done and (state.get("syncResult") or {}).get("revision") == revision else None
+
+
+def settled_at(app: dict[str, Any], revision: str) -> bool:
+    """Healthy and Synced at the revision with no operation running, whatever its last sync
+    did (a queues sync the admission policy refused leaves Failed behind, though the gate has
+    since written the very plan it held)."""
+    return "operation" not in app and healthy_and_synced(app, revision)
+
+
+def sync_now(env: argocd.ArgoEnv, name: str, revision: str) -> None:
+    """What `argocd app sync NAME --revision REV` asks of the application controller."""
+    operation = {"initiatedBy": {"username": "platform-engineer"}, "sync": {"revision": revision}}
+    resource = env.dyn.resources.get(api_version=argocd.ARGO_API, kind="Application")
+    resource.patch(
+        name=name,
+        namespace=argocd.NAMESPACE,
+        body={"operation": operation},
+        content_type="application/merge-patch+json",
+    )
+
+
+def gate_runs(env: argocd.ArgoEnv, seen: set[str]) -> list[int]:
+    """The exit codes of the gate's runs since ``seen``, in the order they ended."""
+    return [
+        code for uid, code in env.runner.done.items() if uid not in seen and env.runner.names[uid] == GATE_JOB
+    ]
+
+
+def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_drain(
+    env: argocd.ArgoEnv, first: First
+) -> None:
+    configure(env, SHORT_GATE_S, ONE_QUICK_RETRY)
+    revision = env.repo.render_and_commit("a short gate timeout and one quick retry")
+    argocd.apply_wiring(env)  # as the user's Application of rendered/argocd/ applies it
+    kube.wait_for(
+        "the ApplicationSet to give every Application the retry", lambda: retries(env, ONE_QUICK_RETRY)
+    )
+    argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
+    drop = busy.drop_of(env, *busy.INFERENCE_DROPS_L40S)
+    held = busy.hold_reservation(env, drop)
+    seen = set(env.runner.done)
+    with flux.History(env.api, CLUSTER_QUEUES, drop.queue) as cq:
+        revision = busy.commit_drop(env, drop)
+        # The workload never lets go: the gate gives up at its timeout, the sync fails with its
+        # Job, the one retry recreates the Job, which gives up too; the gate's Application is
+        # Degraded ...
+        gate = kube.wait_for(
+            "the gate's sync to fail and its retry too",
+            lambda: failed_at(env, "tasgen-gate", revision),
+            FAIL_TIMEOUT_S,
+        )
+        assert gate["status"]["operationState"]["retryCount"] == ONE_QUICK_RETRY["limit"]
+        assert gate["status"]["health"]["status"] == "Degraded"
+        # Every run gave up (a sync and its retry, each recreating the Job; RollingSync may
+        # have triggered the step's sync twice, which makes two more).
+        failed_runs = gate_runs(env, seen)
+        assert len(failed_runs) >= 1 + ONE_QUICK_RETRY["limit"] and set(failed_runs) == {1}
+        # ... and the queue still runs the flavor it holds: RollingSync did not sync the queues
+        # step past a gate that is not Healthy (and were it synced early, on a stale status, the
+        # admission policy would refuse the switch), and the retire step deleted nothing.
+        apps = argocd.applications(env.dyn)
+        assert not settled_at(apps["tasgen-queues"], revision)
+        assert drop.flavor in busy.flavor_names(busy.queue(env, drop.queue))
+        assert kube.get(env.dyn, kube.KUEUE_API, "ResourceFlavor", drop.flavor)
+        held_versions = len(cq.versions())
+        # Once the workload is gone, a sync of the gate's Application (a person's `argocd app
+        # sync`) drains and switches the queue, and RollingSync syncs the steps after it.
+        busy.release(env, drop, held)
+        runs = set(env.runner.done)
+        sync_now(env, "tasgen-gate", revision)
+        kube.wait_for(
+            f"every Application settled at {revision[:8]}",
+            lambda: all(settled_at(a, revision) for a in argocd.applications(env.dyn).values()) or None,
+            SYNC_TIMEOUT_S,
+        )
+        versions = cq.versions()
+    assert all(drop.flavor in busy.flavor_names(v) for v in versions[:held_versions])
+    assert drop.flavor not in busy.flavor_names(versions[-1]) and busy.flavor_names(versions[-1])
+    assert set(gate_runs(env, runs)) == {0}  # (RollingSync may sync the gate's step once more)
+    kube.wait_for(
+        f"ResourceFlavor {drop.flavor} retired",
+        lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", drop.flavor),
+    )
+    kube.wait_for(f"{drop.queue} Active", lambda: kube.queue_active(env.dyn, drop.queue))
