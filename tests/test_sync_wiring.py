@@ -4,12 +4,16 @@ of rendered/argocd/, for one labels folder and for shards."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from generator.model import Manifest
 from generator.plan.sync_wiring import (
+    DEFAULT_RETRY,
     LAST_APPLIED_LIMIT,
     STEP_LABEL,
     SYNC_OPTIONS,
@@ -19,6 +23,8 @@ from generator.plan.sync_wiring import (
     server_side_where_needed,
     wiring,
 )
+from generator.validate.schema import schema_of
+from tests.conftest import NOW, REPO, Run, tasgen
 
 SHARDS = ("labels/shard-0", "labels/shard-2", "labels/shard-1")
 
@@ -177,6 +183,44 @@ def test_argocd_retry_keeps_the_defaults_the_config_leaves_unset() -> None:
         "backoff": {"duration": "10s", "factor": 2, "maxDuration": "30m"},
     }
     assert retry({"limit": -1, "refresh": True}) == {**default, "limit": -1, "refresh": True}
+
+
+def test_the_schema_documents_the_retry_defaults() -> None:
+    sync = schema_of("GeneratorConfig")["properties"]["spec"]["properties"]["sync"]
+    retry = sync["properties"]["argocd"]["properties"]["retry"]["properties"]
+    backoff = {key: field["default"] for key, field in retry["backoff"]["properties"].items()}
+    assert {"limit": retry["limit"]["default"], "backoff": backoff} == DEFAULT_RETRY
+
+
+RETRY_LINE = "      targetRevision: main\n"
+
+
+def render_with_retry(tmp_path: Path, retry: str) -> tuple[Run, Path]:
+    """The example rendered with ``retry:`` (flow YAML) under sync.argocd."""
+    inventory, out = tmp_path / "inventories", tmp_path / "rendered"
+    shutil.copytree(REPO / "inventories", inventory)
+    config = inventory / "config.yaml"
+    assert RETRY_LINE in config.read_text()
+    config.write_text(config.read_text().replace(RETRY_LINE, f"{RETRY_LINE}      retry: {retry}\n"))
+    return tasgen("render", "-i", str(inventory), "-o", str(out), "--now", NOW), out
+
+
+def test_a_configured_retry_reaches_every_application(tmp_path: Path) -> None:
+    run, out = render_with_retry(tmp_path, "{limit: 10, backoff: {maxDuration: 30m}}")
+    assert run.exit_code == 0, run.output
+    appset = yaml.safe_load((out / "argocd" / "applicationset.yaml").read_text())
+    assert appset["spec"]["template"]["spec"]["syncPolicy"]["retry"] == {
+        "limit": 10,
+        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "30m"},
+    }
+
+
+def test_a_retry_the_schema_refuses_writes_nothing(tmp_path: Path) -> None:
+    run, out = render_with_retry(tmp_path, "{limit: 5, backoff: {factor: 0}}")
+    assert run.exit_code == 1
+    line = (REPO / "inventories" / "config.yaml").read_text().splitlines().index(RETRY_LINE.rstrip("\n")) + 2
+    assert f"config.yaml:{line}:" in run.output and "factor" in run.output and "[schema]" in run.output
+    assert not out.exists()
 
 
 def configmap(size: int, annotations: dict[str, str] | None = None) -> Manifest:

@@ -13,6 +13,8 @@ from kubernetes.utils import parse_quantity
 from tests.e2e import flux, kube
 
 GPU = "nvidia.com/gpu"
+GROUP, VERSION = kube.KUEUE_API.split("/")
+CLUSTER_QUEUES = (GROUP, VERSION, "clusterqueues")
 # What the tests drop (from the example's plans)
 TRAINING_DROPS_GB200 = ("training", {"nvidia.com/gpu.product": "NVIDIA-GB200"})
 INFERENCE_DROPS_L40S = ("inference", {"nvidia.com/gpu.product": "NVIDIA-L40S"})

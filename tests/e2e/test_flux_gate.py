@@ -31,6 +31,7 @@ from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.conftest import REPO
 from tests.e2e import flux, harness, kube
 from tests.e2e.busy import (  # what the tests drop: each starts from the example (fixture example)
+    CLUSTER_QUEUES,
     INFERENCE_DROPS_L40S,
     TRAINING_DROPS_GB200,
     Drop,
@@ -51,8 +52,6 @@ from tests.e2e.busy import (  # what the tests drop: each starts from the exampl
 
 pytestmark = pytest.mark.cluster
 
-GROUP, VERSION = kube.KUEUE_API.split("/")
-CLUSTER_QUEUES = (GROUP, VERSION, "clusterqueues")
 SYNC_TIMEOUT_S = 300
 
 
