@@ -190,6 +190,15 @@ _LONG_STRING_LAUGHS = f"a: &a {'y' * 1000}\n" + "".join(
     f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcde", "bcdef", strict=True)
 )
 
+#: nesting: 30 KB of "- " crashed yaml-rs (a segmentation fault); each text is one level
+#: beyond the limit of 500, at the collection that goes deeper
+_DEEP_COMPACT = "- " * 15_000 + "x\n"
+_DEEP_INDENTED = "".join(" " * i + "k:\n" for i in range(501)) + " " * 501 + "x\n"
+_DEEP_SEQUENCES_IN_MAPPINGS = "".join("  " * i + "- k:\n" for i in range(250)) + "  " * 250 + "- x\n"
+_DEEP_THROUGH_ALIASES = (
+    f"a: &a {'[' * 200}x{']' * 200}\nb: &b {'[' * 200}*a{']' * 200}\nc: {'[' * 100}*b{']' * 100}\n"
+)
+
 
 def _control(char: str) -> Fault:
     name = f"control-U+{ord(char):04X}"
@@ -363,6 +372,20 @@ FAULTS: list[Fault] = [
         16,
     ),
     edit("alias-undefined", "queue.yaml", CLUSTER_QUEUE, "*nowhere", "yaml-syntax", 10, 17),
+    # --- nesting ---------------------------------------------------------------------------------
+    whole("nesting-compact-15000", "deep.yaml", _DEEP_COMPACT, "yaml-depth", 1, 1001),
+    whole("nesting-indented", "deep.yaml", _DEEP_INDENTED, "yaml-depth", 501, 501),
+    whole("nesting-sequences-in-mappings", "deep.yaml", _DEEP_SEQUENCES_IN_MAPPINGS, "yaml-depth", 251, 501),
+    whole("nesting-through-aliases", "deep.yaml", _DEEP_THROUGH_ALIASES, "yaml-depth", 3, 104),
+    edit(
+        "nesting-in-snapshot",
+        "racks.yaml",
+        '    revision: "r1"\n',
+        '    revision: "r1"\n    x:\n    ' + "- " * 600 + "y\n",
+        "yaml-depth",
+        16,
+        1003,
+    ),
     # --- other YAML and JSON syntax --------------------------------------------------------------
     edit("yaml-tab-indent", "queue.yaml", "  coveredResources", "\tcoveredResources", "yaml-syntax", 5, 2),
     edit("yaml-unclosed-flow", "queue.yaml", CLUSTER_QUEUE, "{cohortName: team", "yaml-syntax", 10, 17),

@@ -5,10 +5,12 @@ characters YAML forbids, ignores tags, expands aliases before any size check and
 integers, booleans, nulls and tuples as mapping keys. So each YAML text is checked here:
 
 - before parsing, for characters outside YAML's printable set (C speed);
-- before parsing, when the text has a token that starts with ``*`` or ``!`` (rare in
-  inventories), with one pass over libyaml's events: explicit tags other than the core
-  schema's, and the size and depth that alias expansion would reach, counted from the
-  anchors' sizes without expanding anything;
+- before parsing, when the text has a token that starts with ``*`` or ``!`` or a line that
+  starts deeper than any inventory nests (all rare), with one pass over libyaml's events
+  (its parser keeps its own stack: no depth crashes it): explicit tags other than the core
+  schema's, the nesting depth (yaml-rs recurses per level and crashes the process beyond
+  ~15k levels, which 30 KB of ``- - - ...`` reach), and the size and depth that alias
+  expansion would reach, counted from the anchors' sizes without expanding anything;
 - after parsing, for keys that are not strings and numbers without a Kubernetes form
   (integers beyond 64 bits, .inf, .nan), in one walk over the data; the position is then
   found with one more event pass, only for that file.
@@ -36,6 +38,7 @@ from generator.rules.load import (
     MAPPING_KEY,
     NUMBER_RANGE,
     YAML_ALIAS_LIMIT,
+    YAML_DEPTH,
     YAML_SYNTAX,
     YAML_TAG,
 )
@@ -68,6 +71,23 @@ MAX_ALIAS_DEPTH = 32
 #: ... and replay at most this many nodes (yaml-rs enforces the same two limits as a backstop)
 MAX_ALIAS_EVENTS = 200_000
 
+#: Collections nested in one another, aliases expanded: far deeper than any inventory (a
+#: Kubernetes object nests a few dozen levels), far below the ~15k where yaml-rs's recursion
+#: overflows the stack and the process dies without a word (and below libyaml's own 1,000,
+#: so that the events pass reports it as this rule)
+MAX_DEPTH = 500
+#: How block YAML nests: each level takes one more column of indentation, or two columns of
+#: "- ", "? " or ": " (a sequence may share its mapping key's column: one level per column, so
+#: two is a safe bound); a flow collection ("[[[") nests at most 255 deep (yaml-rs refuses
+#: more). So a text whose lines all start with fewer of these characters cannot pass
+#: MAX_DEPTH (2 * 120 + 255 + 2 < 500) and needs no events pass for it.
+_DEEP_PREFIX = (MAX_DEPTH - 258) // 2
+_DEEP_START = re.compile(rf"[ \t?:-]{{{_DEEP_PREFIX}}}")
+#: a literal first, so that the regex engine jumps from line break to line break (40 ms for
+#: 37 MB; a class of both line breaks first is tried at every character: 0.3 s)
+_DEEP_LINE = re.compile(rf"\n{_DEEP_START.pattern}")
+_DEEP_OLD_MAC_LINE = re.compile(rf"\r{_DEEP_START.pattern}")  # YAML's third line break
+
 
 class GuardError(Exception):
     """A text that must not reach the parser (or whose parse must not be used)."""
@@ -95,8 +115,9 @@ def check_characters(text: str) -> None:
 
 
 def check_events(text: str) -> None:
-    """Tags and alias expansion, judged from the events before the parser builds anything."""
-    if ("*" not in text and "!" not in text) or _NEEDS_EVENTS.search(text) is None:
+    """Tags, depth and alias expansion, judged from the events before the parser builds
+    anything (only for a text that may have an alias, a tag or a deep line)."""
+    if not (_may_alias_or_tag(text) or _may_nest_deep(text)):
         return
     budget = _AliasBudget(ALIAS_BUDGET_BASE + ALIAS_BUDGET_FACTOR * len(text))
     try:
@@ -109,6 +130,18 @@ def check_events(text: str) -> None:
         raise GuardError(YAML_SYNTAX, f"invalid YAML: {e.problem or e}", position) from e
     except yaml.YAMLError as e:
         raise GuardError(YAML_SYNTAX, f"invalid YAML: {e}", None) from e
+
+
+def _may_alias_or_tag(text: str) -> bool:
+    return ("*" in text or "!" in text) and _NEEDS_EVENTS.search(text) is not None
+
+
+def _may_nest_deep(text: str) -> bool:
+    return (
+        _DEEP_START.match(text) is not None
+        or _DEEP_LINE.search(text) is not None
+        or ("\r" in text and _DEEP_OLD_MAC_LINE.search(text) is not None)
+    )
 
 
 def _check_tag(event: yaml.Event) -> None:
@@ -126,11 +159,13 @@ class _Node:
     size: int = 1  # characters of its scalars plus one per node
     depth: int = 0  # of alias nesting inside it
     events: int = 1  # nodes it holds, aliases expanded
+    height: int = 0  # collections nested in it, itself included, aliases expanded
 
 
 @dataclass
 class _AliasBudget:
-    """Sizes of anchored nodes, so that each alias adds what it would expand to."""
+    """Sizes of anchored nodes, so that each alias adds what it would expand to; and how deep
+    collections nest, an alias as deep as what it repeats."""
 
     limit: int
     expanded: int = 0
@@ -142,14 +177,25 @@ class _AliasBudget:
         if isinstance(event, yaml.ScalarEvent):
             self._close(_Node(event.anchor, 1 + len(event.value)))
         elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
-            self.open.append(_Node(event.anchor))
+            self._nest(1, event)
+            self.open.append(_Node(event.anchor, height=1))
         elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
             self._close(self.open.pop())
         elif isinstance(event, yaml.AliasEvent):
             self._alias(event)
 
+    def _nest(self, height: int, event: yaml.Event) -> None:
+        """Refuse a collection (or an alias of one) that would nest beyond MAX_DEPTH."""
+        if len(self.open) + height > MAX_DEPTH:
+            message = (
+                f"YAML nested deeper than {MAX_DEPTH:,} levels (aliases expanded): no inventory "
+                "nests like this, and parsers crash on it; flatten it"
+            )
+            raise GuardError(YAML_DEPTH, message, _start(event))
+
     def _alias(self, event: yaml.AliasEvent) -> None:
         anchored = self.anchors.get(event.anchor or "", _Node(None))
+        self._nest(anchored.height, event)
         self.expanded += anchored.size
         self.replayed += anchored.events
         if (
@@ -162,7 +208,7 @@ class _AliasBudget:
                 f"{MAX_ALIAS_EVENTS:,} nodes, {MAX_ALIAS_DEPTH} levels): an alias bomb? Write it out"
             )
             raise GuardError(YAML_ALIAS_LIMIT, message, _start(event))
-        self._close(_Node(None, anchored.size, anchored.depth + 1, anchored.events))
+        self._close(_Node(None, anchored.size, anchored.depth + 1, anchored.events, anchored.height))
 
     def _close(self, node: _Node) -> None:
         if node.anchor is not None:
@@ -172,6 +218,7 @@ class _AliasBudget:
             parent.size += node.size
             parent.events += node.events
             parent.depth = max(parent.depth, node.depth)
+            parent.height = max(parent.height, node.height + 1)
 
 
 def _start(event: yaml.Event) -> Position | None:

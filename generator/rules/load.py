@@ -26,6 +26,11 @@ YAML_ALIAS_LIMIT = Rule(
     _S,
     "YAML aliases would not expand beyond a bounded size or depth (checked before expanding).",
 )
+YAML_DEPTH = Rule(
+    "yaml-depth",
+    _S,
+    "YAML nests at most 500 levels, aliases expanded (checked before parsing: deeper crashes parsers).",
+)
 YAML_TAG = Rule(
     "yaml-tag", _S, "No YAML tags beyond the core schema's (!!str, !!int, ...): no !foo, !!binary, !!set."
 )
@@ -44,6 +49,7 @@ RULES = (
     JSON_SYNTAX,
     DUPLICATE_KEY,
     YAML_ALIAS_LIMIT,
+    YAML_DEPTH,
     YAML_TAG,
     MAPPING_KEY,
     NUMBER_RANGE,
