@@ -1,7 +1,8 @@
 """How YAML texts are judged around the parser: the guard's level-by-level scan of parsed
 data (C-speed passes) finds trouble exactly when a plain walk over every key and value does
-(keys that are not strings, integers beyond 64 bits, infinities and NaNs, sets); documents
-are counted by their markers as a line-by-line count does."""
+(keys that are not strings, integers beyond 64 bits, infinities and NaNs, sets), and data
+the Rust walk calls plain has none; documents are counted by their markers as a
+line-by-line count does."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.load.files import _document_count
-from generator.load.guard import _scan
+from generator.load.guard import _plain, _scan
 from tests.conftest import examples
 
 SCALARS = st.one_of(
@@ -20,7 +21,7 @@ SCALARS = st.one_of(
     st.booleans(),
     st.none(),
     st.integers(),  # beyond 64 bits too
-    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1]),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**4000]),  # printable: 4,300 digits
     st.floats(),  # infinities and NaN too
 )
 KEYS = st.one_of(st.text(max_size=3), st.text(max_size=3), st.integers(), st.booleans(), st.none())
@@ -33,6 +34,10 @@ DATA = st.recursive(
     ),
     max_leaves=30,
 )
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=4))
 
 
 def troubles(data: Any) -> set[str]:
@@ -57,6 +62,26 @@ def test_the_scan_finds_trouble_exactly_when_a_plain_walk_does(data: Any) -> Non
     found, expected = _scan(data), troubles(data)
     assert (found is None) == (not expected)
     assert found is None or found in expected
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(DATA)
+def test_data_the_rust_walk_calls_plain_has_no_trouble(data: Any) -> None:
+    assert not (_plain(data) and troubles(data))
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.recursive(st.one_of(st.text(max_size=3), st.booleans(), st.none()), _containers, max_leaves=30))
+def test_data_of_strings_booleans_and_nulls_is_plain(data: Any) -> None:
+    """The fast path is taken for what inventories are made of (else it would gain nothing)."""
+    assert _plain(data)
+
+
+def test_the_rust_walk_leaves_every_number_to_the_scan() -> None:
+    """jsonschema-rs calls an integer of 5,000 digits an integer within any maximum."""
+    numbers = [0, 1, 2**63, -(2**63) - 1, 10**5000, 1.5, float("nan"), float("inf")]
+    assert not any(_plain({"a": [number]}) for number in numbers)
+    assert not any(map(_plain, ({"a": {1: "b"}}, [{"x"}], {"a": [{None: "b"}]})))
 
 
 def test_the_scan_names_each_kind_of_trouble() -> None:

@@ -29,6 +29,7 @@ from itertools import chain, compress
 from operator import is_
 from typing import TYPE_CHECKING, Any
 
+import jsonschema_rs
 import yaml_rs
 
 from generator.lazyimport import on_first_use
@@ -230,14 +231,46 @@ def _start(event: yaml.Event) -> Position | None:
 
 
 def check_data(text: str, data: Any) -> None:
-    """Keys that are not strings, and numbers out of range, found in one walk over the data
-    (strings are skipped by type, so a 100k-node inventory takes a fraction of a second);
+    """Keys that are not strings, and numbers out of range, found in one walk over the data;
     only a file that has one is read once more, as events, for the position."""
-    found = _scan(data)
+    found = None if _plain(data) else _scan(data)
     if found == "key":
         raise foreign_key_error(text)
     if found == "number":
         raise GuardError(NUMBER_RANGE, _OUT_OF_RANGE, next(_bad_number_positions(text), None))
+
+
+#: Kubernetes' integers are 64-bit, and JSON has no infinity or NaN; Python's integers are
+#: unbounded (and refuse to print beyond 4,300 digits) and YAML has .inf and .nan
+_INT64 = range(-(2**63), 2**63)
+
+#: What inventories are mostly made of: strings, booleans, nulls, lists, and mappings with
+#: string keys. jsonschema-rs's validator walks data in Rust (0.09 s for 100k nodes, against
+#: 0.4 s for _scan): a key that is not a string or a set makes it raise, a number makes it
+#: answer False, and _scan then says what, if anything, is wrong (numbers are left to _scan:
+#: jsonschema-rs calls an integer of 5,000 digits within any maximum). Its recursion is
+#: bounded: a text nests at most MAX_DEPTH levels (it survives 10,000).
+_PLAIN = jsonschema_rs.validator_for(
+    {
+        "$defs": {
+            "value": {
+                "anyOf": [
+                    {"type": ["string", "boolean", "null"]},
+                    {"type": "object", "additionalProperties": {"$ref": "#/$defs/value"}},
+                    {"type": "array", "items": {"$ref": "#/$defs/value"}},
+                ]
+            }
+        },
+        "$ref": "#/$defs/value",
+    }
+)
+
+
+def _plain(data: Any) -> bool:
+    try:
+        return _PLAIN.is_valid(data)
+    except ValueError:  # jsonschema-rs cannot convert it: a key that is not a string, a set
+        return False
 
 
 def _scan(data: Any) -> str | None:
@@ -391,9 +424,6 @@ _FORBIDDEN_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # --- numbers beyond Kubernetes' range -----------------------------------------------------
 
-#: Kubernetes' integers are 64-bit, and JSON has no infinity or NaN; Python's integers are
-#: unbounded (and refuse to print beyond 4,300 digits) and YAML has .inf and .nan
-_INT64 = range(-(2**63), 2**63)
 _OUT_OF_RANGE = "a number beyond Kubernetes' range (64-bit integers, finite numbers); quote it if it is text"
 #: where a JSON number out of range starts
 LONG_NUMBER = re.compile(r"(?<![\w.\"-])(?:-?[0-9]{19,}|-?[0-9.]+[eE][+-]?[0-9]{3,}|NaN|-?Infinity)")
