@@ -26,6 +26,13 @@ def test_the_guard_refuses_exactly_what_yaml_does_not_print() -> None:
     assert set(guard._FORBIDDEN.findall(EVERY)) == {c for c in EVERY if not printable(c)}
 
 
+def test_an_ascii_texts_shape_marks_exactly_what_yaml_does_not_print() -> None:
+    ascii_text = EVERY[:0x80]
+    shape = guard.shape_of(ascii_text)
+    assert shape is not None
+    assert {chr(i) for i, b in enumerate(shape) if b == 0} == {c for c in ascii_text if not printable(c)}
+
+
 def test_the_writer_escapes_controls_and_what_old_readers_misread() -> None:
     # in a quoted scalar every C0 control is escaped (tab and line breaks too); YAML 1.1
     # readers take NEL, LS and PS for line breaks; a BOM inside a scalar would be dropped

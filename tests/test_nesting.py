@@ -65,6 +65,8 @@ CHAINS = st.integers(0, 600).flatmap(lambda n: st.lists(STEPS, min_size=n, max_s
 @example(["map-indent-1"] * 246, 255).via("one beyond, through flow")
 def test_a_text_is_refused_exactly_when_it_nests_too_deep(steps: list[str], flow: int) -> None:
     text, depth = block_text(steps, flow), expected_depth(steps, flow)
+    # an ASCII text's deep lines are found in its shape, others' by a regex: the same lines
+    assert guard._may_nest_deep(text, guard.shape_of(text)) == guard._may_nest_deep(text)
     if depth > guard.MAX_DEPTH:
         assert guard._may_nest_deep(text)  # the events pass runs for it ...
         try:
@@ -103,9 +105,19 @@ def test_aliases_nest_as_deep_as_what_they_repeat() -> None:
 
 def test_lines_broken_by_carriage_returns_alone_are_looked_at_too() -> None:
     text = "".join(" " * i + "k:\r" for i in range(501)) + " " * 501 + "x\r"
-    assert guard._may_nest_deep(text)
+    assert guard._may_nest_deep(text) and guard._may_nest_deep(text, guard.shape_of(text))
     try:
         parse_text(text)
         raise AssertionError("501 levels were parsed")
     except ParseError as e:
         assert e.rule.id == "yaml-depth"
+
+
+def test_a_text_that_is_not_ascii_is_looked_at_by_the_regex() -> None:
+    text = "# é\n" + "".join(" " * i + "k:\n" for i in range(501)) + " " * 501 + "x\n"
+    assert guard.shape_of(text) is None and guard._may_nest_deep(text)
+    try:
+        parse_text(text)
+        raise AssertionError("501 levels were parsed")
+    except ParseError as e:
+        assert (e.rule.id, e.position) == ("yaml-depth", (502, 501))

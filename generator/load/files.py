@@ -159,8 +159,7 @@ def _within(text: str, position: tuple[int, int] | None) -> tuple[int, int] | No
 
 
 def _parse_yaml(text: str, data_checks: bool = True) -> list[Any]:
-    guard.check_characters(text)
-    guard.check_events(text)
+    guard.check_text(text)
     try:
         data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
     except yaml_rs.YAMLDecodeError as e:

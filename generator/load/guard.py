@@ -9,7 +9,7 @@ integers, booleans, nulls and tuples as mapping keys. So each YAML text is check
   starts deeper than any inventory nests (all rare), with one pass over libyaml's events
   (its parser keeps its own stack: no depth crashes it): explicit tags other than the core
   schema's, the nesting depth (yaml-rs recurses per level and crashes the process beyond
-  ~15k levels, which 30 KB of ``- - - ...`` reach), and the size and depth that alias
+  ~11k levels, which 22 KB of ``- - - ...`` reach), and the size and depth that alias
   expansion would reach, counted from the anchors' sizes without expanding anything;
 - after parsing, for keys that are not strings and numbers without a Kubernetes form
   (integers beyond 64 bits, .inf, .nan), in one walk over the data; the position is then
@@ -73,7 +73,7 @@ MAX_ALIAS_DEPTH = 32
 MAX_ALIAS_EVENTS = 200_000
 
 #: Collections nested in one another, aliases expanded: far deeper than any inventory (a
-#: Kubernetes object nests a few dozen levels), far below the ~15k where yaml-rs's recursion
+#: Kubernetes object nests a few dozen levels), far below the ~11k where yaml-rs's recursion
 #: overflows the stack and the process dies without a word (and below libyaml's own 1,000,
 #: so that the events pass reports it as this rule)
 MAX_DEPTH = 500
@@ -83,9 +83,10 @@ MAX_DEPTH = 500
 #: more). So a text whose lines all start with fewer of these characters cannot pass
 #: MAX_DEPTH (2 * 120 + 255 + 2 < 500) and needs no events pass for it.
 _DEEP_PREFIX = (MAX_DEPTH - 258) // 2
+_DEEP_SHAPE = b"-" * _DEEP_PREFIX  # in an ASCII text's shape (see check_text)
 _DEEP_START = re.compile(rf"[ \t?:-]{{{_DEEP_PREFIX}}}")
-#: a literal first, so that the regex engine jumps from line break to line break (40 ms for
-#: 37 MB; a class of both line breaks first is tried at every character: 0.3 s)
+#: for other texts: a literal first, so that the regex engine jumps from line break to line
+#: break (40-80 ms for 37 MB; a class of both line breaks first is tried at every character)
 _DEEP_LINE = re.compile(rf"\n{_DEEP_START.pattern}")
 _DEEP_OLD_MAC_LINE = re.compile(rf"\r{_DEEP_START.pattern}")  # YAML's third line break
 
@@ -104,9 +105,30 @@ def position_of(text: str, offset: int) -> Position:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def check_characters(text: str) -> None:
-    # Inventories are mostly ASCII: deleting the printable bytes (C speed) leaves nothing.
-    if text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII):
+def check_text(text: str) -> None:
+    """Everything judged before parsing: the characters, then tags, depth and aliases."""
+    shape = shape_of(text)
+    check_characters(text, shape)
+    check_events(text, shape)
+
+
+def shape_of(text: str) -> bytes | None:
+    """An ASCII text's characters as the checks before parsing see them (see _SHAPES)."""
+    return text.encode("ascii").translate(_SHAPES) if text.isascii() else None
+
+
+#: each ASCII character as the checks before parsing see it (an ASCII text is translated once,
+#: at C speed): a line break (LF, CR), one that can start a line deep (space, tab, "-", "?",
+#: ":"), any other printable one, or NUL for one YAML refuses
+_SHAPES = bytes(
+    10 if byte in b"\n\r" else 45 if byte in b" \t-?:" else 120 if byte in _PRINTABLE_ASCII else 0
+    for byte in range(256)
+)
+
+
+def check_characters(text: str, shape: bytes | None = None) -> None:
+    # Inventories are mostly ASCII: their shape holds no NUL (one search at C speed).
+    if shape is not None and b"\0" not in shape:
         return
     found = _FORBIDDEN.search(text)
     if found is not None:
@@ -115,10 +137,10 @@ def check_characters(text: str) -> None:
         raise GuardError(YAML_SYNTAX, message, position_of(text, found.start()))
 
 
-def check_events(text: str) -> None:
+def check_events(text: str, shape: bytes | None = None) -> None:
     """Tags, depth and alias expansion, judged from the events before the parser builds
     anything (only for a text that may have an alias, a tag or a deep line)."""
-    if not (_may_alias_or_tag(text) or _may_nest_deep(text)):
+    if not (_may_alias_or_tag(text) or _may_nest_deep(text, shape)):
         return
     budget = _AliasBudget(ALIAS_BUDGET_BASE + ALIAS_BUDGET_FACTOR * len(text))
     try:
@@ -137,7 +159,9 @@ def _may_alias_or_tag(text: str) -> bool:
     return ("*" in text or "!" in text) and _NEEDS_EVENTS.search(text) is not None
 
 
-def _may_nest_deep(text: str) -> bool:
+def _may_nest_deep(text: str, shape: bytes | None = None) -> bool:
+    if shape is not None:  # a long needle: the search skips ahead by up to its length
+        return shape.startswith(_DEEP_SHAPE) or b"\n" + _DEEP_SHAPE in shape
     return (
         _DEEP_START.match(text) is not None
         or _DEEP_LINE.search(text) is not None
