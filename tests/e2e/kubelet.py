@@ -100,6 +100,7 @@ class Kubelet(threading.Thread):
         self.running: dict[str, subprocess.Popen[bytes]] = {}  # Pod uid -> its process, while it runs
         self.done: dict[str, int] = {}  # Pod uid -> the exit code of its run
         self.names: dict[str, str] = {}  # Pod uid -> its Job's name (the Pod's, without a Job)
+        self.annotations: dict[str, dict[str, str]] = {}  # Pod uid -> the Pod's annotations
         self.halt = threading.Event()
         self.lock = threading.Lock()
 
@@ -168,6 +169,7 @@ class Kubelet(threading.Thread):
         with self.lock:
             self.runs[run.uid] = run
             self.names[run.uid] = labels.get(JOB_NAME_LABEL, run.pod)
+            self.annotations[run.uid] = dict(pod.metadata.annotations or {})
             self.running[run.uid] = process
         self._status(run, self._running_status(run))
         threading.Thread(target=self._wait, args=(run,), daemon=True).start()

@@ -18,6 +18,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from generator.plan.gate_wiring import NAME as GATE_JOB
+from generator.plan.gate_wiring import PLAN_HASH_ANNOTATION
 from tests.e2e import argocd, busy, flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import load_fleet
@@ -260,11 +261,23 @@ def sync_now(env: argocd.ArgoEnv, name: str, revision: str) -> None:
     )
 
 
-def gate_runs(env: argocd.ArgoEnv, seen: set[str]) -> list[int]:
-    """The exit codes of the gate's runs since ``seen``, in the order they ended."""
+def gate_runs(env: argocd.ArgoEnv, seen: set[str], plan: str) -> list[int]:
+    """The exit codes of the gate's runs of one plan (by its hash) since ``seen``, in the order
+    they ended: RollingSync or a refresh may still sync the revision before, whose gate passes."""
     with env.runner.lock:  # (its threads record runs as they end)
-        done, names = dict(env.runner.done), dict(env.runner.names)
-    return [code for uid, code in done.items() if uid not in seen and names[uid] == GATE_JOB]
+        done, names, notes = dict(env.runner.done), dict(env.runner.names), dict(env.runner.annotations)
+    return [
+        code
+        for uid, code in done.items()
+        if uid not in seen and names[uid] == GATE_JOB and notes[uid].get(PLAN_HASH_ANNOTATION) == plan
+    ]
+
+
+def rendered_plan(env: argocd.ArgoEnv) -> str:
+    """The plan hash of the gate Job the working copy's rendered/ holds (the last commit's)."""
+    job = busy.named(busy.rendered_objects(env, "Job", "gate"), GATE_JOB)
+    plan: str = job["spec"]["template"]["metadata"]["annotations"][PLAN_HASH_ANNOTATION]
+    return plan
 
 
 def gate_runs_ended(env: argocd.ArgoEnv) -> set[str] | None:
@@ -289,7 +302,7 @@ def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_dra
     held = busy.hold_reservation(env, drop)
     seen = kube.wait_for("the gate's runs to end", lambda: gate_runs_ended(env))
     with flux.History(env.api, busy.CLUSTER_QUEUES, drop.queue) as cq:
-        revision = busy.commit_drop(env, drop)
+        revision, plan = busy.commit_drop(env, drop), rendered_plan(env)
         # The workload never lets go: the gate gives up at its timeout, the sync fails with its
         # Job, the one retry recreates the Job, which gives up too; the gate's Application is
         # Degraded ...
@@ -301,7 +314,7 @@ def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_dra
         assert gate["status"]["operationState"]["retryCount"] == ONE_QUICK_RETRY["limit"]
         # Every run gave up (a sync and its retry, each recreating the Job; RollingSync may
         # have triggered the step's sync twice, which makes two more).
-        failed_runs = gate_runs(env, seen)
+        failed_runs = gate_runs(env, seen, plan)
         assert len(failed_runs) >= 1 + ONE_QUICK_RETRY["limit"] and set(failed_runs) == {1}
         # ... and the queue still runs the flavor: RollingSync waits for a Healthy gate, and a
         # queues step it synced early on a stale status would have its switch refused by the
@@ -326,7 +339,7 @@ def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_dra
         versions = cq.versions()
     assert all(drop.flavor in busy.flavor_names(v) for v in versions[:held_versions])
     assert drop.flavor not in busy.flavor_names(versions[-1]) and busy.flavor_names(versions[-1])
-    assert set(gate_runs(env, runs)) == {0}  # (RollingSync may sync the gate's step once more)
+    assert set(gate_runs(env, runs, plan)) == {0}  # (RollingSync may sync the gate's step once more)
     kube.wait_for(
         f"ResourceFlavor {drop.flavor} retired",
         lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", drop.flavor),
