@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,9 +136,7 @@ def _gate_place(ctx: Context) -> tuple[str, str]:
 
 def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:
     version = ctx.inventory.settings.kueue_api_version
-    counts: dict[str, int] = {}
-    for source in assignment.source_of.values():
-        counts[source] = counts.get(source, 0) + 1
+    counts = Counter(assignment.source_of.values())
     summary = Summary(sources=source_statuses(ctx, [], counts))
     by_profile = assignment.nodes_by_profile()
     summary.profiles = [

@@ -85,7 +85,7 @@ def feature_files(
         assert source.snapshot is not None
         rows = node_labels(source.snapshot.nodes)
         files += _by_folder(rows, folder_of, source_features(source.name), namespace, source.name)
-    by_profile = {p.id: {PROFILE_KEY: p.id} for p in assignment.profile_of.values()}
+    by_profile = {profile: {PROFILE_KEY: profile} for profile in assignment.profiles()}
     nodes = sorted(assignment.profile_of)
     ids = map(attrgetter("id"), map(assignment.profile_of.__getitem__, nodes))
     rows = zip(nodes, map(by_profile.__getitem__, ids), strict=True)

@@ -81,9 +81,14 @@ def assign_disjoint(ctx: Context, ready: list[Source]) -> Assignment:
         profile.update(zip(names, map(itemgetter(0), places), strict=True))
         domain.update(zip(names, map(itemgetter(1), places), strict=True))
         source_of.update(zip(names, repeat(source.name)))
-    order = sorted(ctx.inventory.nodes)
-    hostname_only = _profile(by_keys, (HOSTNAME_KEY,))
-    result = Assignment(dict(zip(order, map(profile.get, order, repeat(hostname_only)), strict=True)))
+    order = ctx.node_names
+    if len(profile) < len(order):  # nodes no Ready source selects: hostname-only
+        hostname_only = _profile(by_keys, (HOSTNAME_KEY,))
+        profile = dict(zip(order, map(profile.get, order, repeat(hostname_only)), strict=True))
+    elif len(ready) > 1:
+        profile = dict(zip(order, map(profile.__getitem__, order), strict=True))
+    # (else one source selects every node, in node order: its mapping is in order already)
+    result = Assignment(profile)
     result.source_of, result.domain_of = source_of, domain  # (looked up by node, never iterated)
     result.findings += _collisions(ctx, result.profiles().values())
     return result

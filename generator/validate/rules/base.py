@@ -34,10 +34,14 @@ class Context:
         return value
 
     @cached_property
+    def node_names(self) -> list[str]:
+        """The inventory's node names, sorted (the order of every per-node output)."""
+        return sorted(self.inventory.nodes)
+
+    @cached_property
     def selected(self) -> dict[str, list[Node]]:
         """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
-        by_name = self.inventory.nodes
-        nodes = [by_name[name] for name in sorted(by_name)]
+        nodes = list(map(self.inventory.nodes.__getitem__, self.node_names))
         return {name: _select(src.selector, nodes) for name, src in self.inventory.sources.items()}
 
     def loaded_sources(self) -> Iterable[Source]:
