@@ -111,3 +111,14 @@ plain_or_not = st.one_of(
 @given(st.lists(plain_or_not, max_size=8))
 def test_quoting_many_at_once_quotes_each_as_quote_does(texts: list[str]) -> None:
     assert yaml.quote_all(texts) == [yaml.quote(t) for t in texts]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.one_of(plain_or_not, st.sampled_from(["", "o", "tr", "nu", "fa", "y", "1"])),
+    st.lists(plain_or_not, max_size=8),
+)
+def test_quoting_behind_a_prefix_quotes_as_quoting_the_whole(prefix: str, texts: list[str]) -> None:
+    """Short prefixes and texts that together spell a reserved word ("o" + "n") are quoted."""
+    expected = yaml.quote_all([prefix + t for t in texts])
+    assert yaml.quote_prefixed(prefix, texts, yaml.quote_all(texts)) == expected

@@ -78,12 +78,11 @@ def feature_text(features: FeatureFile) -> str:
     # Keyed by identity: the rows share their mappings, which live as long as this call.
     distinct = dict(zip(map(id, labels), labels, strict=True))
     texts = {key: yaml.flat_entry("labels", mapping, "  ").rstrip("\n") for key, mapping in distinct.items()}
-    names = yaml.quote_all(list(map(features.name_prefix.__add__, nodes)))
+    quoted = yaml.quote_all(nodes)
+    names = yaml.quote_prefixed(features.name_prefix, nodes, quoted)
     head, middle, tail = _feature_stencil(features.namespace, features.source)
     spec = map(texts.__getitem__, map(id, labels))
-    parts = zip(
-        repeat(head), names, repeat(middle), yaml.quote_all(nodes), repeat(tail), spec, repeat(_BREAK)
-    )
+    parts = zip(repeat(head), names, repeat(middle), quoted, repeat(tail), spec, repeat(_BREAK))
     return "".join(chain.from_iterable(parts))[: -len(_BREAK)]
 
 

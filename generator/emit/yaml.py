@@ -44,15 +44,30 @@ _PLAIN_LINES = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*(?:\n[A-Za-z][A-Za-z0-9_./-]
 
 def quote_all(texts: list[str]) -> list[str]:
     """[quote(t) for t in texts], judged in one match when every text is plain (node names
-    of a fleet are: no text is then looked at on its own)."""
+    of a fleet are: no text is then looked at on its own, and ``texts`` itself is returned)."""
     lines = "\n".join(texts)
-    if (
-        lines.count("\n") == len(texts) - 1
-        and _PLAIN_LINES.fullmatch(lines)
-        and _RESERVED.isdisjoint(map(str.lower, texts))
-    ):
+    if lines.count("\n") == len(texts) - 1 and _PLAIN_LINES.fullmatch(lines) and _none_reserved(texts):
         return texts
     return [quote(text) for text in texts]
+
+
+def quote_prefixed(prefix: str, texts: list[str], quoted: list[str]) -> list[str]:
+    """quote_all([prefix + t for t in texts]), given ``quoted``, quote_all(texts): plain texts
+    behind a plain prefix are plain (NodeFeature names: judged again only when short enough to
+    spell a reserved word)."""
+    joined = list(map(prefix.__add__, texts))
+    if quoted is texts and (not prefix or _PLAIN.fullmatch(prefix)) and _none_reserved(joined):
+        return joined
+    return quote_all(joined)
+
+
+_LONGEST_RESERVED = max(map(len, _RESERVED))
+
+
+def _none_reserved(texts: list[str]) -> bool:
+    """No text spells a reserved word, in any case (texts longer than every reserved word
+    cannot: told at C speed without lowering each)."""
+    return min(map(len, texts), default=0) > _LONGEST_RESERVED or _RESERVED.isdisjoint(map(str.lower, texts))
 
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
