@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml_rs
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -69,11 +70,9 @@ def test_a_text_is_refused_exactly_when_it_nests_too_deep(steps: list[str], flow
     assert guard._may_nest_deep(text, guard.shape_of(text)) == guard._may_nest_deep(text)
     if depth > guard.MAX_DEPTH:
         assert guard._may_nest_deep(text)  # the events pass runs for it ...
-        try:
+        with pytest.raises(ParseError) as raised:
             parse_text(text)
-            raise AssertionError("a text nesting too deep was parsed")
-        except ParseError as e:
-            assert e.rule.id == "yaml-depth"  # ... and refuses it
+        assert raised.value.rule.id == "yaml-depth"  # ... and refuses it
     else:
         assert depth_of(parse_text(text)[0]) == depth
         assert depth_of(yaml_rs.loads(text)) == depth
@@ -82,11 +81,8 @@ def test_a_text_is_refused_exactly_when_it_nests_too_deep(steps: list[str], flow
 def test_the_deepest_flow_the_parser_takes() -> None:
     """The bound assumes flow collections nest at most 255 deep (the parser refuses more)."""
     assert depth_of(yaml_rs.loads("[" * 255 + "x" + "]" * 255)) == 255
-    try:
+    with pytest.raises(yaml_rs.YAMLDecodeError):
         yaml_rs.loads("[" * 256 + "x" + "]" * 256)
-        raise AssertionError("256 nested flow sequences were parsed")
-    except yaml_rs.YAMLDecodeError:
-        pass
 
 
 def test_aliases_nest_as_deep_as_what_they_repeat() -> None:
@@ -96,28 +92,22 @@ def test_aliases_nest_as_deep_as_what_they_repeat() -> None:
     # the top-level mapping, 148 sequences and b's 351 levels: 500, allowed
     deeper = text + f"c: {'[' * 148}*b{']' * 148}\n"
     assert 1 + depth_of(parse_text(deeper)[0]["c"]) == 500
-    try:
+    with pytest.raises(ParseError) as raised:
         parse_text(text + f"c: {'[' * 149}*b{']' * 149}\n")
-        raise AssertionError("501 levels through aliases were parsed")
-    except ParseError as e:
-        assert (e.rule.id, e.position) == ("yaml-depth", (3, 153))  # at the alias
+    assert (raised.value.rule.id, raised.value.position) == ("yaml-depth", (3, 153))  # the alias
 
 
 def test_lines_broken_by_carriage_returns_alone_are_looked_at_too() -> None:
     text = "".join(" " * i + "k:\r" for i in range(501)) + " " * 501 + "x\r"
     assert guard._may_nest_deep(text) and guard._may_nest_deep(text, guard.shape_of(text))
-    try:
+    with pytest.raises(ParseError) as raised:
         parse_text(text)
-        raise AssertionError("501 levels were parsed")
-    except ParseError as e:
-        assert e.rule.id == "yaml-depth"
+    assert raised.value.rule.id == "yaml-depth"
 
 
 def test_a_text_that_is_not_ascii_is_looked_at_by_the_regex() -> None:
     text = "# é\n" + "".join(" " * i + "k:\n" for i in range(501)) + " " * 501 + "x\n"
     assert guard.shape_of(text) is None and guard._may_nest_deep(text)
-    try:
+    with pytest.raises(ParseError) as raised:
         parse_text(text)
-        raise AssertionError("501 levels were parsed")
-    except ParseError as e:
-        assert (e.rule.id, e.position) == ("yaml-depth", (502, 501))
+    assert (raised.value.rule.id, raised.value.position) == ("yaml-depth", (502, 501))

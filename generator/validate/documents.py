@@ -137,11 +137,12 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
     for doc in docs:
         entries: list[dict[str, Any]] = doc.body["nodes"]
         names = list(map(itemgetter("name"), entries))
-        made = dict(zip(names, _made(doc, entries, names), strict=True))
-        if len(made) == len(names) and found.keys().isdisjoint(made):
-            found.update(made)  # no name twice (every valid fleet): no Python step per node
+        made = list(_made(doc, entries, names))
+        by_name = dict(zip(names, made, strict=True))
+        if len(by_name) == len(names) and found.keys().isdisjoint(by_name):
+            found.update(by_name)  # no name twice (every valid fleet): no Python step per node
         else:
-            findings += _one_by_one(doc, names, list(_made(doc, entries, names)), found)
+            findings += _one_by_one(doc, names, made, found)
     return found, findings
 
 
