@@ -78,6 +78,34 @@ def test_a_text_is_refused_exactly_when_it_nests_too_deep(steps: list[str], flow
         assert depth_of(yaml_rs.loads(text)) == depth
 
 
+#: lines of an ASCII text as the shape sees them: deep starts of every kind, short ones, others
+LINES = st.lists(
+    st.tuples(
+        st.sampled_from([" ", "\t", "-", "?", ":", "a"]),
+        st.integers(0, 130),
+        st.sampled_from(["\n", "\r", "x\n"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(LINES, st.integers(1, 400), st.booleans())
+@example([(" ", 121, "\n")], 1, False).via("a deep first line, pieces of one character")
+@example([("a", 100, "\n"), (" ", 121, "\n")], 150, False).via("a deep line across two pieces")
+@example([("a", 5, "\n")], 3, True).via("a refused character in a later piece")
+def test_a_shape_judged_in_pieces_is_the_whole_texts(
+    lines: list[tuple[str, int, str]], piece: int, nul: bool
+) -> None:
+    text = "".join(char * count + end for char, count, end in lines) + ("\0" if nul else "")
+    shape = guard.shape_of(text, piece)
+    assert shape is not None
+    whole = guard.shape_piece(text)  # the text translated at once
+    assert shape.refused == (b"\0" in whole)
+    assert shape.deep == (whole.startswith(guard._DEEP_SHAPE) or b"\n" + guard._DEEP_SHAPE in whole)
+    assert shape.deep == guard._may_nest_deep(text)  # and what the regex finds in any text
+
+
 def test_the_deepest_flow_the_parser_takes() -> None:
     """The bound assumes flow collections nest at most 255 deep (the parser refuses more)."""
     assert depth_of(yaml_rs.loads("[" * 255 + "x" + "]" * 255)) == 255

@@ -83,7 +83,7 @@ MAX_DEPTH = 500
 #: more). So a text whose lines all start with fewer of these characters cannot pass
 #: MAX_DEPTH (2 * 120 + 255 + 2 < 500) and needs no events pass for it.
 _DEEP_PREFIX = (MAX_DEPTH - 258) // 2
-_DEEP_SHAPE = b"-" * _DEEP_PREFIX  # in an ASCII text's shape (see check_text)
+_DEEP_SHAPE = b"-" * _DEEP_PREFIX  # in an ASCII text's shape (see shape_of)
 _DEEP_START = re.compile(rf"[ \t?:-]{{{_DEEP_PREFIX}}}")
 #: for other texts: a literal first, so that the regex engine jumps from line break to line
 #: break (40-80 ms for 37 MB; a class of both line breaks first is tried at every character)
@@ -112,13 +112,42 @@ def check_text(text: str) -> None:
     check_events(text, shape)
 
 
-def shape_of(text: str) -> bytes | None:
+@dataclass(frozen=True)
+class Shape:
+    """What an ASCII text's shape (see _SHAPES) says to the checks before parsing."""
+
+    refused: bool  # it holds a character YAML refuses
+    deep: bool  # a line starts with _DEEP_PREFIX characters that may nest (see _DEEP_PREFIX)
+
+
+#: An ASCII text is shaped a piece of this many characters at a time: whole-text copies (the
+#: encoded text and its translation, 37 MB each for a 100k-node NodeInventory) are fresh
+#: memory that a new process pays for in page faults (~50 ms); pieces reuse theirs.
+_PIECE = 1 << 20
+#: a piece starts this far into the one before it, so that a deep line's start ("\n" and
+#: _DEEP_PREFIX characters) that spans two pieces lies whole in the second
+_OVERLAP = _DEEP_PREFIX + 1
+
+
+def shape_of(text: str, piece: int = _PIECE) -> Shape | None:
+    """The shape of an ASCII text, judged ``piece`` characters at a time; None for another."""
+    if not text.isascii():
+        return None
+    refused, deep = False, _DEEP_START.match(text) is not None  # the first line: no "\n" before it
+    for start in range(0, len(text), piece):
+        shaped = shape_piece(text[max(0, start - _OVERLAP) : start + piece])
+        refused = refused or b"\0" in shaped
+        deep = deep or b"\n" + _DEEP_SHAPE in shaped
+    return Shape(refused, deep)
+
+
+def shape_piece(text: str) -> bytes:
     """An ASCII text's characters as the checks before parsing see them (see _SHAPES)."""
-    return text.encode("ascii").translate(_SHAPES) if text.isascii() else None
+    return text.encode("ascii").translate(_SHAPES)
 
 
-#: each ASCII character as the checks before parsing see it (an ASCII text is translated once,
-#: at C speed): a line break (LF, CR), one that can start a line deep (space, tab, "-", "?",
+#: each ASCII character as the checks before parsing see it (an ASCII text is translated piece
+#: by piece, at C speed): a line break (LF, CR), one that can start a line deep (space, tab, "-", "?",
 #: ":"), any other printable one, or NUL for one YAML refuses
 _SHAPES = bytes(
     10 if byte in b"\n\r" else 45 if byte in b" \t-?:" else 120 if byte in _PRINTABLE_ASCII else 0
@@ -126,9 +155,9 @@ _SHAPES = bytes(
 )
 
 
-def check_characters(text: str, shape: bytes | None = None) -> None:
-    # Inventories are mostly ASCII: their shape holds no NUL (one search at C speed).
-    if shape is not None and b"\0" not in shape:
+def check_characters(text: str, shape: Shape | None = None) -> None:
+    # Inventories are mostly ASCII: their shape says whether any character is refused.
+    if shape is not None and not shape.refused:
         return
     found = _FORBIDDEN.search(text)
     if found is not None:
@@ -137,7 +166,7 @@ def check_characters(text: str, shape: bytes | None = None) -> None:
         raise GuardError(YAML_SYNTAX, message, position_of(text, found.start()))
 
 
-def check_events(text: str, shape: bytes | None = None) -> None:
+def check_events(text: str, shape: Shape | None = None) -> None:
     """Tags, depth and alias expansion, judged from the events before the parser builds
     anything (only for a text that may have an alias, a tag or a deep line)."""
     if not (_may_alias_or_tag(text) or _may_nest_deep(text, shape)):
@@ -159,9 +188,9 @@ def _may_alias_or_tag(text: str) -> bool:
     return ("*" in text or "!" in text) and _NEEDS_EVENTS.search(text) is not None
 
 
-def _may_nest_deep(text: str, shape: bytes | None = None) -> bool:
-    if shape is not None:  # a long needle: the search skips ahead by up to its length
-        return shape.startswith(_DEEP_SHAPE) or b"\n" + _DEEP_SHAPE in shape
+def _may_nest_deep(text: str, shape: Shape | None = None) -> bool:
+    if shape is not None:
+        return shape.deep
     return (
         _DEEP_START.match(text) is not None
         or _DEEP_LINE.search(text) is not None
