@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from generator.emit import yaml
 from generator.load.files import load_files, read_inventory
-from generator.model import Node, Source
+from generator.model import Node, Selector, Source, Where
 from generator.validate import validate
 from generator.validate.hierarchy import stated_values
-from generator.validate.rules import Context, hierarchy, nodes, snapshots
+from generator.validate.labels import selects
+from generator.validate.rules import Context, base, hierarchy, nodes, snapshots
 from generator.validate.rules.snapshots import Verdict, label_problem, placed_labels
 from tests.conftest import NOW, examples
 
@@ -31,7 +32,11 @@ QUANTITIES = ["8", "1500m", "2Gi", "abc", "-1", "1e400", 8, 0.5]
 def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A NodeInventory and two configMap sources that may state the same nodes, with valid
     and invalid label keys, values and quantities drawn from small pools (so they repeat)."""
-    names = [f"n{i}" for i in range(draw(st.integers(1, 6)))]
+    # names that are no DNS subdomain or too long, at times: a hostname label repeats its node's
+    names = [
+        draw(st.sampled_from([f"n{i}", f"N{i}", f"n_{i}", f"n{i}" + "x" * 63]))
+        for i in range(draw(st.integers(1, 6)))
+    ]
     fleet = [
         {
             "name": name,
@@ -168,3 +173,24 @@ def test_the_comparison_sees_every_kind_of_problem(tmp_path: Path) -> None:
     assert found == node_by_node(context(documents, tmp_path))
     kinds = ("labels", "quantities", "stated", "conflicts", "gaps", "parents", "unknown", "read-only")
     assert [len(found[k]) for k in kinds] == [2, 1, 2, 1, 2, 1, 1, 1]
+
+
+LABELS = st.dictionaries(st.sampled_from(["pool", "zone", "x"]), st.sampled_from(["a", "b"]), max_size=3)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(LABELS, max_size=8),
+    st.lists(
+        st.dictionaries(st.sampled_from(["pool", "zone", "x"]), st.sampled_from(["a", "b"]), max_size=2),
+        max_size=4,
+    ),
+)
+def test_selecting_by_groups_of_a_labels_value_is_selecting_node_by_node(
+    labels: list[dict[str, str]], selectors: list[dict[str, str]]
+) -> None:
+    fleet = [Node(f"n{i}", mapping, {}, Where("f", 0), i) for i, mapping in enumerate(labels)]
+    by_key: dict[str, dict[str | None, list[Node]]] = {}  # shared, as the sources of one fleet share it
+    for match_labels in selectors:
+        selector = Selector(tuple(sorted(match_labels.items())))
+        assert base._select(selector, fleet, by_key) == [n for n in fleet if selects(selector, n.labels)]

@@ -10,6 +10,7 @@ from itertools import compress, repeat
 from operator import attrgetter, eq
 from typing import Any, TypeVar
 
+from generator.columns import group
 from generator.model import Inventory, Node, Selector, Source
 from generator.rules import Hit
 from generator.validate.hierarchy import Stated, stated_of
@@ -42,7 +43,8 @@ class Context:
     def selected(self) -> dict[str, list[Node]]:
         """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
         nodes = list(map(self.inventory.nodes.__getitem__, self.node_names))
-        return {name: _select(src.selector, nodes) for name, src in self.inventory.sources.items()}
+        by_key: dict[str, dict[str | None, list[Node]]] = {}
+        return {name: _select(src.selector, nodes, by_key) for name, src in self.inventory.sources.items()}
 
     def loaded_sources(self) -> Iterable[Source]:
         for name in sorted(self.inventory.sources):
@@ -66,12 +68,21 @@ class Context:
         return self.memo(f"values/{source.name}", lambda ctx: stated_of(source, ctx.selected[source.name]))
 
 
-def _select(selector: Selector, nodes: list[Node]) -> list[Node]:
-    # The common selector, matchLabels alone, is filtered without a call per node.
+def _select(
+    selector: Selector, nodes: list[Node], by_key: dict[str, dict[str | None, list[Node]]]
+) -> list[Node]:
+    """The nodes a selector selects, in their order. The common selector, matchLabels alone,
+    is filtered without a call per node; sources usually split a fleet by one label (a pool),
+    so the nodes are grouped by its value once (``by_key``) and each source takes its group."""
     if selector.expressions:
         return [n for n in nodes if selects(selector, n.labels)]
-    result = nodes
-    for key, value in selector.match_labels:
+    if not selector.match_labels:
+        return nodes
+    (key, value), *more = selector.match_labels
+    if key not in by_key:
+        by_key[key] = group(list(map(dict.get, map(attrgetter("labels"), nodes), repeat(key))), nodes)
+    result = by_key[key].get(value, [])
+    for key, value in more:  # rare: a selector of several labels
         values = map(dict.get, map(attrgetter("labels"), result), repeat(key))
         result = list(compress(result, map(eq, values, repeat(value))))
     return result

@@ -21,9 +21,14 @@ from generator.validate.rules.base import Check, Context
 
 
 def _node_name(ctx: Context) -> Iterable[Hit]:
-    # Judge every name in one match first (C speed); look node by node only when one is wrong.
-    if not dns_names_valid(ctx.inventory.nodes.keys(), longest=63):
+    if not names_valid(ctx):
         yield from each_node_name(ctx.inventory.nodes.values())
+
+
+def names_valid(ctx: Context) -> bool:
+    """Whether every node name is a DNS subdomain of at most 63 characters (judged in one match
+    at C speed, once: label-syntax asks too, since such a name is a valid label value)."""
+    return ctx.memo("names-valid", lambda ctx: dns_names_valid(ctx.inventory.nodes.keys(), longest=63))
 
 
 def each_node_name(nodes: Iterable[Node]) -> Iterable[Hit]:
@@ -59,6 +64,8 @@ def _node_labels(ctx: Context) -> Iterable[Hit]:
     labels = list(map(attrgetter("labels"), nodes))
     keys = set(chain.from_iterable(labels))
     values = set(chain.from_iterable(map(dict.values, labels)))
+    if names_valid(ctx):  # a fleet's hostnames are its node names, judged valid already
+        values.difference_update(ctx.inventory.nodes)
     if any(map(label_key_error, keys)) or not label_values_valid(values):
         yield from each_node_labels(nodes)
 
