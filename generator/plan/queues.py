@@ -79,8 +79,7 @@ class Planner:
         # Queues often share an identity (training and batch on the same GPUs): group its
         # nodes by profile, and sum their allocatable per resource, once.
         self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[str]]]] = {}
-        self._allocatable: dict[tuple[tuple[tuple[str, str], ...], str], list[dict[str, str]]] = {}
-        self._sums: dict[tuple[tuple[tuple[str, str], ...], str, str], Decimal] = {}
+        self._sums: dict[tuple[tuple[tuple[str, str], ...], str, tuple[str, ...]], dict[str, Decimal]] = {}
         self._names = sorted(nodes)
         self._labels = list(map(attrgetter("labels"), map(nodes.__getitem__, self._names)))
         self._by_key: dict[str, dict[str | None, list[str]]] = {}
@@ -169,8 +168,9 @@ class Planner:
         groups: list[tuple[str, list[str]]],
         parts: list[QueueFlavor],
     ) -> None:
+        sums = [self._sum(identity, pid, nodes, plan.covered_resources) for pid, nodes in groups]
         for resource in plan.covered_resources:
-            weights = [self._sum(identity, pid, nodes, resource) for pid, nodes in groups]
+            weights = [found[resource] for found in sums]
             declared = (hw.nominal_quota or {}).get(resource)
             nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
             for part, units in zip(parts, nominal, strict=True):
@@ -178,16 +178,13 @@ class Planner:
             self._limits(plan, hw, resource, weights, (nominal, scale), parts)
 
     def _sum(
-        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[str], resource: str
-    ) -> Decimal:
-        """A resource's allocatable summed over the nodes of one identity and profile."""
-        key = (identity, pid, resource)
+        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[str], resources: tuple[str, ...]
+    ) -> dict[str, Decimal]:
+        """Resources' allocatable, each summed over the nodes of one identity and profile."""
+        key = (identity, pid, resources)
         if key not in self._sums:
-            stated = self._allocatable.get((identity, pid))
-            if stated is None:
-                stated = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
-                self._allocatable[(identity, pid)] = stated
-            self._sums[key] = _allocatable(stated, resource)
+            stated = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
+            self._sums[key] = _allocatable(stated, resources)
         return self._sums[key]
 
     def _limits(
@@ -235,12 +232,21 @@ class Planner:
         return units, scale
 
 
-def _allocatable(stated: list[dict[str, str]], resource: str) -> Decimal:
-    """The sum of a resource over a group's allocatable. Fleets repeat a few values: count
-    them (at C speed), then parse each once."""
-    values = Counter(map(dict.get, stated, repeat(resource)))
-    values.pop(None, None)
-    return sum((parse(v) * count for v, count in values.items() if v is not None), Decimal(0))
+def _allocatable(stated: list[dict[str, str]], resources: tuple[str, ...]) -> dict[str, Decimal]:
+    """Each resource's sum over a group's allocatable. Fleets repeat a few sets of values:
+    count each node's values of all the resources as one row (at C speed), then parse each
+    distinct value once."""
+    rows = Counter(zip(*(map(dict.get, stated, repeat(resource)) for resource in resources), strict=True))
+    sums = dict.fromkeys(resources, Decimal(0))
+    parsed: dict[str, Decimal] = {}
+    for row, count in rows.items():
+        for resource, value in zip(resources, row, strict=True):
+            if value is not None:
+                amount = parsed.get(value)
+                if amount is None:
+                    amount = parsed[value] = parse(value)
+                sums[resource] += amount * count
+    return sums
 
 
 def largest_remainder(total: int, weights: list[int], caps: list[int] | None = None) -> list[int] | None:
