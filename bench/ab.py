@@ -2,11 +2,13 @@
 each (fresh rendered/ and memo), then the floor (bench/sync.py). On a shared machine a round's
 CPU seconds vary by a third; rounds taken in turn expose both installs to the same load.
 
-    python -m venv /tmp/old && /tmp/old/bin/pip install -e <a checkout of the old revision>
-    python bench/ab.py /tmp/old/bin/tasgen [NODES] [ROUNDS]
+    git worktree add /tmp/old <the old revision>
+    python bench/ab.py /tmp/old [NODES] [ROUNDS]      # a checkout: run with its code first on PYTHONPATH
+    python bench/ab.py /tmp/venv/bin/tasgen [NODES] [ROUNDS]   # or another install's tasgen
 
-Prints each round as it ends, then the least CPU of each install and of the floor, and the median
-of the rounds' own this/other ratios (the steadier figure on a loaded machine).
+Prints each round as it ends, then the least CPU of each install and of the floor (bench/floor.py,
+a fresh process, as the renders are), and the median of the rounds' own this/other ratios (the
+steadier figure on a loaded machine).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench.fleet import write_fleet  # noqa: E402
 from bench.run import NOW, installed_env  # noqa: E402
-from bench.sync import TASGEN, floor_s, timed, warm_up  # noqa: E402
+from bench.sync import TASGEN, fresh_floor_s, timed, warm_up  # noqa: E402
 
 
 def cold(tasgen: str, inventory: Path, work: Path, name: str) -> tuple[float, float]:
@@ -31,14 +33,22 @@ def cold(tasgen: str, inventory: Path, work: Path, name: str) -> tuple[float, fl
     out, memo = work / f"out-{name}", work / f"memo-{name}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(memo, ignore_errors=True)
-    env = _env(work, name)
-    _, _, cpu, rss = timed([tasgen, "render", "-i", str(inventory), "--now", NOW, "-o", str(out)], env)
+    env = _env(work, name, tasgen)
+    _, _, cpu, rss = timed(
+        [_command(tasgen), "render", "-i", str(inventory), "--now", NOW, "-o", str(out)], env
+    )
     return round(cpu, 2), round(rss)
 
 
-def _env(work: Path, name: str) -> dict[str, str]:
-    """Each install's own bytecode cache and memo."""
-    return installed_env(work / name, TASGEN_CACHE_DIR=str(work / f"memo-{name}"))
+def _command(tasgen: str) -> str:
+    """A checkout runs as this install's tasgen with the checkout's code (see _env)."""
+    return TASGEN if Path(tasgen).is_dir() else tasgen
+
+
+def _env(work: Path, name: str, tasgen: str) -> dict[str, str]:
+    """Each install's own bytecode cache and memo; a checkout's code first on PYTHONPATH."""
+    env = installed_env(work / name, TASGEN_CACHE_DIR=str(work / f"memo-{name}"))
+    return env | {"PYTHONPATH": str(Path(tasgen).resolve())} if Path(tasgen).is_dir() else env
 
 
 def main() -> None:
@@ -49,7 +59,7 @@ def main() -> None:
     try:
         write_fleet(work / "inventory", nodes)
         for name, tasgen in installs.items():
-            warm_up(tasgen, work / name, _env(work, name))
+            warm_up(_command(tasgen), work / name, _env(work, name, tasgen))
         renders: dict[str, list[tuple[float, float]]] = {name: [] for name in installs}
         floors: list[float] = []
         for turn in range(rounds):
@@ -58,7 +68,10 @@ def main() -> None:
             for name, tasgen in list(installs.items())[:: 1 if turn % 2 == 0 else -1]:
                 renders[name].append(cold(tasgen, work / "inventory", work, name))
             shutil.rmtree(work / "scratch", ignore_errors=True)
-            floors.append(round(floor_s(work / "inventory", work / "out-this", work / "scratch"), 2))
+            env = installed_env(work / "floor")
+            floors.append(
+                round(fresh_floor_s(work / "inventory", work / "out-this", work / "scratch", env), 2)
+            )
             print(json.dumps({"cpu_s_rss_mib": renders, "floor_cpu_s": floors}), flush=True)
         least = {name: min(cpu for cpu, _ in rounds_of) for name, rounds_of in renders.items()}
         ratio = round(least["this"] / least["other"], 2)
@@ -66,6 +79,7 @@ def main() -> None:
         # so their median moves less with the machine than the least of each does.
         per_round = [t[0] / o[0] for t, o in zip(renders["this"], renders["other"], strict=True)]
         summary = {"least_cpu_s": least, "least_floor_cpu_s": min(floors), "this_over_other": ratio}
+        summary["least_over_least_floor"] = {name: round(cpu / min(floors), 2) for name, cpu in least.items()}
         print(json.dumps({**summary, "median_round_ratio": round(statistics.median(per_round), 2)}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
