@@ -233,20 +233,22 @@ class Planner:
 
 
 def _allocatable(stated: list[dict[str, str]], resources: tuple[str, ...]) -> dict[str, Decimal]:
-    """Each resource's sum over a group's allocatable. Fleets repeat a few sets of values:
-    count each node's values of all the resources as one row (at C speed), then parse each
-    distinct value once."""
+    """Each resource's sum over a group's allocatable. Fleets repeat a few sets of values: each
+    node's values of all the resources are counted as one row (at C speed), the rows' counts
+    added up per value, and each value's total parsed and multiplied once, in the order the
+    values first occur (the same operations as summing one resource's column, so the same
+    Decimal result to the last digit)."""
     rows = Counter(zip(*(map(dict.get, stated, repeat(resource)) for resource in resources), strict=True))
-    sums = dict.fromkeys(resources, Decimal(0))
-    parsed: dict[str, Decimal] = {}
+    counts: dict[str, Counter[str | None]] = {resource: Counter() for resource in resources}
     for row, count in rows.items():
         for resource, value in zip(resources, row, strict=True):
-            if value is not None:
-                amount = parsed.get(value)
-                if amount is None:
-                    amount = parsed[value] = parse(value)
-                sums[resource] += amount * count
-    return sums
+            counts[resource][value] += count
+    return {resource: _total(found) for resource, found in counts.items()}
+
+
+def _total(counts: Counter[str | None]) -> Decimal:
+    """A resource's sum from how many nodes state each value (None: no value)."""
+    return sum((parse(value) * count for value, count in counts.items() if value is not None), Decimal(0))
 
 
 def largest_remainder(total: int, weights: list[int], caps: list[int] | None = None) -> list[int] | None:

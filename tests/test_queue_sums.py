@@ -1,0 +1,41 @@
+"""A queue identity's allocatable sums (plan/queues.py ``_allocatable``), counted once as rows of
+all the covered resources, are each resource's own column sum to the last Decimal digit: values
+with more digits than Decimal's 28, on nodes that differ in another resource, included."""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from generator.plan.queues import _allocatable
+from generator.validate.quantities import parse
+from tests.conftest import examples
+
+LONG = "0.05882352941176470588235294118"  # 1/17 to 29 digits: sums of it round at 28
+QUANTITIES = st.sampled_from(["8", "1500m", "2Gi", "110", "64", LONG, "3.333333333333333333333333333333"])
+RESOURCES = ["cpu", "memory", "nvidia.com/gpu", "pods"]
+
+
+def column_sum(stated: list[dict[str, str]], resource: str) -> Decimal:
+    """One resource's sum the plain way: its values counted, each parsed and multiplied once."""
+    counts = Counter(mapping.get(resource) for mapping in stated)
+    return sum((parse(v) * n for v, n in counts.items() if v is not None), Decimal(0))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from(RESOURCES), QUANTITIES), max_size=60),
+    st.lists(st.sampled_from(RESOURCES), min_size=1, unique=True),
+)
+@example(
+    [{"nvidia.com/gpu": LONG, "pods": "110"}] * 361 + [{"nvidia.com/gpu": LONG, "pods": "64"}] * 268,
+    ["nvidia.com/gpu", "pods"],
+).via("one value split across two rows: added in parts, the sum would round to 37.00...01")
+def test_counted_rows_sum_as_each_resources_column(
+    stated: list[dict[str, str]], resources: list[str]
+) -> None:
+    found = _allocatable(stated, tuple(resources))
+    assert [str(found[r]) for r in resources] == [str(column_sum(stated, r)) for r in resources]
