@@ -84,6 +84,7 @@ MAX_DEPTH = 500
 #: MAX_DEPTH (2 * 120 + 255 + 2 < 500) and needs no events pass for it.
 _DEEP_PREFIX = (MAX_DEPTH - 258) // 2
 _DEEP_SHAPE = b"-" * _DEEP_PREFIX  # in an ASCII text's shape (see shape_of)
+_DEEP_LINE_SHAPE = b"\n" + _DEEP_SHAPE
 _DEEP_START = re.compile(rf"[ \t?:-]{{{_DEEP_PREFIX}}}")
 #: for other texts: a literal first, so that the regex engine jumps from line break to line
 #: break (40-80 ms for 37 MB; a class of both line breaks first is tried at every character)
@@ -124,20 +125,22 @@ class Shape:
 #: encoded text and its translation, 37 MB each for a 100k-node NodeInventory) are fresh
 #: memory that a new process pays for in page faults (~50 ms); pieces reuse theirs.
 _PIECE = 1 << 20
-#: a piece starts this far into the one before it, so that a deep line's start ("\n" and
-#: _DEEP_PREFIX characters) that spans two pieces lies whole in the second
-_OVERLAP = _DEEP_PREFIX + 1
+#: a piece starts this far into the one before it: a deep line's start ("\n" and _DEEP_PREFIX
+#: characters) that spans two pieces begins at most _DEEP_PREFIX characters before the second
+#: piece's own start, so it lies whole in the second
+_OVERLAP = _DEEP_PREFIX
 
 
 def shape_of(text: str, piece: int = _PIECE) -> Shape | None:
     """The shape of an ASCII text, judged ``piece`` characters at a time; None for another."""
     if not text.isascii():
         return None
+    assert piece > 0, "a piece of no characters would judge nothing"
     refused, deep = False, _DEEP_START.match(text) is not None  # the first line: no "\n" before it
     for start in range(0, len(text), piece):
         shaped = shape_piece(text[max(0, start - _OVERLAP) : start + piece])
         refused = refused or b"\0" in shaped
-        deep = deep or b"\n" + _DEEP_SHAPE in shaped
+        deep = deep or _DEEP_LINE_SHAPE in shaped
     return Shape(refused, deep)
 
 

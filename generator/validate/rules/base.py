@@ -41,7 +41,8 @@ class Context:
 
     @cached_property
     def selected(self) -> dict[str, list[Node]]:
-        """Source name -> the inventory's nodes its nodeSelector selects, by node name."""
+        """Source name -> the inventory's nodes its nodeSelector selects, by node name. Read
+        only: sources with the same selector share one list."""
         nodes = list(map(self.inventory.nodes.__getitem__, self.node_names))
         by_key: dict[str, dict[str | None, list[Node]]] = {}
         return {name: _select(src.selector, nodes, by_key) for name, src in self.inventory.sources.items()}
