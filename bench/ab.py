@@ -4,6 +4,7 @@ CPU seconds vary by a third; rounds taken in turn expose both installs to the sa
 
     git worktree add /tmp/old <the old revision>
     python bench/ab.py /tmp/old [NODES] [ROUNDS]      # a checkout: run with its code first on PYTHONPATH
+                                                       # (its templates are still this install's)
     python bench/ab.py /tmp/venv/bin/tasgen [NODES] [ROUNDS]   # or another install's tasgen
 
 Prints each round as it ends, then the least CPU of each install and of the floor (bench/floor.py,
@@ -60,6 +61,7 @@ def main() -> None:
         write_fleet(work / "inventory", nodes)
         for name, tasgen in installs.items():
             warm_up(_command(tasgen), work / name, _env(work, name, tasgen))
+        floor_env = _env(work, "this", TASGEN)  # its bytecode cache, warmed by this install's warm-up
         renders: dict[str, list[tuple[float, float]]] = {name: [] for name in installs}
         floors: list[float] = []
         for turn in range(rounds):
@@ -68,10 +70,8 @@ def main() -> None:
             for name, tasgen in list(installs.items())[:: 1 if turn % 2 == 0 else -1]:
                 renders[name].append(cold(tasgen, work / "inventory", work, name))
             shutil.rmtree(work / "scratch", ignore_errors=True)
-            env = installed_env(work / "floor")
-            floors.append(
-                round(fresh_floor_s(work / "inventory", work / "out-this", work / "scratch", env), 2)
-            )
+            floor = fresh_floor_s(work / "inventory", work / "out-this", work / "scratch", floor_env)
+            floors.append(round(floor, 2))
             print(json.dumps({"cpu_s_rss_mib": renders, "floor_cpu_s": floors}), flush=True)
         least = {name: min(cpu for cpu, _ in rounds_of) for name, rounds_of in renders.items()}
         ratio = round(least["this"] / least["other"], 2)
