@@ -123,7 +123,7 @@ class Shape:
 
 #: An ASCII text is shaped a piece of this many characters at a time: whole-text copies (the
 #: encoded text and its translation, 37 MB each for a 100k-node NodeInventory) are fresh
-#: memory that a new process pays for in page faults (~50 ms); pieces reuse theirs.
+#: memory that a new process pays for in page faults (~40 ms); pieces reuse theirs.
 _PIECE = 1 << 20
 #: a piece starts this far into the one before it: a deep line's start ("\n" and _DEEP_PREFIX
 #: characters) that spans two pieces begins at most _DEEP_PREFIX characters before the second
