@@ -120,3 +120,21 @@ def test_the_comparison_sees_sources_profiles_and_rack_paths(tmp_path: Path) -> 
     assert len({p.id for p in fast.profile_of.values()}) == 3
     assert fast.source_of == {"n0": "a", "n1": "c", "n2": "b"}
     assert fast.domain_of["n0"] == f"{ZONE}=z1\n{BLOCK}=x\n{RACK}=y\n"
+
+
+def test_both_ways_find_two_profiles_with_one_id(tmp_path: Path, monkeypatch: Any) -> None:
+    """A collision of profile IDs is found from every profile made, on either path (the
+    C-speed one once looked only at one profile per ID, where no collision can show)."""
+    fleet = [
+        {"name": "n0", "labels": {"kubernetes.io/hostname": "n0", "pool": "c", ZONE: "z1"}},
+        {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "pool": "c", ZONE: "z1", RACK: "r1"}},
+    ]
+    documents = [
+        {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "n"}, "nodes": fleet},
+        POOL_C_SOURCE,
+    ]
+    ctx = context(documents, tmp_path)
+    assert not assign(ctx).findings  # two profiles, two IDs
+    monkeypatch.setattr("generator.plan.profiles.profile_id", lambda keys: "one-id")
+    for assigned in (assign_disjoint(ctx, ready(ctx)), assign_one_by_one(ctx, ready(ctx))):
+        assert [f.rule for f in assigned.findings] == ["profile-collision"]

@@ -90,7 +90,8 @@ def assign_disjoint(ctx: Context, ready: list[Source]) -> Assignment:
     # (else one source selects every node, in node order: its mapping is in order already)
     result = Assignment(profile)
     result.source_of, result.domain_of = source_of, domain  # (looked up by node, never iterated)
-    result.findings += _collisions(ctx, result.profiles().values())
+    # Every profile made, not one per ID: two key lists with one ID are what this finds.
+    result.findings += _collisions(ctx, by_keys.values())
     return result
 
 
