@@ -138,9 +138,9 @@ def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summa
     version = ctx.inventory.settings.kueue_api_version
     counts = Counter(assignment.source_of.values())
     summary = Summary(sources=source_statuses(ctx, [], counts))
-    by_profile = assignment.nodes_by_profile()
+    per_profile = assignment.nodes_per_profile()
     summary.profiles = [
-        {"id": p.id, "levels": list(p.keys), "nodes": len(by_profile[p.id])}
+        {"id": p.id, "levels": list(p.keys), "nodes": per_profile[p.id]}
         for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
     ]
     summary.queues = [_queue_summary(q, version) for q in queues]
