@@ -99,12 +99,21 @@ def _two_parents(
 
 def conflicts(ctx: Context) -> Iterable[tuple[str, str, str, str]]:
     """(node, key, first writer, second writer) for every key two writing sources state."""
-    # An expired source writes nothing, so it contends with no one.
-    writers = [s for s in ctx.writing_sources() if not ctx.expired(s)]
-    stated = [set(s.snapshot.nodes) for s in writers if s.snapshot is not None]
-    if sum(map(len, stated)) == len(set().union(*stated)):
+    if ctx.memo("writers-disjoint", _writers_disjoint):
         return iter(())  # no node is stated by two sources (a usual fleet): nothing to contend for
-    return contended(writers)
+    return contended(_writers(ctx))
+
+
+def _writers(ctx: Context) -> list[Source]:
+    """The writing sources that write: an expired one contends with no one."""
+    return [s for s in ctx.writing_sources() if not ctx.expired(s)]
+
+
+def _writers_disjoint(ctx: Context) -> bool:
+    """Whether no node is stated by two writing sources (judged once: validation and the
+    plan's source statuses both ask, and it takes a set of every stated node)."""
+    stated = [set(s.snapshot.nodes) for s in _writers(ctx) if s.snapshot is not None]
+    return sum(map(len, stated)) == len(set().union(*stated))
 
 
 def contended(writers: Iterable[Source]) -> Iterable[tuple[str, str, str, str]]:
