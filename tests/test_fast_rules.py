@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from generator.emit import yaml
 from generator.load.files import load_files, read_inventory
-from generator.model import Node, Selector, Source, Where
+from generator.model import Inventory, Node, Selector, Settings, Source, Where
 from generator.validate import validate
 from generator.validate.hierarchy import stated_values
 from generator.validate.labels import selects
@@ -192,3 +192,14 @@ def test_selecting_by_groups_of_a_labels_value_is_selecting_node_by_node(
     for match_labels in selectors:
         selector = Selector(tuple(sorted(match_labels.items())))
         assert base._select(selector, fleet, by_key) == [n for n in fleet if selects(selector, n.labels)]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.permutations([f"n{i}" for i in range(6)]), st.integers(0, 6))
+def test_the_nodes_in_name_order_are_those_looked_up_by_name(order: list[str], kept: int) -> None:
+    """Context.ordered_nodes takes an inventory already in name order as it is, and looks the
+    nodes up by name otherwise: both give the nodes of sorted(names)."""
+    nodes = {name: Node(name, {}, {}, Where("f", 0), i) for i, name in enumerate(order[:kept])}
+    ctx = Context(Inventory(Settings(), nodes, {}, {}), datetime.fromisoformat(NOW))
+    assert ctx.ordered_nodes == [nodes[name] for name in sorted(nodes)]
+    assert [n.name for n in ctx.ordered_nodes] == ctx.node_names

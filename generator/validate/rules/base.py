@@ -40,11 +40,21 @@ class Context:
         return sorted(self.inventory.nodes)
 
     @cached_property
+    def ordered_nodes(self) -> list[Node]:
+        """The inventory's nodes in name order. Read only. An inventory that import-nodes
+        wrote lists them in that order already: then no node is looked up by its name (a
+        pass of 100k lookups costs ~15 ms, cache misses over the names and the table)."""
+        nodes = self.inventory.nodes
+        if list(nodes) == self.node_names:
+            return list(nodes.values())
+        return list(map(nodes.__getitem__, self.node_names))
+
+    @cached_property
     def selected(self) -> dict[str, list[Node]]:
         """Source name -> the inventory's nodes its nodeSelector selects, by node name. Read
         only: sources with the same selector share one list."""
-        nodes = list(map(self.inventory.nodes.__getitem__, self.node_names))
         by_key: dict[str, dict[str | None, list[Node]]] = {}
+        nodes = self.ordered_nodes
         return {name: _select(src.selector, nodes, by_key) for name, src in self.inventory.sources.items()}
 
     def loaded_sources(self) -> Iterable[Source]:
