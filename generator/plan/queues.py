@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Any
 
 from generator.columns import group
@@ -65,10 +65,12 @@ def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tup
 class Planner:
     def __init__(
         self,
-        nodes: dict[str, Node],
+        nodes: list[Node],
         assignment: Assignment,
         version: KueueVersion = "v1beta2",
     ) -> None:
+        """``nodes``: every node, in name order (groups keep that order, and the nodes
+        themselves: a group's allocatable is read without looking a node up by name)."""
         self.nodes, self.assignment = nodes, assignment
         # Kueue v0.14 to v0.16 (the v1beta1 target) freeze a topology-aware flavor's whole
         # spec; v0.17.0 to v0.19.2 let nodeTaints change in place but not tolerations.
@@ -78,11 +80,10 @@ class Planner:
         self.profiles = assignment.profiles()
         # Queues often share an identity (training and batch on the same GPUs): group its
         # nodes by profile, and sum their allocatable per resource, once.
-        self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[str]]]] = {}
+        self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[Node]]]] = {}
         self._sums: dict[tuple[tuple[tuple[str, str], ...], str, tuple[str, ...]], dict[str, Decimal]] = {}
-        self._names = sorted(nodes)
-        self._labels = list(map(attrgetter("labels"), map(nodes.__getitem__, self._names)))
-        self._by_key: dict[str, dict[str | None, list[str]]] = {}
+        self._labels = [node.labels for node in nodes]
+        self._by_key: dict[str, dict[str | None, list[Node]]] = {}
 
     def queue(self, plan: QueuePlan) -> Queue:
         queue = Queue(plan)
@@ -102,20 +103,20 @@ class Planner:
             self.findings.append(QUEUE_EMPTY(plan.where.at("spec", "hardware"), message))
         return queue
 
-    def _matching(self, identity: dict[str, str]) -> list[str]:
+    def _matching(self, identity: dict[str, str]) -> list[Node]:
         """The nodes that have every label of an identity, in name order."""
         (key, value), *more = sorted(identity.items())
-        names = self._by_value(key).get(value, [])
+        nodes = self._by_value(key).get(value, [])
         for key, value in more:  # rare: an identity of several labels
-            labels = map(attrgetter("labels"), map(self.nodes.__getitem__, names))
-            names = list(compress(names, map(eq, repeat(value), map(dict.get, labels, repeat(key)))))
-        return names
+            labels = [node.labels for node in nodes]
+            nodes = list(compress(nodes, map(eq, repeat(value), map(dict.get, labels, repeat(key)))))
+        return nodes
 
-    def _by_value(self, key: str) -> dict[str | None, list[str]]:
+    def _by_value(self, key: str) -> dict[str | None, list[Node]]:
         """The nodes by their value of a label, in name order (identities share their keys)."""
         found = self._by_key.get(key)
         if found is None:
-            found = self._by_key[key] = group(list(map(dict.get, self._labels, repeat(key))), self._names)
+            found = self._by_key[key] = group(list(map(dict.get, self._labels, repeat(key))), self.nodes)
         return found
 
     def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
@@ -130,11 +131,11 @@ class Planner:
         self._split(plan, hw, identity, groups, parts)
         return parts
 
-    def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[str]]]:
+    def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[Node]]]:
         """The nodes of an identity by profile ID, in ID order."""
-        names = self._matching(identity)
-        by_id = group(list(map(attrgetter("id"), map(self.assignment.profile_of.__getitem__, names))), names)
-        return sorted(by_id.items())
+        nodes = self._matching(identity)
+        profile_of = self.assignment.profile_of
+        return sorted(group([profile_of[node.name].id for node in nodes], nodes).items())
 
     def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
         """No node has this identity: without a quota that is only a flavor less; a declared
@@ -165,7 +166,7 @@ class Planner:
         plan: QueuePlan,
         hw: Hardware,
         identity: tuple[tuple[str, str], ...],
-        groups: list[tuple[str, list[str]]],
+        groups: list[tuple[str, list[Node]]],
         parts: list[QueueFlavor],
     ) -> None:
         sums = [self._sum(identity, pid, nodes, plan.covered_resources) for pid, nodes in groups]
@@ -178,13 +179,12 @@ class Planner:
             self._limits(plan, hw, resource, weights, (nominal, scale), parts)
 
     def _sum(
-        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[str], resources: tuple[str, ...]
+        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[Node], resources: tuple[str, ...]
     ) -> dict[str, Decimal]:
         """Resources' allocatable, each summed over the nodes of one identity and profile."""
         key = (identity, pid, resources)
         if key not in self._sums:
-            stated = list(map(attrgetter("allocatable"), map(self.nodes.__getitem__, nodes)))
-            self._sums[key] = _allocatable(stated, resources)
+            self._sums[key] = _allocatable([node.allocatable for node in nodes], resources)
         return self._sums[key]
 
     def _limits(
@@ -275,7 +275,7 @@ def largest_remainder(total: int, weights: list[int], caps: list[int] | None = N
 
 def plan_queues(
     plans: Iterable[QueuePlan],
-    nodes: dict[str, Node],
+    nodes: list[Node],
     assignment: Assignment,
     version: KueueVersion = "v1beta2",
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
