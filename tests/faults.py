@@ -185,6 +185,7 @@ _HUGE_ALIASES = f"a: &big {_MEGA}\nl: [{', '.join(['*big'] * 10_000)}]\n"
 _LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
 )
+_ADJACENT_ALIASES = f"a: &big {_MEGA}\nm: {{" + ", ".join(f'"k{i}":*big' for i in range(1500)) + "}\n"
 _DEEP_ALIASES = "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 40))
 _LONG_STRING_LAUGHS = f"a: &a {'y' * 1000}\n" + "".join(
     f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcde", "bcdef", strict=True)
@@ -298,6 +299,16 @@ FAULTS: list[Fault] = [
         21,
     ),
     edit("tag-in-snapshot", "racks.yaml", "a1: {topology", "a1: !n {topology", "yaml-tag", 16, 11),
+    # a value right after a quoted key's ":" (YAML 1.2's adjacent value): the pre-filter once missed it
+    edit(
+        "tag-after-quoted-key",
+        "queue.yaml",
+        CLUSTER_QUEUE,
+        '{"cohortName":!t team, namespaceSelector: {}}',
+        "yaml-tag",
+        10,
+        31,
+    ),
     # --- keys that are not strings ---------------------------------------------------------------
     edit("key-int", "nodes.yaml", "pool: a}", "pool: a, 1: x}", "mapping-key", 6, 81),
     edit("key-true", "nodes.yaml", "pool: a}", "pool: a, true: x}", "mapping-key", 6, 81),
@@ -358,6 +369,7 @@ FAULTS: list[Fault] = [
     whole("alias-billion-laughs", "bomb.yaml", _LAUGHS, "yaml-alias-limit", 6, 12),
     whole("alias-depth", "bomb.yaml", _DEEP_ALIASES, "yaml-alias-limit", 34, 12),
     whole("alias-long-strings", "bomb.yaml", _LONG_STRING_LAUGHS, "yaml-alias-limit", 5, 20),
+    whole("alias-after-quoted-keys", "bomb.yaml", _ADJACENT_ALIASES, "yaml-alias-limit", 2, 98),
     edit(
         "alias-bomb-in-snapshot",
         "racks.yaml",

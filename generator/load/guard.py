@@ -56,8 +56,10 @@ Position = tuple[int, int]
 #: million code points took 5 ms to compile in every run)
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 _PRINTABLE_ASCII = bytes([9, 10, 13, *range(0x20, 0x7F)])
-#: an alias (``*a``) or a tag (``!foo``, ``!!binary``) can only start a token like this
-_NEEDS_EVENTS = re.compile(r"(?:^|[\s\[{,])[*!]", re.MULTILINE)
+#: an alias (``*a``) or a tag (``!foo``, ``!!binary``) can only start a token like this: at a
+#: line's start, after white space or a flow indicator, or right after the ``:`` of a quoted
+#: or flow key (``{"k":*a}``, an adjacent value YAML 1.2 allows; tests/test_guard_events.py)
+_NEEDS_EVENTS = re.compile(r"(?:^|[\s\[{,:])[*!]", re.MULTILINE)
 #: tags of YAML's core schema, which only say what an untagged scalar could say too
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
