@@ -36,7 +36,10 @@ def _lending(ctx: Context) -> Iterable[Hit]:
             for resource, value in hw.lending_limit.items():
                 if resource not in plan.covered_resources or quantity_error(value):
                     continue  # reported by plan-quota / quantity
-                nominal, source = _nominal(ctx, hw, resource)
+                found = _nominal(ctx, hw, resource)
+                if found is None:
+                    continue  # a node's allocatable is no quantity: reported by quantity
+                nominal, source = found
                 if parse(value) > nominal:
                     message = (
                         f"lendingLimit {resource}: {value} exceeds the nominalQuota {source}; a queue "
@@ -45,12 +48,18 @@ def _lending(ctx: Context) -> Iterable[Hit]:
                     yield Hit(hw.where.at("lendingLimit", resource), message)
 
 
-def _nominal(ctx: Context, hw: Hardware, resource: str) -> tuple[Decimal, str]:
+def _nominal(ctx: Context, hw: Hardware, resource: str) -> tuple[Decimal, str] | None:
+    """The nominal quota a lending limit is held against: the declared one, else the matching
+    nodes' allocatable; None when one of those is no quantity (the rules run side by side,
+    so this one must not parse what quantity has yet to report)."""
     declared = (hw.nominal_quota or {}).get(resource)
     if declared is not None and not quantity_error(declared):
         return parse(declared), declared
     nodes = [n for n in ctx.inventory.nodes.values() if _matches(n, hw.identity)]
-    total = sum((parse(n.allocatable[resource]) for n in nodes if resource in n.allocatable), Decimal(0))
+    values = [n.allocatable[resource] for n in nodes if resource in n.allocatable]
+    if any(quantity_error(value, resource) for value in values):
+        return None
+    total = sum(map(parse, values), Decimal(0))
     return total, f"{total} (the matching nodes' allocatable)"
 
 
