@@ -59,3 +59,28 @@ def test_a_recorded_render_does_not_hide_a_warning_that_starts_later(tmp_path: P
 def test_a_strict_check_fails_on_it_so_the_refresh_comes_first(tmp_path: Path) -> None:
     run = tasgen("validate", "-i", str(inventory_with_window(tmp_path, 14)), "--now", NOW, "--strict")
     assert run.exit_code == 1 and "[source-expiring]" in run.output
+
+
+@pytest.mark.parametrize(
+    ("written", "taken"),
+    [
+        ("2026-12-31T00:00:00Z", True),
+        ("2026-12-31t00:00:00.5z", True),
+        ("2026-12-31T00:00:00.123456789+01:00", True),
+        ("2026-W53-4T00Z", False),  # ISO 8601 week date: fromisoformat takes it, RFC 3339 does not
+        ("20261231T000000Z", False),  # basic format
+        ("2026-12-31T00Z", False),  # no minutes
+        ("2026-12-31T00:00+01", False),  # no seconds, an offset without minutes
+        ("2026-12-31T00:00:00,5Z", False),  # a decimal comma
+        ("2026-12-31T00:00:00", False),  # no offset
+        ("2026-13-01T00:00:00Z", False),  # no such month
+    ],
+)
+def test_expires_at_is_an_rfc_3339_time(tmp_path: Path, written: str, taken: bool) -> None:
+    folder = tmp_path / "inventory"
+    shutil.copytree(CASE, folder)
+    source = folder / "source.yaml"
+    source.write_text(source.read_text().replace('"2026-01-01T00:00:00Z"', f'"{written}"'))
+    run = tasgen("validate", "-i", str(folder), "--now", NOW)
+    assert ("[snapshot-expiry]" in run.output) is not taken, run.output
+    assert run.exit_code == (0 if taken else 1)

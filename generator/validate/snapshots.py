@@ -3,6 +3,7 @@ document's data, or from the committed file that `tasgen fetch` refreshes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -109,6 +110,11 @@ def _build(raw: Any, where: Where) -> tuple[Snapshot | None, list[Finding]]:
     return Snapshot(raw["revision"], expires, raw["nodes"], where), []
 
 
+#: RFC 3339's date-time (section 5.6): Python's fromisoformat also takes week dates, basic
+#: formats, hours without minutes and offsets without minutes, which Kubernetes does not
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
 def _expiry(raw: str | None, where: Where) -> tuple[datetime | None, Finding | None]:
     if raw is None:
         return None, None
@@ -116,7 +122,7 @@ def _expiry(raw: str | None, where: Where) -> tuple[datetime | None, Finding | N
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         moment = None
-    if moment is None or moment.tzinfo is None or "T" not in raw.upper():
+    if moment is None or not _RFC3339.fullmatch(raw):
         message = f"expiresAt {raw!r} is not an RFC 3339 time with an offset, e.g. 2026-12-31T00:00:00Z"
         return None, SNAPSHOT_EXPIRY(where, message)
     return moment, None
