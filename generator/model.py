@@ -24,6 +24,9 @@ API_GROUP = "topology.gpustack.ai"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 PROFILE_KEY = f"{API_GROUP}/profile"
+#: what the profiles' NodeFeature file is named after, as a source's is after the source
+#: (nodefeatures-<name>.yaml): so no TopologySource may be named so (rule source-name)
+PROFILES_FEATURE_NAME = "profiles"
 
 
 class Level(StrEnum):

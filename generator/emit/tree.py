@@ -48,6 +48,9 @@ def render_tree(manifests: list[Manifest], features: Iterable[FeatureFile] = ())
     for path, group in by_file.items():
         tree.files[path] = _manifest_file(path, [document_text(m.body) for m in group])
     for feature_file in features:
+        # Validation keeps every file's path distinct (source-name); a second text for one
+        # path would drop the first without a word, so it is an internal error instead.
+        assert feature_file.file not in tree.files, f"two texts for {feature_file.file}"
         tree.files[feature_file.file] = _manifest_file(feature_file.file, [feature_text(feature_file)])
         tree.features[feature_file.file] = [node for node, _ in feature_file.rows]
     tree.files.update(_kustomizations(sorted(tree.files)))

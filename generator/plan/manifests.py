@@ -22,7 +22,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from generator.columns import group
-from generator.model import PROFILE_KEY, Inventory, KueueVersion, Manifest, Source
+from generator.model import PROFILE_KEY, PROFILES_FEATURE_NAME, Inventory, KueueVersion, Manifest, Source
 from generator.plan.profiles import Assignment
 from generator.plan.queues import Flavor, Queue, QueueFlavor
 from generator.validate.labels import READ_ONLY_PARENTS
@@ -40,11 +40,13 @@ COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-PROFILE_FEATURES = "nodefeatures-profiles.yaml"
 
 
 def source_features(source: str) -> str:
     return f"nodefeatures-{source}.yaml"
+
+
+PROFILE_FEATURES = source_features(PROFILES_FEATURE_NAME)
 
 
 @dataclass(frozen=True)

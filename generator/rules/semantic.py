@@ -1,6 +1,6 @@
 """Rules of the validate stage over the typed inventory (checks: generator/validate/rules)."""
 
-from generator.model import Level
+from generator.model import PROFILES_FEATURE_NAME, Level
 from generator.rules.base import Rule, Stage
 from generator.sourcetypes import SOURCE_TYPES
 
@@ -15,6 +15,11 @@ SOURCE_LEVELS = Rule(
     "writable keys or the cloud's region/zone.",
 )
 SOURCE_SELECTOR = Rule("source-selector", _S, "nodeSelector uses valid label keys and values.")
+SOURCE_NAME = Rule(
+    "source-name",
+    _S,
+    f"No TopologySource is named {PROFILES_FEATURE_NAME!r}: its NodeFeature file is the profiles'.",
+)
 WEBHOOK_CREDENTIALS = Rule("webhook-credentials", _S, "A webhook source names exactly one credential secret.")
 NODE_NAME = Rule("node-name", _S, "Node names are DNS-1123 subdomains of at most 63 characters.")
 NODE_HOSTNAME = Rule("node-hostname", _S, "Every node has a kubernetes.io/hostname label.")
@@ -136,6 +141,7 @@ QUOTA_ABOVE_ALLOCATABLE = Rule(
 
 RULES = (
     SOURCE_TYPE,
+    SOURCE_NAME,
     SOURCE_LEVELS,
     SOURCE_SELECTOR,
     WEBHOOK_CREDENTIALS,

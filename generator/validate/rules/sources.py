@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import HOSTNAME_KEY, PROFILE_KEY, Selector, Source, Where
+from generator.model import HOSTNAME_KEY, PROFILE_KEY, PROFILES_FEATURE_NAME, Selector, Source, Where
 from generator.rules import Hit, Rule
-from generator.rules.semantic import SOURCE_LEVELS, SOURCE_SELECTOR, SOURCE_TYPE, WEBHOOK_CREDENTIALS
+from generator.rules.semantic import (
+    SOURCE_LEVELS,
+    SOURCE_NAME,
+    SOURCE_SELECTOR,
+    SOURCE_TYPE,
+    WEBHOOK_CREDENTIALS,
+)
 from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, present
 from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
 from generator.validate.labels import label_key_error, label_value_error, level_refusal
@@ -22,6 +28,19 @@ def _source_type(ctx: Context) -> Iterable[Hit]:
             named = ", ".join(t.key for t in found) or "none"
             message = f"a TopologySource has exactly one of {_KEYS} (found: {named})"
             yield Hit(src.where.at("spec"), message)
+
+
+def _source_name(ctx: Context) -> Iterable[Hit]:
+    """A source's NodeFeatures go to nodefeatures-<name>.yaml of each labels folder, beside
+    the profiles' nodefeatures-profiles.yaml: a source named so would share that file, and
+    one of the two would be lost without a word."""
+    if PROFILES_FEATURE_NAME in ctx.inventory.sources:
+        src = ctx.inventory.sources[PROFILES_FEATURE_NAME]
+        message = (
+            f"a TopologySource may not be named {PROFILES_FEATURE_NAME!r}: its NodeFeatures would "
+            f"share nodefeatures-{PROFILES_FEATURE_NAME}.yaml with the profiles'; choose another name"
+        )
+        yield Hit(src.where.at("metadata", "name"), message)
 
 
 def _source_levels(ctx: Context) -> Iterable[Hit]:
@@ -96,6 +115,7 @@ def _webhook_credentials(ctx: Context) -> Iterable[Hit]:
 
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SOURCE_TYPE, _source_type),
+    (SOURCE_NAME, _source_name),
     (SOURCE_LEVELS, _source_levels),
     (SOURCE_SELECTOR, _source_selector),
     (WEBHOOK_CREDENTIALS, _webhook_credentials),
