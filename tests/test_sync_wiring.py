@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.model import Manifest
+from generator.emit import yaml as writer
+from generator.emit.apply import applied_size, server_side_where_needed
+from generator.model import Documents, Manifest
 from generator.plan.sync_wiring import (
     DEFAULT_RETRY,
     LAST_APPLIED_LIMIT,
@@ -20,7 +22,6 @@ from generator.plan.sync_wiring import (
     Paths,
     application_set,
     flux_kustomizations,
-    server_side_where_needed,
     wiring,
 )
 from generator.validate.schema import schema_of
@@ -246,3 +247,42 @@ def test_server_side_apply_keeps_other_sync_options() -> None:
     large = configmap(LAST_APPLIED_LIMIT, {SYNC_OPTIONS: "PruneLast=true"})
     server_side_where_needed([large])
     assert large.body["metadata"]["annotations"][SYNC_OPTIONS] == "PruneLast=true,ServerSideApply=true"
+    server_side_where_needed([large])  # once is enough, however often it is asked
+    assert large.body["metadata"]["annotations"][SYNC_OPTIONS] == "PruneLast=true,ServerSideApply=true"
+
+
+def _plan_configmap(queues: int) -> Manifest:
+    """A gate plan ConfigMap holding one ClusterQueue document per queue, 20 flavors each."""
+    flavor = {
+        "name": "gpustack-h100-abcdef-0123456789ab",
+        "resources": [{"name": "cpu", "nominalQuota": "8"}],
+    }
+    documents = tuple(
+        {"kind": "ClusterQueue", "metadata": {"name": f"q{i}"}, "spec": {"flavors": [flavor] * 20}}
+        for i in range(queues)
+    )
+    meta = {"name": "tasgen-gate-plan"}
+    return Manifest(
+        "gate/configmap-plan.yaml",
+        {"kind": "ConfigMap", "metadata": meta, "data": {"plan": Documents(documents)}},
+    )
+
+
+def test_a_value_of_documents_is_measured_as_the_text_it_is_written_as() -> None:
+    """The documents' own JSON is about two thirds of their JSON-escaped YAML text, which is
+    what the last-applied annotation holds: a plan between the two sizes must be marked."""
+    found = next(
+        plan
+        for plan in map(_plan_configmap, range(1, 400))
+        if len(json.dumps(plan.body, separators=(",", ":"), default=lambda d: list(d.items)))
+        <= LAST_APPLIED_LIMIT
+        < applied_size(plan.body)
+    )
+    text = {**found.body, "data": {"plan": writer.documents(found.body["data"]["plan"])}}
+    assert applied_size(found.body) == len(json.dumps(text, separators=(",", ":")))
+    server_side_where_needed([found])
+    assert found.body["metadata"]["annotations"] == {SYNC_OPTIONS: "ServerSideApply=true"}
+
+
+def test_go_escapes_are_counted() -> None:
+    assert applied_size({"a": "<&>"}) == len('{"a":"\\u003c\\u0026\\u003e"}')

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from generator.emit import apply
 from generator.emit.drift import drift
 from generator.emit.output import Changes, changes, first_difference, mutated_nodes
 from generator.emit.outtree import OutputTree
@@ -67,6 +68,7 @@ def _stale_message(path: str, exists: bool) -> str:
 
 def compare(manifests: list[Manifest], out: OutputTree, features: Iterable[FeatureFile] = ()) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
+    apply.server_side_where_needed(manifests)
     tree = render_tree(manifests, features)
     old = out.owned
     return Emission(

@@ -104,7 +104,6 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
         *queue_objects,
         *manifests.local_queues(queues, version),
     ]
-    sync_wiring.server_side_where_needed(control)  # NodeFeatures are small by construction
     objects = control
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))

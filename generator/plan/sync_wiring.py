@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.model import Documents, Manifest
+from generator.model import Manifest
 from generator.plan.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 from generator.plan.gate_wiring import NAME as GATE_JOB
 
@@ -226,24 +226,3 @@ def _retry(configured: Mapping[str, Any]) -> dict[str, Any]:
     """The configured retry over tasgen's defaults, key by key (the backoff's too)."""
     backoff = {**DEFAULT_RETRY["backoff"], **configured.get("backoff", {})}
     return {**DEFAULT_RETRY, **configured, "backoff": backoff}
-
-
-# --- both -------------------------------------------------------------------------------
-
-
-def server_side_where_needed(objects: Iterable[Manifest]) -> None:
-    """Mark objects too large for client-side apply's last-applied annotation (a gate plan of
-    many queues and flavors) with Argo CD's ServerSideApply=true. Flux applies server-side
-    always."""
-    for manifest in objects:
-        size = len(json.dumps(manifest.body, separators=(",", ":"), default=_documents))
-        if size <= LAST_APPLIED_LIMIT:
-            continue
-        annotations = manifest.body["metadata"].setdefault("annotations", {})
-        options = [o for o in annotations.get(SYNC_OPTIONS, "").split(",") if o]
-        annotations[SYNC_OPTIONS] = ",".join([*options, "ServerSideApply=true"])
-
-
-def _documents(value: Documents) -> list[dict[str, Any]]:
-    """A value of YAML documents weighs about as much as the documents themselves."""
-    return list(value.items)
