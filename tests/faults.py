@@ -364,6 +364,8 @@ FAULTS: list[Fault] = [
         1,
     ),
     # --- aliases ---------------------------------------------------------------------------------
+    # a directive before the marker once made one list document count as a stream of two
+    whole("directive-list-document", "queue.yaml", "%YAML 1.2\n---\n- a: 1\n", "document-shape", 3, 1),
     whole("alias-1mb-x1500", "bomb.yaml", _BIG_ALIASES, "yaml-alias-limit", 2, 53),
     whole("alias-1mb-x10000", "bomb.yaml", _HUGE_ALIASES, "yaml-alias-limit", 2, 53),
     whole("alias-billion-laughs", "bomb.yaml", _LAUGHS, "yaml-alias-limit", 6, 12),

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hypothesis import given, settings
+import yaml
+import yaml_rs
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from generator.load.files import _document_count
@@ -111,3 +113,26 @@ LINES = st.sampled_from(["---", "--- ", "---x", "----", "a: 1", "# c", "", " ---
 @given(st.lists(LINES, max_size=8).map("\n".join))
 def test_documents_are_counted_by_their_markers_as_line_by_line(text: str) -> None:
     assert _document_count(text) == documents_by_lines(text)
+
+
+#: lines of streams with directives, markers, end markers, comments and content
+STREAM_LINES = st.sampled_from(
+    ["%YAML 1.2", "%TAG !e! tag:example.com,2026:", "---", "--- ", "...", "# c", "", "a: 1", "- a", "x"]
+)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(st.lists(STREAM_LINES, max_size=8).map(lambda lines: "\n".join(lines) + "\n"))
+def test_documents_are_counted_as_libyaml_counts_them(text: str) -> None:
+    """Against libyaml's own document starts, on streams that it and yaml-rs both read: a
+    directive before the first marker is no document (a '%YAML' line once made one list
+    document count as two, so the list was taken for the documents)."""
+    try:
+        events = list(yaml.parse(text, Loader=yaml.CSafeLoader))
+        yaml_rs.loads(text)
+    except (yaml.YAMLError, yaml_rs.YAMLDecodeError, ValueError):
+        assume(False)
+        return
+    started = sum(isinstance(e, yaml.DocumentStartEvent) for e in events)
+    if "..." not in text.split("\n"):  # after an end marker, a bare document is not counted
+        assert _document_count(text) == started

@@ -179,7 +179,9 @@ def _document_count(text: str) -> int:
     markers = [0] if _FIRST_MARKER.match(text) else []
     markers += [found.start() + 1 for found in _DOC_MARKER.finditer(text)]
     before = text[: markers[0]] if markers else text
-    content_before = any(line.strip() and not line.lstrip().startswith("#") for line in before.splitlines())
+    # before the first marker: a comment, or a directive (%YAML, %TAG), is no document
+    lines = before.splitlines()
+    content_before = any(line.strip() and not line.lstrip().startswith(("#", "%")) for line in lines)
     return len(markers) + (1 if content_before else 0)
 
 
