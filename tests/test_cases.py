@@ -19,6 +19,7 @@ INVALID = sorted(p.name for p in (CASES / "invalid").iterdir())
 #: rules no inventory case can reach, each proven by its own test
 ELSEWHERE = {
     "profile-collision": "tests/test_profiles.py",
+    "flavor-collision": "tests/test_profiles.py",
     "immutable-field": "tests/test_render.py",
     "stale-render": "tests/test_render.py",
     "output-unwritable": "tests/test_render.py",

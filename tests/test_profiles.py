@@ -9,11 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.model import Inventory, Selector, Settings, Source, Where
+from generator.load.files import read_inventory
+from generator.model import Inventory, Level, Selector, Settings, Source, Where
+from generator.pipeline import compile
+from generator.plan import queues
 from generator.plan.profiles import Profile, _collisions, profile_id
 from generator.plan.queues import flavor_name, largest_remainder
 from generator.validate.hierarchy import normalize_levels
 from generator.validate.rules import Context
+from tests.conftest import NOW, REPO
 
 # The profile ID is a published contract (it names Topologies and flavors in clusters):
 # these values must never change between releases.
@@ -148,3 +152,14 @@ def test_flavor_names_hash_the_tolerations_when_there_are_any() -> None:
     ).hexdigest()[:6]
     assert tolerant == f"gpustack-h100-{digest}-p" != plain  # a contract, like the profile ID
     assert plain == flavor_name(identity, "p", ())  # no tolerations: the name of earlier releases
+
+
+def test_a_flavor_name_collision_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names of two identities that agree in their readable part and hash (forced here: the
+    hash ignores the identity) are reported, not one flavor silently given to both."""
+    files = read_inventory(REPO / "inventories")
+    now = datetime.fromisoformat(NOW)
+    assert "flavor-collision" not in {f.rule for f in compile(files, now).findings}
+    monkeypatch.setattr(queues, "flavor_name", lambda identity, profile, frozen=(): "gpustack-x")
+    found = [f for f in compile(files, now).findings if f.rule == "flavor-collision"]
+    assert found and all(f.level is Level.ERROR and "gets the flavor name" in f.message for f in found)

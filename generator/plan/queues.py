@@ -21,7 +21,13 @@ from typing import Any
 from generator.columns import group
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.plan.profiles import Assignment, Profile
-from generator.rules.plan import FLAVOR_LIMIT, IDENTITY_UNMATCHED, QUEUE_EMPTY, QUOTA_UNPLACEABLE
+from generator.rules.plan import (
+    FLAVOR_COLLISION,
+    FLAVOR_LIMIT,
+    IDENTITY_UNMATCHED,
+    QUEUE_EMPTY,
+    QUOTA_UNPLACEABLE,
+)
 from generator.validate.quantities import format_units, parse, scale_for, to_units
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
@@ -77,6 +83,7 @@ class Planner:
         self.frozen_taints = version == "v1beta1"
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
+        self._hashed: dict[str, tuple[Any, ...]] = {}  # flavor name -> what its hash covers
         self.profiles = assignment.profiles()
         # Queues often share an identity (training and batch on the same GPUs): group its
         # nodes by profile, and sum their allocatable per resource, once.
@@ -159,7 +166,20 @@ class Planner:
         if name not in self.flavors:
             profile = self.profiles[profile_id]
             self.flavors[name] = Flavor(name, identity, profile, hw.tolerations, hw.node_taints)
+            self._hashed[name] = (identity, frozen)
+        elif self._hashed[name] != (identity, frozen):
+            self._collision(hw, name)
         return self.flavors[name]
+
+    def _collision(self, hw: Hardware, name: str) -> None:
+        """Two identities (or settings) whose names agree in their readable 30 characters and
+        6 hex digits of hash: the second would silently share the first one's flavor."""
+        first = dict(self.flavors[name].identity)
+        message = (
+            f"identity {hw.identity} gets the flavor name {name!r} of another identity ({first}); "
+            "tell them apart by a label, or report this (the name's hash is too short)"
+        )
+        self.findings.append(FLAVOR_COLLISION(hw.where.at("identity"), message))
 
     def _split(
         self,

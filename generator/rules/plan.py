@@ -12,6 +12,9 @@ NODE_AMBIGUOUS = Rule(
     Level.WARNING,
 )
 PROFILE_COLLISION = Rule("profile-collision", _S, "Two different hierarchies never hash to one profile ID.")
+FLAVOR_COLLISION = Rule(
+    "flavor-collision", _S, "Two different hardware identities never get one flavor name."
+)
 IDENTITY_UNMATCHED = Rule(
     "identity-unmatched",
     _S,
@@ -37,6 +40,7 @@ SHARD_SIZE = Rule(
 RULES = (
     NODE_AMBIGUOUS,
     PROFILE_COLLISION,
+    FLAVOR_COLLISION,
     IDENTITY_UNMATCHED,
     QUOTA_UNPLACEABLE,
     FLAVOR_LIMIT,
