@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from decimal import Decimal
+from fractions import Fraction
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,18 @@ from generator.validate.quantities import parse
 from tests.conftest import examples
 
 LONG = "0.05882352941176470588235294118"  # 1/17 to 29 digits: sums of it round at 28
-QUANTITIES = st.sampled_from(["8", "1500m", "2Gi", "110", "64", LONG, "3.333333333333333333333333333333"])
+QUANTITIES = st.sampled_from(
+    [
+        "8",
+        "1500m",
+        "2Gi",
+        "110",
+        "64",
+        LONG,
+        "3.333333333333333333333333333333",
+        "1.0000000000000000000000000001",
+    ]
+)
 RESOURCES = ["cpu", "memory", "nvidia.com/gpu", "pods"]
 
 
@@ -39,3 +51,28 @@ def test_counted_rows_sum_as_each_resources_column(
 ) -> None:
     found = _allocatable(stated, tuple(resources))
     assert [str(found[r]) for r in resources] == [str(column_sum(stated, r)) for r in resources]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from(RESOURCES), QUANTITIES), max_size=60),
+    st.lists(st.sampled_from(RESOURCES), min_size=1, unique=True),
+)
+@example([{"nvidia.com/gpu": "1.0000000000000000000000000001"}], ["nvidia.com/gpu"]).via(
+    "29 significant digits: parsed at 28, it was 1"
+)
+def test_sums_are_exact(stated: list[dict[str, str]], resources: list[str]) -> None:
+    """Against the exact sum, node by node, of each value's exact rational (no Decimal
+    context involved): values with more digits than Decimal's default 28 are not rounded."""
+    found = _allocatable(stated, tuple(resources))
+    for resource in resources:
+        exact = sum((_exact(m[resource]) for m in stated if resource in m), Fraction(0))
+        assert Fraction(found[resource]) == exact
+
+
+def _exact(quantity: str) -> Fraction:
+    """A quantity of these tests (plain decimals, m, Gi) as an exact rational."""
+    for suffix, factor in (("Gi", Fraction(2**30)), ("m", Fraction(1, 1000))):
+        if quantity.endswith(suffix):
+            return Fraction(quantity.removesuffix(suffix)) * factor
+    return Fraction(quantity)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import importlib.util
 import re
 import sys
@@ -34,6 +35,14 @@ def _client_quantity_module() -> ModuleType:
 
 
 _parse_quantity: Callable[[str], Decimal] = _client_quantity_module().parse_quantity
+
+#: Quantities are parsed (a value times its suffix's power) and summed over many nodes with
+#: Decimal arithmetic, which rounds to the context's precision: the default 28 digits rounded
+#: a 29-digit value, and sums whose terms span more than 28 digits. 100 digits hold any value of
+#: MAX_LENGTH characters times any suffix and node count exactly. Set for the process (tasgen
+#: runs its pipeline in one thread) before any quantity is parsed.
+EXACT_DIGITS = 100
+decimal.getcontext().prec = max(decimal.getcontext().prec, EXACT_DIGITS)
 
 
 @lru_cache(maxsize=65536)  # fleets repeat a few values on thousands of nodes
