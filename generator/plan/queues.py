@@ -26,9 +26,10 @@ from generator.rules.plan import (
     FLAVOR_LIMIT,
     IDENTITY_UNMATCHED,
     QUEUE_EMPTY,
+    QUOTA_RANGE,
     QUOTA_UNPLACEABLE,
 )
-from generator.validate.quantities import format_units, parse, scale_for, to_units
+from generator.validate.quantities import beyond_range, format_units, parse, scale_for, to_units
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
 
@@ -196,7 +197,18 @@ class Planner:
             nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
             for part, units in zip(parts, nominal, strict=True):
                 part.quota[resource] = format_units(units, scale, resource)
+            if any(beyond_range(units, scale, resource) for units in nominal):
+                self._out_of_range(plan, hw, resource, max(nominal), scale)
             self._limits(plan, hw, resource, weights, (nominal, scale), parts)
+
+    def _out_of_range(self, plan: QueuePlan, hw: Hardware, resource: str, units: int, scale: int) -> None:
+        """Only a sum of allocatable gets here: a declared quota is held to the range itself."""
+        message = (
+            f"queue {plan.name!r}: the nodes of {hw.identity} sum to a {resource} quota of "
+            f"{format_units(units, scale, resource)} for one flavor, beyond Kueue's 64-bit range; "
+            "declare a nominalQuota for it"
+        )
+        self.findings.append(QUOTA_RANGE(hw.where.at("identity"), message))
 
     def _sum(
         self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[Node], resources: tuple[str, ...]

@@ -26,6 +26,9 @@ QUOTA_UNPLACEABLE = Rule(
     _S,
     "A declared quota has matching nodes with allocatable of that resource (quota is conserved).",
 )
+QUOTA_RANGE = Rule(
+    "quota-range", _S, "A quota summed from the nodes' allocatable stays within Kueue's 64-bit range."
+)
 FLAVOR_LIMIT = Rule(
     "flavor-limit", _S, "A ClusterQueue has at most 64 flavors (hardware identities x profiles)."
 )
@@ -43,6 +46,7 @@ RULES = (
     FLAVOR_COLLISION,
     IDENTITY_UNMATCHED,
     QUOTA_UNPLACEABLE,
+    QUOTA_RANGE,
     FLAVOR_LIMIT,
     QUEUE_EMPTY,
     SHARD_SIZE,

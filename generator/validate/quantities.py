@@ -77,6 +77,12 @@ def quantity_error(value: str, resource: str = "") -> str | None:
     return None
 
 
+def beyond_range(units: int, scale: int, resource: str = "") -> bool:
+    """Whether ``units`` at ``scale`` exceed what Kueue keeps in 64 bits (millis for CPU): a
+    quota summed from many nodes' allocatable can, where any one declared value cannot."""
+    return Decimal(units) / scale * (1000 if resource in MILLI_RESOURCES else 1) > MAX_UNITS
+
+
 def scale_for(resource: str, amounts: list[Decimal]) -> int:
     """How many units make one of ``resource``: 1000 (milli) for CPU and for any resource
     given with a fraction, else 1 (GPUs, pods and bytes stay integral)."""
