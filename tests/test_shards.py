@@ -112,6 +112,15 @@ def test_oversized_shard_names_a_count_that_fits() -> None:
     assert oversized(Sharding(count=2, max_objects=150), objects_per_folder(folder_of, []), inventory) == []
 
 
+def test_of_two_fullest_shards_the_first_by_name_is_named_in_any_node_order() -> None:
+    inventory = Inventory(Settings(where=Where("config.yaml", 0, ("spec",))), {}, {}, {})
+    folder_of = {f"n{i}": f"labels/shard-{i % 2}" for i in range(300)}
+    for order in (sorted(folder_of), sorted(folder_of, reverse=True)):
+        counts = objects_per_folder({node: folder_of[node] for node in order}, [])
+        (hit,) = oversized(Sharding(count=2, max_objects=100), counts, inventory)
+        assert hit.message.startswith("labels/shard-0/ would hold 150 NodeFeatures")
+
+
 def move_rack(inventory: Path, rack: str) -> set[str]:
     """Re-cable one h100 rack into a new block; return its nodes."""
     path = inventory / "sources.yaml"

@@ -82,9 +82,11 @@ def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) ->
     """A hit of SHARD_SIZE for the fullest folder over the bound, naming a count that fits."""
     if not counts:
         return []
-    folder, most = counts.most_common(1)[0]
+    most = max(counts.values())
     if most <= sharding.max_objects:
         return []
+    # the first of the fullest by name: most_common would name the first the nodes came to
+    folder = min(f for f, count in counts.items() if count == most)
     # Hashing spreads racks unevenly: aim at half the bound on average.
     suggested = min(1000, 2 ** math.ceil(math.log2(max(1, 2 * sum(counts.values()) / sharding.max_objects))))
     message = (
