@@ -4,6 +4,7 @@ with more digits than Decimal's 28, on nodes that differ in another resource, in
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from decimal import Decimal
 from fractions import Fraction
@@ -76,3 +77,13 @@ def _exact(quantity: str) -> Fraction:
         if quantity.endswith(suffix):
             return Fraction(quantity.removesuffix(suffix)) * factor
     return Fraction(quantity)
+
+
+def test_sums_are_exact_in_a_thread_started_later() -> None:
+    """A new thread's Decimal context is a copy of the default one, which is widened too."""
+    value = "1.0000000000000000000000000001"
+    found: list[dict[str, Decimal]] = []
+    thread = threading.Thread(target=lambda: found.append(_allocatable([{"x": value}] * 3, ("x",))))
+    thread.start()
+    thread.join()
+    assert Fraction(found[0]["x"]) == 3 * Fraction(value)

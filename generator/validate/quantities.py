@@ -39,10 +39,12 @@ _parse_quantity: Callable[[str], Decimal] = _client_quantity_module().parse_quan
 #: Quantities are parsed (a value times its suffix's power) and summed over many nodes with
 #: Decimal arithmetic, which rounds to the context's precision: the default 28 digits rounded
 #: a 29-digit value, and sums whose terms span more than 28 digits. 100 digits hold any value of
-#: MAX_LENGTH characters times any suffix and node count exactly. Set for the process (tasgen
-#: runs its pipeline in one thread) before any quantity is parsed.
+#: MAX_LENGTH characters times any suffix and node count exactly. Set before any quantity is
+#: parsed, for this thread and for any thread started later (whose context is a copy of the
+#: default one).
 EXACT_DIGITS = 100
-decimal.getcontext().prec = max(decimal.getcontext().prec, EXACT_DIGITS)
+for _context in (decimal.getcontext(), decimal.DefaultContext):
+    _context.prec = max(_context.prec, EXACT_DIGITS)
 
 
 @lru_cache(maxsize=65536)  # fleets repeat a few values on thousands of nodes
