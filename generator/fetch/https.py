@@ -126,6 +126,8 @@ class _Clock:
             return response.read1(CHUNK)
         except TimeoutError:
             raise FetchError(f"the answer did not arrive within {self.timeout:g} s") from None
+        except http.client.IncompleteRead:  # a chunked answer whose connection closed early
+            raise FetchError("the answer was cut short: its connection closed early") from None
 
 
 def _answer(response: http.client.HTTPResponse, request: Request, clock: _Clock) -> Answer:
@@ -155,6 +157,8 @@ def _body(response: http.client.HTTPResponse, request: Request, clock: _Clock) -
         if size > request.max_bytes:
             raise FetchError(f"the answer is over the limit of {request.max_bytes} bytes")
         chunks.append(chunk)
+    if response.length:  # http.client's read1 ends quietly when the peer closes early
+        raise FetchError(f"the answer was cut short: {size} of its {declared} bytes arrived")
     return b"".join(chunks)
 
 

@@ -491,3 +491,20 @@ def test_an_answer_with_half_a_surrogate_pair_is_refused_at_its_escape(
     at = f"(answer of {endpoint.url()}):2:20: error: invalid JSON: this escape is half of a UTF-16 surrogate"
     assert at in run.output and "[json-syntax]" in run.output
     assert (inventory / SNAPSHOT_FILE).read_bytes() == before
+
+
+def test_an_answer_cut_short_of_its_length_is_refused(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    """A YAML answer cut at a line still parses, with fewer nodes: the declared length tells."""
+    full = yaml.safe_dump(snapshot("inv-cut"), sort_keys=True).encode()
+    cut = b"".join(full.splitlines(keepends=True)[:-2])
+    endpoint = serve(lambda _h: (200, {"Content-Length": str(len(full))}, cut))
+    (inventory / SNAPSHOT_FILE).rename(inventory / "snapshots" / "l40s.yaml")
+    point_source(inventory, endpoint.url(), ca, snapshotPath="snapshots/l40s.yaml")
+    before = (inventory / "snapshots" / "l40s.yaml").read_bytes()
+    assert yaml.safe_load(cut)["nodes"]  # what arrived is valid YAML on its own
+    run = fetch(inventory, secrets)
+    assert run.exit_code == 1
+    assert f"failed: the answer was cut short: {len(cut)} of its {len(full)} bytes arrived" in run.output
+    assert (inventory / "snapshots" / "l40s.yaml").read_bytes() == before
