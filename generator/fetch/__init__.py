@@ -105,7 +105,7 @@ def _poll(inventory: Path, hook: Hook, options: Options, files: list[InputFile])
     from generator.fetch import https  # noqa: PLC0415 - http.client: 30 ms of every render's start
 
     try:
-        committed = snapshotfile.Committed.read(target(inventory, hook))
+        committed = snapshotfile.Committed.read(target(inventory, hook), hook.url)
         credential = of_webhook(options.secrets, hook.webhook)
         tls = https.tls_context(ca_pem(hook.webhook))
         request = https.Request(hook.url, credential, tls, options.timeout, options.max_bytes, committed.etag)

@@ -42,16 +42,18 @@ def _sorted(value: Any) -> Any:
 @dataclass(frozen=True)
 class Committed:
     """What is on disk for one source: the snapshot's text (None: not there yet) and the
-    ETag it was fetched with."""
+    ETag it was fetched with from the source's URL (an ETag is one URL's: none when the URL
+    has changed since)."""
 
     path: Path
     text: str | None
     etag: str | None
+    url: str
 
     @classmethod
-    def read(cls, path: Path) -> Committed:
+    def read(cls, path: Path, url: str) -> Committed:
         text = _read_text(path)
-        return cls(path, text, _etag_for(path, text))
+        return cls(path, text, _etag_for(path, text, url), url)
 
     def write(self, text: str, etag: str | None) -> None:
         """The new snapshot, then its ETag, each file replaced atomically (should the second
@@ -59,7 +61,8 @@ class Committed:
         _replace(self.path, text)
         sidecar = self.path.with_name(self.path.name + ETAG_SUFFIX)
         if etag:
-            _replace(sidecar, json.dumps({"etag": etag, "sha256": _digest(text)}, sort_keys=True) + "\n")
+            record = {"etag": etag, "sha256": _digest(text), "url": self.url}
+            _replace(sidecar, json.dumps(record, sort_keys=True) + "\n")
         else:
             sidecar.unlink(missing_ok=True)
 
@@ -88,7 +91,7 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _etag_for(path: Path, text: str | None) -> str | None:
+def _etag_for(path: Path, text: str | None, url: str) -> str | None:
     stored = _read_text(path.with_name(path.name + ETAG_SUFFIX))
     if text is None or stored is None:
         return None
@@ -96,7 +99,7 @@ def _etag_for(path: Path, text: str | None) -> str | None:
         record = json.loads(stored)
     except json.JSONDecodeError:
         return None
-    if not isinstance(record, dict) or record.get("sha256") != _digest(text):
+    if not isinstance(record, dict) or record.get("sha256") != _digest(text) or record.get("url") != url:
         return None
     etag = record.get("etag")
     return etag if isinstance(etag, str) else None

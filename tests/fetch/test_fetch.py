@@ -508,3 +508,27 @@ def test_an_answer_cut_short_of_its_length_is_refused(
     assert run.exit_code == 1
     assert f"failed: the answer was cut short: {len(cut)} of its {len(full)} bytes arrived" in run.output
     assert (inventory / "snapshots" / "l40s.yaml").read_bytes() == before
+
+
+def test_an_etag_is_sent_back_only_to_the_url_it_came_from(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    """An ETag is one URL's: after spec.webhook.url changes, the new endpoint is asked
+    unconditionally, though it happens to use the same opaque ETag."""
+
+    def respond(revision: str) -> Callable[[Any], Any]:
+        def answering(handler: Any) -> Any:
+            if handler.headers.get("If-None-Match") == '"7"':
+                return 304, {"ETag": '"7"'}, b""
+            return answer(snapshot(revision), ETag='"7"')(handler)
+
+        return answering
+
+    old, new = serve(respond("inv-old")), serve(respond("inv-new"))
+    point_source(inventory, old.url(), ca)
+    assert fetch(inventory, secrets).exit_code == 0
+    point_source(inventory, new.url(), ca)
+    run = fetch(inventory, secrets)
+    assert "If-None-Match" not in new.seen.requests[0]["headers"]
+    assert "l40s-inventory: updated (revision inv-new)" in run.output
+    assert json.loads((inventory / SNAPSHOT_FILE).read_text())["revision"] == "inv-new"
