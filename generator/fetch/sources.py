@@ -38,9 +38,9 @@ class Hook:
 def webhook_sources(files: list[InputFile]) -> dict[str, Hook]:
     found: dict[str, Hook] = {}
     # Only files that spell the kind are parsed here: a 100k-node NodeInventory is not, and a
-    # 304 then costs no parse of it. (A kind written with YAML escapes would be missed, and
-    # then reported as no such webhook source, never polled with the wrong settings.)
-    candidates = [f for f in files if f.data is not None and b"TopologySource" in f.data]
+    # 304 then costs no parse of it. A kind written with escapes ("Topology\u0053ource") does
+    # not spell it, so a file with any backslash is parsed too: it would not be polled else.
+    candidates = [f for f in files if f.data is not None and (b"TopologySource" in f.data or b"\\" in f.data)]
     for loaded in load_files(candidates):
         for doc in loaded.documents:
             spec = doc.body.get("spec")

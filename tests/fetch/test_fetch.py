@@ -14,7 +14,7 @@ import yaml
 
 from generator.fetch import credentials
 from tests.conftest import NOW, Run, tasgen
-from tests.fetch.conftest import SNAPSHOT_FILE, TOKEN, point_source, snapshot
+from tests.fetch.conftest import SNAPSHOT_FILE, SOURCE_FILE, TOKEN, point_source, snapshot
 from tests.fetch.endpoints import Authority, Endpoint, RawListener, trickle
 
 Serve = Callable[..., Endpoint]
@@ -532,3 +532,21 @@ def test_an_etag_is_sent_back_only_to_the_url_it_came_from(
     assert "If-None-Match" not in new.seen.requests[0]["headers"]
     assert "l40s-inventory: updated (revision inv-new)" in run.output
     assert json.loads((inventory / SNAPSHOT_FILE).read_text())["revision"] == "inv-new"
+
+
+def test_a_source_whose_kind_is_written_with_an_escape_is_polled(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    """The files fetch parses are picked by the kind's spelling; an escaped kind is a kind."""
+    endpoint = serve(answer(snapshot("inv-escaped")))
+    point_source(inventory, endpoint.url(), ca)
+    source = inventory / SOURCE_FILE
+    text = json.dumps(yaml.safe_load(source.read_text())).replace(
+        '"TopologySource"', '"Topology\\u0053ource"'
+    )
+    assert "TopologySource" not in text
+    source.unlink()
+    source.with_suffix(".json").write_text(text)
+    run = fetch(inventory, secrets)
+    assert "l40s-inventory: updated (revision inv-escaped)" in run.output, run.output
+    assert len(endpoint.seen.requests) == 1
