@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, PROFILES_FEATURE_NAME, Selector, Source, Where
 from generator.rules import Hit, Rule
+from generator.rules.schema import SNAPSHOT_PATH
 from generator.rules.semantic import (
     SOURCE_LEVELS,
     SOURCE_NAME,
@@ -41,6 +43,21 @@ def _source_name(ctx: Context) -> Iterable[Hit]:
             f"share nodefeatures-{PROFILES_FEATURE_NAME}.yaml with the profiles'; choose another name"
         )
         yield Hit(src.where.at("metadata", "name"), message)
+
+
+def _shared_snapshot_path(ctx: Context) -> Iterable[Hit]:
+    """Two fetched sources writing one snapshot file: each fetch would overwrite the other's
+    answer, and both be reported as updated."""
+    first: dict[PurePosixPath, str] = {}
+    for name in sorted(ctx.inventory.sources):
+        src = ctx.inventory.sources[name]
+        path = src.type.snapshot_file(src.spec)
+        if path is None:
+            continue
+        other = first.setdefault(PurePosixPath(path), name)
+        if other != name:
+            message = f"snapshotPath {path!r} is also source {other!r}'s; each source needs its own file"
+            yield Hit(src.where.at("spec", src.type.key, "snapshotPath"), message)
 
 
 def _source_levels(ctx: Context) -> Iterable[Hit]:
@@ -116,6 +133,7 @@ def _webhook_credentials(ctx: Context) -> Iterable[Hit]:
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SOURCE_TYPE, _source_type),
     (SOURCE_NAME, _source_name),
+    (SNAPSHOT_PATH, _shared_snapshot_path),
     (SOURCE_LEVELS, _source_levels),
     (SOURCE_SELECTOR, _source_selector),
     (WEBHOOK_CREDENTIALS, _webhook_credentials),
