@@ -76,20 +76,24 @@ def _nodes(text: str) -> list[dict[str, Any]]:
 
 
 def header_of(path: Path) -> str:
-    """The comment block at the top of the file being refreshed, when a person wrote one (the
-    rest is regenerated); tasgen's own header otherwise, in its current wording."""
+    """The comment block at the top of the file being refreshed, kept (the rest is
+    regenerated); tasgen's own header in it, if any, in its current wording."""
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return HEADER  # a FIFO would block the read; write_atomically refuses it anyway
         with path.open("rb") as stream:
-            head = stream.read(_HEADER_LIMIT).decode("utf-8", errors="replace").splitlines()
+            text = stream.read(_HEADER_LIMIT).decode("utf-8", errors="replace")
     except OSError:
         return HEADER
+    head = text.removeprefix("\ufeff").splitlines()  # a byte order mark, which the loader allows
     if len(head) > 1 and sum(map(len, head)) >= _HEADER_LIMIT - len(head):
         head.pop()  # it may be cut in the middle
     lines = list(itertools.takewhile(lambda line: line.startswith("#"), head))
-    if not lines or lines[0].startswith(_OWN_HEADER):
+    if not lines:
         return HEADER
+    if lines[0].startswith(_OWN_HEADER):  # every wording: that line and one with Refresh:
+        mine = 2 if len(lines) > 1 and "Refresh:" in lines[1] else 1
+        return HEADER + "".join(f"{line}\n" for line in lines[mine:])
     return "".join(f"{line}\n" for line in lines)
 
 

@@ -177,6 +177,23 @@ def test_tasgen_own_header_is_refreshed_in_its_current_wording(tmp_path: Path) -
     assert target.read_text().startswith(importnodes.HEADER)
 
 
+def test_lines_a_person_added_under_tasgen_header_are_kept(tmp_path: Path) -> None:
+    """tasgen's header (both lines, any wording) is renewed; the lines under it are the
+    person's, and a byte order mark before a person's block does not hide it."""
+    target, source = tmp_path / "nodes.yaml", tmp_path / "nodes.json"
+    source.write_text(json.dumps(kubectl_list([_node("n1")])))
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    owner = "# Owner: team-infra; refreshed by the weekly job (ticket OPS-123)\n"
+    target.write_text(target.read_text().replace(importnodes.HEADER, importnodes.HEADER + owner))
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith(importnodes.HEADER + owner + "apiVersion:")
+    target.write_text(
+        "\ufeff# Frankfurt fleet; owner infra-team\napiVersion: topology.gpustack.ai/v1alpha1\n"
+    )
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith("# Frankfurt fleet; owner infra-team\napiVersion:")
+
+
 def test_a_fifo_as_output_is_not_read_for_its_header(tmp_path: Path) -> None:
     fifo = tmp_path / "nodes.yaml"
     os.mkfifo(fifo)
