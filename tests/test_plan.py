@@ -161,7 +161,37 @@ def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) ->
 def test_a_queue_without_namespace_selector_is_a_warning(repo: Repo) -> None:
     data = report(repo, Fleet(selector=False))
     assert rules(data) == ["namespace-selector-missing", "namespace-selector-missing"]
-    assert data["summary"]["queuesChanged"] == 0  # a warning about the queue, not a change of it
+    # and a change of each queue: its ClusterQueue loses the field
+    assert data["summary"]["queuesChanged"] == 2
+    assert [q["settingsChanged"] for q in data["queues"]] == [["namespaceSelector"]] * 2
+
+
+def test_a_queue_whose_settings_or_local_queues_change_is_changed(repo: Repo) -> None:
+    """Kueue applies a new cohort or LocalQueue in place, no drain; but the merge changes the
+    queue, and the plan says how (it once called such a queue unchanged)."""
+    repo.commit(Fleet(local_queues=("ml", "ops")), "local queues")
+    data = report(repo, Fleet(cohort="fleet", local_queues=("ml", "research")))
+    training = queue(data, "training")
+    assert training["change"] == "changed" and training["drain"]["action"] == "none"
+    assert training["settingsChanged"] == ["cohortName"]
+    assert (training["localQueuesAdded"], training["localQueuesRemoved"]) == (
+        ["research/training"],
+        ["ops/training"],
+    )
+    assert queue(data, "inference")["change"] == "unchanged"
+    assert data["summary"]["queuesChanged"] == 1
+    text = plan(repo, Fleet(cohort="fleet", local_queues=("ml", "research"))).output
+    assert (
+        "  settings changed: cohortName\n  + LocalQueue research/training\n  - LocalQueue ops/training"
+        in text
+    )
+    changed = Fleet(cohort="fleet", local_queues=("ml", "research"))
+    markdown = plan(repo, changed, "--format", "markdown").output
+    cell = (
+        "changed<br>settings: `cohortName`"
+        "<br>LocalQueue added: `research/training`<br>LocalQueue removed: `ops/training`"
+    )
+    assert f"| `training` | {cell} |" in markdown
 
 
 def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -146,6 +146,10 @@ def _queue_lines(report: dict[str, Any]) -> list[str]:
             f"{d['before'] or '-'} -> {d['after'] or '-'}"
             for d in q["quota"]
         ]
+        if q["settingsChanged"]:
+            lines.append(f"  settings changed: {', '.join(q['settingsChanged'])}")
+        lines += [f"  + LocalQueue {lq}" for lq in q["localQueuesAdded"]]
+        lines += [f"  - LocalQueue {lq}" for lq in q["localQueuesRemoved"]]
         if q["drain"].get("live"):
             lines.append(f"  live: {_live(q['drain']['live'])}")
     return lines

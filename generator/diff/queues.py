@@ -33,9 +33,13 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> di
     removed = [old[f] for f in old if f not in new]
     replaced = _replaced(added, removed)
     quota = _quota(old, new)
+    settings = _settings_changed(before, after)
+    locals_before = set(before.local_queues) if before else set()
+    locals_after = set(after.local_queues) if after else set()
+    changed = bool(added or removed or quota or settings or locals_before ^ locals_after)
     entry = {
         "name": name,
-        "change": _change(before, after, bool(added or removed or quota) or _policy_changed(before, after)),
+        "change": _change(before, after, changed or _policy_changed(before, after)),
         "stopPolicy": {
             "before": before.stop_policy if before else None,
             "after": after.stop_policy if after else None,
@@ -44,9 +48,21 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> di
         "flavorsRemoved": [_flavor(f) for f in removed],
         "flavorsReplaced": replaced,
         "quota": quota,
+        "settingsChanged": settings,
+        "localQueuesAdded": sorted(locals_after - locals_before),
+        "localQueuesRemoved": sorted(locals_before - locals_after),
         "drain": _drain(before, after, removed),
     }
     return entry
+
+
+def _settings_changed(before: QueueFacts | None, after: QueueFacts | None) -> list[str]:
+    """The ClusterQueue spec fields, flavors and stop policy aside, that differ (cohort,
+    namespaceSelector, preemption, queueing strategy...): Kueue applies them in place."""
+    if before is None or after is None:
+        return []
+    old, new = before.settings, after.settings
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
 
 
 def _change(before: QueueFacts | None, after: QueueFacts | None, changed: bool) -> str:

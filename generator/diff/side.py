@@ -27,6 +27,12 @@ class QueueFacts:
     flavors: dict[str, FlavorFacts]  # by flavor name, in the queue's order
     covered: tuple[str, ...]
     body: dict[str, Any]  # the rendered ClusterQueue (what the gate compares with the live one)
+    local_queues: tuple[str, ...] = ()  # namespace/name of each LocalQueue pointing at it
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The ClusterQueue's spec but its flavors and stop policy (compared on their own)."""
+        return {k: v for k, v in self.body["spec"].items() if k not in ("resourceGroups", "stopPolicy")}
 
 
 @dataclass
@@ -107,6 +113,11 @@ def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:
         for entry in groups[0].get("flavors", ()):
             queue.flavors[entry["name"]] = _flavor(entry, flavors[entry["name"]])
         side.queues[queue.name] = queue
+    for body in (b for b in bodies if b["kind"] == "LocalQueue"):
+        meta, queue_name = body["metadata"], body["spec"]["clusterQueue"]
+        if queue_name in side.queues:
+            found = side.queues[queue_name]
+            found.local_queues = (*found.local_queues, f"{meta['namespace']}/{meta['name']}")
 
 
 def _flavor(entry: dict[str, Any], spec: dict[str, Any]) -> FlavorFacts:

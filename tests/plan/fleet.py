@@ -25,6 +25,8 @@ class Fleet:
     quota: str = "64"  # training's H100 GPUs
     prefix: str = ""  # of the queues' names (tests that share a cluster)
     selector: bool = True  # the queues set namespaceSelector
+    cohort: str = ""  # training's cohortName
+    local_queues: tuple[str, ...] = ()  # namespaces of training's LocalQueues
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -68,8 +70,10 @@ class Fleet:
         training = "".join(
             f"    - identity: {{nvidia.com/gpu.product: {p}}}{hardware[p]}\n" for p in self.training
         )
+        if self.local_queues:
+            training += "  localQueues:\n" + "".join(f"    - namespace: {n}\n" for n in self.local_queues)
         return (
-            _queue(f"{self.prefix}training", training, self.selector)
+            _queue(f"{self.prefix}training", training, self.selector, self.cohort)
             + "---\n"
             + _queue(
                 f"{self.prefix}inference", "    - identity: {nvidia.com/gpu.product: H100}\n", self.selector
@@ -77,12 +81,14 @@ class Fleet:
         )
 
 
-def _queue(name: str, hardware: str, selector: bool) -> str:
+def _queue(name: str, hardware: str, selector: bool, cohort: str = "") -> str:
+    settings = ["namespaceSelector: {}"] if selector else []
+    settings += [f"cohortName: {cohort}"] if cohort else []
     return (
         f"apiVersion: topology.gpustack.ai/v1alpha1\nkind: ClusterQueuePlan\nmetadata: {{name: {name}}}\n"
         "spec:\n  coveredResources: [cpu, memory, nvidia.com/gpu]\n  hardware:\n"
         + hardware
-        + ("  clusterQueue: {namespaceSelector: {}}\n" if selector else "")
+        + (f"  clusterQueue: {{{', '.join(settings)}}}\n" if settings else "")
     )
 
 
