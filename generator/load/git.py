@@ -7,12 +7,19 @@ Three git processes whatever the inventory's size: ``rev-parse`` resolves the re
 
 from __future__ import annotations
 
+import posixpath
 import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from generator.load.files import SUFFIXES, InputFile
+from generator.rules import Rule
+from generator.rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
 
-_BLOB_MODES = (b"100644", b"100755")  # regular files; symlinks and submodules are not inventory
+_BLOB_MODES = (b"100644", b"100755")  # regular files (submodules are not inventory)
+_LINK_MODE = b"120000"  # a symbolic link: its blob is the target's path
 
 
 class GitError(Exception):
@@ -21,19 +28,116 @@ class GitError(Exception):
 
 def read_revision(folder: Path, ref: str) -> list[InputFile]:
     """The inventory files below ``folder`` at ``ref``, shown as ``REF:path/in/repo``; an
-    empty list when the folder does not exist at that revision (a first adoption)."""
+    empty list when the folder does not exist at that revision (a first adoption). Symbolic
+    links are followed as the working tree's are (generator.load.discovery): to a file or a
+    folder inside the inventory folder; one that leaves it, is broken or loops is a problem."""
     top = Path(_git(Path.cwd(), "rev-parse", "--show-toplevel").decode().strip()).resolve()
     try:
         prefix = folder.resolve().relative_to(top).as_posix()
     except ValueError as e:
         raise GitError(f"{folder} is not inside the git repository {top}") from e
     commit = _commit(top, ref)
-    entries = _blobs(_git(top, "ls-tree", "-r", "-z", commit, "--", prefix), prefix)
-    blobs = _contents(top, [sha for sha, _ in entries])
+    tree = _Tree.of(_git(top, "ls-tree", "-r", "-z", commit, "--", prefix), prefix)
+    texts = _contents(top, list(tree.links.values()))
+    tree.links = {
+        path: text.decode("utf-8", "surrogateescape") for path, text in zip(tree.links, texts, strict=True)
+    }
+    found = sorted(tree.files(), key=lambda entry: entry[0])
+    wanted = [target for _, target, _ in found if target is not None]
+    blobs = dict(zip(wanted, _contents(top, [tree.blobs[t] for t in wanted]), strict=True))
     return [
-        InputFile(relative, f"{ref}:{_join(prefix, relative)}", blob)
-        for (_, relative), blob in zip(entries, blobs, strict=True)
+        InputFile(relative, f"{ref}:{_join(prefix, relative)}", blobs[target])
+        if target is not None
+        else InputFile(relative, f"{ref}:{_join(prefix, relative)}", None, problem[0], problem[1])
+        for relative, target, problem in found
     ]
+
+
+#: how many links one path may pass through (Linux gives up at 40 too)
+_MAX_HOPS = 40
+_OUTSIDE = "\0outside"
+
+
+@dataclass
+class _Tree:
+    """The folder at a revision: its regular files and its links, by path relative to it."""
+
+    blobs: dict[str, str]  # path -> object id
+    links: dict[str, str]  # path -> object id of the link, then its target text
+
+    @staticmethod
+    def of(listing: bytes, prefix: str) -> _Tree:
+        tree = _Tree({}, {})
+        for entry in filter(None, listing.split(b"\0")):
+            meta, _, raw_path = entry.partition(b"\t")
+            mode, kind, sha = meta.split()
+            path = _relative(raw_path.decode("utf-8", "surrogateescape"), prefix)
+            if kind == b"blob" and mode in _BLOB_MODES:
+                tree.blobs[path] = sha.decode()
+            elif kind == b"blob" and mode == _LINK_MODE:
+                tree.links[path] = sha.decode()
+        return tree
+
+    def files(self) -> Iterator[tuple[str, str | None, tuple[str, Rule]]]:
+        """(relative path, the regular file read for it or None, the problem if None)."""
+        for path in self.blobs:
+            if PurePosixPath(path).suffix in SUFFIXES:
+                yield path, path, ("", FILE_UNREADABLE)
+        for path in self.links:
+            yield from self._link(path, path, frozenset({""}))
+
+    def _link(self, path: str, shown: str, ancestors: frozenset[str]) -> Iterator[Any]:
+        """A link at ``path`` (links resolved up to it), shown as ``shown``; ``ancestors``: the
+        folders walked into through links on the way (the inventory folder, "", always)."""
+        target = self._real(path)
+        suffixed = PurePosixPath(shown).suffix in SUFFIXES
+        if target == _OUTSIDE:
+            message = (
+                f"{shown} is a symbolic link outside the inventory folder: tasgen reads nothing outside it"
+            )
+            yield shown, None, (message, SYMLINK_OUTSIDE)
+        elif target is not None and target in self.blobs:
+            if suffixed:
+                yield shown, target, ("", FILE_UNREADABLE)
+        elif target is not None and self._is_folder(target):
+            yield from self._folder(target, path, shown, ancestors)
+        elif suffixed:
+            yield shown, None, (f"cannot read {shown}: the link is broken or loops", FILE_UNREADABLE)
+
+    def _folder(self, folder: str, link: str, shown: str, ancestors: frozenset[str]) -> Iterator[Any]:
+        """The files of a linked folder; a loop when it holds the link itself."""
+        above = {"", *("/".join(link.split("/")[:i]) for i in range(1, link.count("/") + 1))}
+        if folder in ancestors | above:
+            yield shown, None, (f"{shown} links to a folder that contains it (a loop)", FILE_UNREADABLE)
+            return
+        inside, start = ancestors | {folder}, f"{folder}/"
+        for path in (p for p in self.blobs if p.startswith(start)):
+            if PurePosixPath(path).suffix in SUFFIXES:
+                yield f"{shown}/{path[len(start) :]}", path, ("", FILE_UNREADABLE)
+        for path in (p for p in self.links if p.startswith(start)):
+            yield from self._link(path, f"{shown}/{path[len(start) :]}", inside)
+
+    def _is_folder(self, path: str) -> bool:
+        return path == "" or any(p.startswith(f"{path}/") for p in (*self.blobs, *self.links))
+
+    def _real(self, path: str, hops: int = 0) -> str | None:
+        """The path with every link in it resolved (relative to the folder), _OUTSIDE when
+        it leaves the folder, None when it loops."""
+        parts, done = path.split("/"), list[str]()
+        for i, part in enumerate(parts):
+            current = "/".join([*done, part])
+            if current in self.links:
+                text = self.links[current]
+                resolved = posixpath.normpath(posixpath.join("/".join(done), text))
+                resolved = "" if resolved == "." else resolved  # the inventory folder itself
+                if hops >= _MAX_HOPS:
+                    return None
+                if text.startswith("/") or resolved == ".." or resolved.startswith("../"):
+                    return _OUTSIDE
+                rest = parts[i + 1 :]
+                return self._real("/".join([resolved, *rest]) if rest else resolved, hops + 1)
+            done.append(part)
+        return "/".join(done)
 
 
 def _commit(top: Path, ref: str) -> str:
@@ -43,19 +147,6 @@ def _commit(top: Path, ref: str) -> str:
         return _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError as e:
         raise GitError(f"{ref!r} is not a commit of the repository {top}") from e
-
-
-def _blobs(listing: bytes, prefix: str) -> list[tuple[str, str]]:
-    """(object id, path relative to the folder) of each inventory file, sorted as
-    :func:`generator.load.files.discover` sorts the working tree's."""
-    found = []
-    for entry in filter(None, listing.split(b"\0")):
-        meta, _, raw_path = entry.partition(b"\t")
-        mode, kind, sha = meta.split()
-        path = raw_path.decode("utf-8", "surrogateescape")
-        if kind == b"blob" and mode in _BLOB_MODES and PurePosixPath(path).suffix in SUFFIXES:
-            found.append((sha.decode(), _relative(path, prefix)))
-    return sorted(found, key=lambda entry: entry[1])
 
 
 def _relative(path: str, prefix: str) -> str:

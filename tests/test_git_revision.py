@@ -1,0 +1,65 @@
+"""An inventory folder read at a git revision (``tasgen plan``'s base) is read as the working
+tree's checkout of that revision is: the same files under the same names, symbolic links to
+files and folders inside the folder followed, and the same problems for links that leave it,
+are broken or loop (a link at the base was once dropped without a word)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.load.files import InputFile, read_inventory
+from generator.load.git import read_revision
+
+#: link name -> target, relative to the link's folder
+LINKS = {
+    "queues/training.yaml": "../shared/training.yaml.tmpl",  # a file whose name has no suffix
+    "more": "shared",  # a folder
+    "queues/nested": "../more",  # a link to a link to a folder
+    "out.yaml": "../../outside.yaml",  # leaves the inventory folder
+    "broken.yaml": "nowhere.yaml",
+    "shared/loop": "..",  # a folder that contains it
+    "self.yaml": "self.yaml",
+}
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, env=env, check=True)
+
+
+def _shape(files: list[InputFile]) -> list[tuple[str, bytes | None, str | None]]:
+    return [(f.relative, f.data, None if f.data is not None else f.rule.id) for f in files]
+
+
+def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    inventory = root / "inventories"
+    (inventory / "queues").mkdir(parents=True)
+    (inventory / "shared").mkdir()
+    (inventory / "nodes.yaml").write_text("kind: NodeInventory\n")
+    (inventory / "shared" / "training.yaml.tmpl").write_text("kind: ClusterQueuePlan\n")
+    (inventory / "shared" / "extra.yaml").write_text("kind: TopologySource\n")
+    (tmp_path / "outside.yaml").write_text("kind: Outside\n")
+    for link, target in LINKS.items():
+        os.symlink(target, inventory / link)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(root)
+    at_head = read_revision(inventory, "HEAD")
+    assert _shape(at_head) == _shape(read_inventory(inventory))
+    read = {f.relative: f.data for f in at_head}
+    assert read["queues/training.yaml"] == b"kind: ClusterQueuePlan\n"
+    assert read["queues/nested/extra.yaml"] == read["more/extra.yaml"] == b"kind: TopologySource\n"
+    assert {f.relative: f.rule.id for f in at_head if f.data is None} == {
+        "out.yaml": "symlink-outside",
+        "broken.yaml": "file-unreadable",
+        "self.yaml": "file-unreadable",
+        "shared/loop": "file-unreadable",
+        "more/loop": "file-unreadable",
+        "queues/nested/loop": "file-unreadable",
+    }
