@@ -1,28 +1,33 @@
 """Which Node labels `tasgen import-nodes` keeps: not the ones tasgen itself puts on Nodes
-(the profile key and every writing source's levels, projected by NFD), and not volatile
+(the profile key, and a writing source's levels on the nodes it selects, projected by NFD), and not volatile
 ones (a timestamp that changes on every refresh), so that importing right after a sync
 changes nothing and a refresh's diff shows only real changes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator.load.files import load_files, read_inventory
-from generator.model import PROFILE_KEY, Settings
+from generator.model import PROFILE_KEY, Selector, Settings
 from generator.validate import documents
-from generator.validate.labels import READ_ONLY_PARENTS
+from generator.validate.labels import READ_ONLY_PARENTS, selects
 
 _KINDS = ("TopologySource", "GeneratorConfig")
 
 
 @dataclass(frozen=True)
 class LabelFilter:
-    owned: frozenset[str] = frozenset({PROFILE_KEY})  # keys tasgen writes
+    owned: frozenset[str] = frozenset({PROFILE_KEY})  # keys tasgen writes on every node
     volatile: tuple[str, ...] = Settings().volatile_label_keys  # keys, or prefixes ending in '*'
+    #: each writing source's selector and the keys it writes: dropped only on the nodes it
+    #: selects (a read-only source may read the same key on other nodes, set by hand there)
+    written: tuple[tuple[Selector, frozenset[str]], ...] = ()
 
-    def keeps(self, key: str) -> bool:
-        if key in self.owned:
+    def keeps(self, key: str, labels: Mapping[str, str]) -> bool:
+        """Whether a node with these (imported) labels keeps ``key``."""
+        if key in self.owned or any(key in keys and selects(s, labels) for s, keys in self.written):
             return False
         return not any(key.startswith(v[:-1]) if v.endswith("*") else key == v for v in self.volatile)
 
@@ -37,5 +42,9 @@ def of_inventory(root: Path) -> LabelFilter:
     found = documents.catalog(docs)
     settings, _ = documents.settings(found.of("GeneratorConfig"))
     sources = [documents.source(d) for d in found.of("TopologySource")]
-    written = {key for src in sources if src.writes for key in src.levels if key not in READ_ONLY_PARENTS}
-    return LabelFilter(frozenset({PROFILE_KEY, *written}), settings.volatile_label_keys)
+    written = tuple(
+        (src.selector, frozenset(key for key in src.levels if key not in READ_ONLY_PARENTS))
+        for src in sources
+        if src.writes
+    )
+    return LabelFilter(frozenset({PROFILE_KEY}), settings.volatile_label_keys, written)

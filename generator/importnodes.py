@@ -56,7 +56,8 @@ def convert(
             e.file = shown
             raise
     for node in nodes.values():
-        node["labels"] = {k: v for k, v in node["labels"].items() if keep is None or keep.keeps(k)}
+        labels = node["labels"]
+        node["labels"] = {k: v for k, v in labels.items() if keep is None or keep.keeps(k, labels)}
     inventory = {
         "apiVersion": API_VERSION,
         "kind": "NodeInventory",

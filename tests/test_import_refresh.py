@@ -86,6 +86,33 @@ def test_without_the_inventory_only_the_profile_key_and_the_timestamp_are_droppe
     assert "topology.gpustack.ai/profile" not in run.output and "gfd.timestamp" not in run.output
 
 
+def test_a_written_level_is_dropped_only_on_the_nodes_its_source_selects(
+    example: Path, tmp_path: Path
+) -> None:
+    """The H100 source writes the rack label on H100 nodes; the CPU nodes carry one set by hand,
+    which a nodeLabels source reads: importing the synced cluster keeps theirs (it once
+    dropped the key from every node, and the CPU hierarchy with it)."""
+    hand_set = {"topology.gpustack.ai/rack": "cpu-rack-1"}
+    (example / "sources" / "cpu-racks.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: TopologySource\nmetadata: {name: cpu-racks}\n"
+        "spec:\n  nodeSelector: {matchLabels: {fleet.example.com/pool: cpu}}\n"
+        "  levels: [topology.gpustack.ai/rack]\n  nodeLabels: {}\n"
+    )
+    inventory = yaml.safe_load((example / "nodes.yaml").read_text())
+    for node in (n for n in inventory["nodes"] if n["name"].startswith("cpu-")):
+        node["labels"] |= hand_set | {"fleet.example.com/pool": "cpu"}
+    (example / "nodes.yaml").write_text(yaml.safe_dump(inventory, sort_keys=False))
+    source = tmp_path / "nodes.json"
+    source.write_text(json.dumps(synced_cluster(example, REPO / "rendered")))
+    run = tasgen("import-nodes", str(source), "-i", str(example), "--name", "example-fleet")
+    assert run.exit_code == 0, run.output
+    imported = {n["name"]: n["labels"] for n in yaml.safe_load(run.output.split("\n", 2)[2])["nodes"]}
+    assert all(imported[f"cpu-0{i}"].items() >= hand_set.items() for i in (1, 2, 3))
+    assert not any(
+        "topology.gpustack.ai/rack" in labels for name, labels in imported.items() if "h100" in name
+    )
+
+
 def test_volatile_label_keys_are_configurable(example: Path, tmp_path: Path) -> None:
     config = example / "config.yaml"
     body = yaml.safe_load(config.read_text())
