@@ -112,11 +112,7 @@ def _poll(inventory: Path, hook: Hook, options: Options, files: list[InputFile])
         answer = https.get(request)
     except (https.FetchError, CredentialError, ValueError) as e:
         return Outcome(hook.name, Status.FAILED, reason=str(e))
-    if answer.body is None and committed.text is None:
-        return Outcome(
-            hook.name, Status.FAILED, reason="the endpoint answered 304 but no snapshot is committed"
-        )
-    if answer.body is None:
+    if answer.body is None:  # a 304: only ever to a request carrying the committed file's ETag
         return Outcome(hook.name, Status.UNCHANGED, _revision(committed.text, committed.path.suffix))
     return _Polled(hook, committed, answer.body, answer.etag)
 

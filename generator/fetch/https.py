@@ -133,6 +133,8 @@ class _Clock:
 def _answer(response: http.client.HTTPResponse, request: Request, clock: _Clock) -> Answer:
     status = response.status
     etag = response.getheader("ETag")
+    if status == 304 and request.etag is None:  # nothing was asked to be confirmed
+        raise FetchError("the endpoint answered 304 (not modified) to a request without If-None-Match")
     if status == 304:
         return Answer(None, etag or request.etag)
     if 300 <= status < 400:

@@ -550,3 +550,15 @@ def test_a_source_whose_kind_is_written_with_an_escape_is_polled(
     run = fetch(inventory, secrets)
     assert "l40s-inventory: updated (revision inv-escaped)" in run.output, run.output
     assert len(endpoint.seen.requests) == 1
+
+
+def test_a_304_to_an_unconditional_request_is_an_error(
+    serve: Serve, ca: Authority, inventory: Path, secrets: Path
+) -> None:
+    """Not modified since what? Nothing was sent to compare with (no ETag is kept)."""
+    endpoint = serve(lambda _h: (304, {}, b""))
+    point_source(inventory, endpoint.url(), ca)
+    run = fetch(inventory, secrets)
+    assert "If-None-Match" not in endpoint.seen.requests[0]["headers"]
+    assert run.exit_code == 1
+    assert "failed: the endpoint answered 304 (not modified) to a request without If-None-Match" in run.output
