@@ -298,7 +298,11 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 @click.argument(
     "sources", metavar="FILE|-...", nargs=-1, required=True, type=click.File("r", encoding="utf-8")
 )
-@click.option("--name", default="nodes", show_default=True, help="metadata.name of the NodeInventory.")
+@click.option(
+    "--name",
+    default=None,
+    help="metadata.name of the NodeInventory [default: the refreshed file's, else nodes].",
+)
 @click.option(
     "-o",
     "--output",
@@ -307,7 +311,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     help="Write here (atomically) instead of to standard output.",
 )
 @_inventory_option("Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.")
-def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inventory: Path) -> None:
+def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None, inventory: Path) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
     Only names, labels and allocatable are kept, sorted, so that a refresh gives a small,
@@ -332,6 +336,7 @@ def import_nodes(sources: tuple[Any, ...], name: str, output: Path | None, inven
             click.echo(f"{shown}:0:0: error: not UTF-8 text [import-nodes]", err=True)
             sys.exit(EXIT_PROBLEMS)
     header = importnodes.header_of(output) if output else importnodes.HEADER
+    name = name or (importnodes.name_of(output) if output else None) or importnodes.DEFAULT_NAME
     try:
         imported = importnodes.convert(inputs, name, importfilter.of_inventory(inventory), header)
     except importnodes.ImportProblem as e:

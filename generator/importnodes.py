@@ -21,6 +21,7 @@ HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
     "# taints only, sorted. Refresh: kubectl get nodes -o json | tasgen import-nodes - -o <this file>\n"
 )
+DEFAULT_NAME = "nodes"  # metadata.name of a new NodeInventory
 _OWN_HEADER = "# Node facts for tasgen, imported from"  # how every wording of HEADER starts
 _HEADER_LIMIT = 64 * 1024  # a comment block is read from the start of the file only
 
@@ -96,6 +97,23 @@ def header_of(path: Path) -> str:
         mine = 2 if len(lines) > 1 and "Refresh:" in lines[1] else 1
         return HEADER + "".join(f"{line}\n" for line in lines[mine:])
     return "".join(f"{line}\n" for line in lines)
+
+
+def name_of(path: Path) -> str | None:
+    """metadata.name of the NodeInventory being refreshed (kept unless --name says otherwise):
+    the part of the file before its node list, parsed (a 100k-node list is not); None when
+    there is no such file or name."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with path.open("rb") as stream:
+            head = stream.read(_HEADER_LIMIT).decode("utf-8", errors="replace")
+        documents = parse_text(head.removeprefix("\ufeff").partition("\nnodes:")[0])
+    except (OSError, ParseError):
+        return None
+    metadata = documents[0].get("metadata") if documents and isinstance(documents[0], dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _items(document: Any) -> list[dict[str, Any]]:

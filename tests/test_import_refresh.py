@@ -113,6 +113,16 @@ def test_a_written_level_is_dropped_only_on_the_nodes_its_source_selects(
     )
 
 
+def test_a_refresh_keeps_the_file_s_name_unless_told_otherwise(tmp_path: Path) -> None:
+    target, source = tmp_path / "nodes.yaml", tmp_path / "nodes.json"
+    source.write_text(json.dumps(kubectl_list([_node("n1")])))
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    assert yaml.safe_load(target.read_text())["metadata"] == {"name": "nodes"}  # a new file
+    assert tasgen("import-nodes", str(source), "-o", str(target), "--name", "frankfurt").exit_code == 0
+    assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
+    assert yaml.safe_load(target.read_text())["metadata"] == {"name": "frankfurt"}
+
+
 def test_volatile_label_keys_are_configurable(example: Path, tmp_path: Path) -> None:
     config = example / "config.yaml"
     body = yaml.safe_load(config.read_text())
