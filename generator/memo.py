@@ -18,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +72,31 @@ def input_digest(files: list[InputFile], shown: tuple[str, str]) -> str:
     return digest.hexdigest()
 
 
+#: the libraries whose behaviour is in a render's result: the parser, the schema checks and
+#: their messages, the quantity parser, the positions of problems
+_LIBRARIES = ("yaml-rs", "jsonschema-rs", "jsonschema", "kubernetes", "pyyaml")
+
+
 def _code_digest() -> str:
-    """tasgen's own code and templates: another version renders differently."""
+    """tasgen's own code and templates, the libraries it renders with and Python itself:
+    another version of any may render differently."""
     digest = hashlib.sha256()
+    digest.update(f"{sys.version}\0{_library_versions()}\0".encode())
     for package in ("generator", "generator.templates"):
         root = resources.files(package)
         for entry in sorted(_files(root), key=str):
             digest.update(str(entry).encode() + b"\0" + entry.read_bytes())
     return digest.hexdigest()
+
+
+def _library_versions() -> str:
+    found = []
+    for name in _LIBRARIES:
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ",".join(found)
 
 
 def _files(folder: Any) -> list[Any]:

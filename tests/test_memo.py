@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from generator import memo
 from tests.conftest import NOW, REPO, tasgen, tree
 
 Edit = Callable[[dict[str, Any]], Any]
@@ -132,3 +133,20 @@ def test_every_valid_case_is_recalled_from_its_memo(case: str, tmp_path: Path) -
     record["summary"]["profiles"][0]["nodes"] = 4242  # visible only if the record is used
     memo_file().write_text(json.dumps(record))
     assert "(4242 nodes)" in tasgen(*args).output
+
+
+def test_another_version_of_a_library_it_renders_with_renders_again(
+    inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded render is of this tasgen with these libraries: with another yaml-rs (or
+    schema checker, quantity parser, ...) the same inventory is rendered again."""
+    out = tmp_path / "rendered"
+    args = ("render", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert tasgen(*args).exit_code == 0
+    record = json.loads(memo_file().read_bytes())
+    record["summary"]["profiles"][0]["nodes"] = 4242
+    memo_file().write_text(json.dumps(record))
+    assert "(4242 nodes)" in tasgen(*args).output  # recalled with the same libraries
+    real = memo.metadata.version
+    monkeypatch.setattr(memo.metadata, "version", lambda name: "9.9" if name == "yaml-rs" else real(name))
+    assert "(4242 nodes)" not in tasgen(*args).output
