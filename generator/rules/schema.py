@@ -21,9 +21,7 @@ DUPLICATE_NODE = Rule("duplicate-node", _S, "A node is listed once across NodeIn
 SNAPSHOT_MISSING = Rule(
     "snapshot-missing", _S, "A configMap source's ConfigMap and key, or a webhook's snapshot file, exist."
 )
-SNAPSHOT_PATH = Rule(
-    "snapshot-path", _S, "A webhook snapshotPath stays inside the inventory folder and is no other source's."
-)
+SNAPSHOT_PATH = Rule("snapshot-path", _S, "A webhook snapshotPath stays inside the inventory folder.")
 SNAPSHOT_SHAPE = Rule("snapshot-shape", _S, "A snapshot is one YAML or JSON mapping.")
 SNAPSHOT_EXPIRY = Rule("snapshot-expiry", _S, "A snapshot's expiresAt is an RFC 3339 time.")
 

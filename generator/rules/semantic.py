@@ -15,6 +15,11 @@ SOURCE_LEVELS = Rule(
     "writable keys or the cloud's region/zone.",
 )
 SOURCE_SELECTOR = Rule("source-selector", _S, "nodeSelector uses valid label keys and values.")
+SNAPSHOT_PATH_SHARED = Rule(
+    "snapshot-path-shared",
+    _S,
+    "No two fetched sources write one snapshotPath (one would overwrite the other).",
+)
 SOURCE_NAME = Rule(
     "source-name",
     _S,
@@ -142,6 +147,7 @@ QUOTA_ABOVE_ALLOCATABLE = Rule(
 RULES = (
     SOURCE_TYPE,
     SOURCE_NAME,
+    SNAPSHOT_PATH_SHARED,
     SOURCE_LEVELS,
     SOURCE_SELECTOR,
     WEBHOOK_CREDENTIALS,

@@ -7,8 +7,8 @@ from pathlib import PurePosixPath
 
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, PROFILES_FEATURE_NAME, Selector, Source, Where
 from generator.rules import Hit, Rule
-from generator.rules.schema import SNAPSHOT_PATH
 from generator.rules.semantic import (
+    SNAPSHOT_PATH_SHARED,
     SOURCE_LEVELS,
     SOURCE_NAME,
     SOURCE_SELECTOR,
@@ -133,7 +133,7 @@ def _webhook_credentials(ctx: Context) -> Iterable[Hit]:
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SOURCE_TYPE, _source_type),
     (SOURCE_NAME, _source_name),
-    (SNAPSHOT_PATH, _shared_snapshot_path),
+    (SNAPSHOT_PATH_SHARED, _shared_snapshot_path),
     (SOURCE_LEVELS, _source_levels),
     (SOURCE_SELECTOR, _source_selector),
     (WEBHOOK_CREDENTIALS, _webhook_credentials),
