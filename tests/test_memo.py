@@ -85,16 +85,21 @@ def test_a_memo_of_any_other_shape_is_ignored(inventory: Path, tmp_path: Path, n
     assert steady(memo_file().read_bytes()) == steady(honest)  # recorded anew, as at first
 
 
-def test_a_valid_memo_is_used(inventory: Path, tmp_path: Path) -> None:
-    """The counterpart of the test above: the honest record does skip the work (an edited
-    report in it shows), so the ignored ones above were really ignored."""
-    out = tmp_path / "rendered"
-    args = ("render", "-i", str(inventory), "-o", str(out), "--now", NOW)
+def marked_render(inventory: Path, tmp_path: Path) -> tuple[str, ...]:
+    """A render's arguments, after a first render whose recorded report was edited to say
+    4242 nodes: a render that recalls the record shows it."""
+    args = ("render", "-i", str(inventory), "-o", str(tmp_path / "rendered"), "--now", NOW)
     assert tasgen(*args).exit_code == 0
     record = json.loads(memo_file().read_bytes())
     record["summary"]["profiles"][0]["nodes"] = 4242
     memo_file().write_text(json.dumps(record))
-    assert "(4242 nodes)" in tasgen(*args).output
+    return args
+
+
+def test_a_valid_memo_is_used(inventory: Path, tmp_path: Path) -> None:
+    """The counterpart of the test above: the honest record does skip the work (an edited
+    report in it shows), so the ignored ones above were really ignored."""
+    assert "(4242 nodes)" in tasgen(*marked_render(inventory, tmp_path)).output
 
 
 def test_an_unreadable_inventory_file_is_a_positioned_problem(inventory: Path, tmp_path: Path) -> None:
@@ -140,12 +145,7 @@ def test_another_version_of_a_library_it_renders_with_renders_again(
 ) -> None:
     """A recorded render is of this tasgen with these libraries: with another yaml-rs (or
     schema checker, quantity parser, ...) the same inventory is rendered again."""
-    out = tmp_path / "rendered"
-    args = ("render", "-i", str(inventory), "-o", str(out), "--now", NOW)
-    assert tasgen(*args).exit_code == 0
-    record = json.loads(memo_file().read_bytes())
-    record["summary"]["profiles"][0]["nodes"] = 4242
-    memo_file().write_text(json.dumps(record))
+    args = marked_render(inventory, tmp_path)
     assert "(4242 nodes)" in tasgen(*args).output  # recalled with the same libraries
     real = memo.metadata.version
     monkeypatch.setattr(memo.metadata, "version", lambda name: "9.9" if name == "yaml-rs" else real(name))
