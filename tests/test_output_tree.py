@@ -88,6 +88,20 @@ def test_check_fails_on_litter_inside_rendered_and_render_removes_it(inventory: 
     assert check(inventory, out)[0] == 0
 
 
+def test_a_person_s_file_named_like_an_old_staging_file_is_kept(inventory: Path, tmp_path: Path) -> None:
+    """Only a staging file holds tasgen's header (or the start of it): a backup that happens to
+    have such a name is a file tasgen does not own, and a render keeps it."""
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    backup, empty = out / ".values.yaml.20261201", out / "gate" / ".job.yaml.abcd1234"
+    backup.write_text("my notes\n")
+    empty.write_text("")  # a staging file killed before its first byte
+    assert check(inventory, out)[0] == 1  # the empty one is litter
+    assert render(inventory, out)[0] == 0
+    assert backup.read_text() == "my notes\n" and not empty.exists()
+    assert check(inventory, out)[0] == 0
+
+
 def test_a_folder_where_a_file_goes_leaves_rendered_as_it_was(inventory: Path, tmp_path: Path) -> None:
     out = tmp_path / "rendered"
     render(inventory, out)

@@ -219,7 +219,7 @@ def _classify(tree: OutputTree, relative: str, device: int) -> None:
         if info.st_dev != device:
             raise OutputError(f"{tree.label}/{relative} is a mount point; rendered/ must be one filesystem")
         tree.folders[relative] = stat.S_IMODE(info.st_mode)
-    elif _is_old_stage(relative):
+    elif _is_old_stage(tree.path / relative, info.st_mode):
         tree.litter.append(relative)
     elif not (stat.S_ISREG(info.st_mode) and relative.endswith(".yaml") and _owned(tree, relative)):
         tree.others.append(relative)
@@ -237,11 +237,19 @@ def _owned(tree: OutputTree, relative: str) -> bool:
     return text is not None
 
 
-def _is_old_stage(relative: str) -> bool:
-    """``.<name>.yaml.<8 random>``: a staging file of a tasgen before the whole-tree swap."""
-    name = relative.rpartition("/")[2]
-    stem, _, suffix = name.rpartition(".")
-    return name.startswith(".") and stem.endswith(".yaml") and len(suffix) == _OLD_STAGE_SUFFIX
+def _is_old_stage(path: Path, mode: int) -> bool:
+    """``.<name>.yaml.<8 random>`` that holds tasgen's header, or the start of it (a write
+    killed early): a staging file of a tasgen before the whole-tree swap. A person's file of
+    such a name (a backup, ``.values.yaml.20261201``) is theirs, and is kept."""
+    stem, _, suffix = path.name.rpartition(".")
+    if not (path.name.startswith(".") and stem.endswith(".yaml") and len(suffix) == _OLD_STAGE_SUFFIX):
+        return False
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(len(_HEADER)) if stat.S_ISREG(mode) else b"-"
+    except OSError:
+        return False
+    return _HEADER.startswith(head)
 
 
 def _link(source: Path, target: Path) -> None:
