@@ -33,7 +33,7 @@ def _summary_text(result: Result) -> str:
         flags += ["expired"] if s["expired"] else []
         lines.append(
             f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
-            f"revision={s['revision'] or '-'} nodes={s['nodes']}"
+            f"revision={_one_line(s['revision'] or '-')} nodes={s['nodes']}"
         )
     if data["profiles"]:
         lines.append("profiles:")
@@ -130,12 +130,19 @@ def fetch_report(outcomes: list[Outcome]) -> str:
     # Sources refused for the same inventory errors share them: each is shown once.
     lines = [_problem_line(p) for p in dict.fromkeys(p for o in outcomes for p in o.problems)]
     for o in outcomes:
-        revision = f" (revision {o.revision})" if o.revision else ""
-        reason = f": {o.reason}" if o.status is Status.FAILED else ""
+        revision = f" (revision {_one_line(o.revision)})" if o.revision else ""
+        reason = f": {_one_line(o.reason)}" if o.status is Status.FAILED else ""
         lines.append(f"{o.source}: {o.status}{revision}{reason}")
     if not outcomes:
         lines.append("no webhook sources in the inventory")
     return "\n".join(lines) + "\n"
+
+
+def _one_line(value: str) -> str:
+    """A value from outside (a snapshot's revision, from an endpoint) on one line, control
+    characters escaped: a line break in it could otherwise start a line of its own, which
+    GitHub reads as a workflow command (an annotation, or ::stop-commands::)."""
+    return value if value.isprintable() else value.encode("unicode_escape").decode("ascii")
 
 
 def _problem_line(p: Problem) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,27 @@ def test_github_reporter_writes_the_step_summary(tmp_path: Path, monkeypatch: py
         "### tasgen validate" in summary.read_text()
         and "h100-racks (configMap): Ready" in summary.read_text()
     )
+
+
+@pytest.mark.parametrize("format_", ["text", "github"])
+def test_a_revision_with_a_line_break_stays_on_its_line(
+    format_: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot's revision comes from an endpoint: a line break in it must not start a line
+    of its own, which GitHub would read as a workflow command (an annotation, a stop)."""
+    inventory = tmp_path / "inventories"
+    shutil.copytree(REPO / "inventories", inventory)
+    snapshot = inventory / "snapshots" / "l40s-inventory.json"
+    data = json.loads(snapshot.read_text())
+    data["revision"] = "x\n::error file=README.md::injected"
+    snapshot.write_text(json.dumps(data))
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    run = tasgen("validate", "-i", str(inventory), "--now", NOW, "--format", format_)
+    assert run.exit_code == 0
+    assert "revision=x\\n::error file=README.md::injected nodes=4" in run.output
+    lines = run.output.splitlines() + (summary.read_text().splitlines() if format_ == "github" else [])
+    assert not any(line.startswith("::error") for line in lines)
 
 
 def _kubectl_nodes() -> dict[str, object]:
