@@ -457,6 +457,10 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("tasgen: interrupted; rendered/ is one whole render, old or new", err=True)
         sys.exit(130)
+    except OSError as e:  # the report could not be written (a full disk behind > file): no bug
+        with contextlib.suppress(OSError):
+            click.echo(f"tasgen: {e.filename or 'standard output'}: {e.strerror or e}", err=True)
+        _exit_now(EXIT_PROBLEMS)
     except Exception as e:
         if os.environ.get("TASGEN_DEBUG"):
             raise

@@ -170,3 +170,18 @@ def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: 
     )
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["validate", "--now", NOW], ["--version"]])
+def test_a_report_that_cannot_be_written_is_said_so_not_called_a_bug(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:  # every write fails: No space left on device
+        done = subprocess.run(
+            [sys.executable, "-m", "generator.cli", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr == "tasgen: standard output: No space left on device\n"
