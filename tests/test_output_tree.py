@@ -102,6 +102,16 @@ def test_a_person_s_file_named_like_an_old_staging_file_is_kept(inventory: Path,
     assert check(inventory, out)[0] == 0
 
 
+def test_check_names_a_file_tasgen_did_not_write_where_it_writes_one(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    (out / "gate" / "job.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hand}\n")
+    code, output = check(inventory, out)
+    assert code == 1
+    assert "gate/job.yaml is a file tasgen did not write, where it writes one" in output
+    assert "is missing" not in output
+
+
 def test_a_folder_where_a_file_goes_leaves_rendered_as_it_was(inventory: Path, tmp_path: Path) -> None:
     out = tmp_path / "rendered"
     render(inventory, out)

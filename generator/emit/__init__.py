@@ -27,6 +27,8 @@ class Emission:
     findings: list[Finding] = field(default_factory=list)  # immutable drift
     texts: dict[str, str] = field(default_factory=dict)  # old files, by shown path (positions)
     litter: list[str] = field(default_factory=list)  # leftovers of older tasgen in rendered/
+    #: paths tasgen writes where a file it did not write stands (a render replaces it)
+    foreign: frozenset[str] = frozenset()
 
     @property
     def written(self) -> list[str]:
@@ -39,7 +41,7 @@ class Emission:
         found = [
             STALE_RENDER(
                 Where(f"{out_label}/{p}", line_col=(first_difference(old.get(p, ""), t), 1)),
-                _stale_message(p, p in old),
+                _stale_message(p, p in old, p in self.foreign),
             )
             for p, t in sorted(self.changes.changed.items())
         ]
@@ -60,7 +62,9 @@ class Emission:
         return found
 
 
-def _stale_message(path: str, exists: bool) -> str:
+def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
+    if foreign:
+        return f"{path} is a file tasgen did not write, where it writes one; 'tasgen render' replaces it"
     if not exists:
         return f"{path} is missing; run 'tasgen render' and commit rendered/"
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
@@ -78,4 +82,5 @@ def compare(manifests: list[Manifest], out: OutputTree, features: Iterable[Featu
         findings=drift(manifests, old, out.label),
         texts={f"{out.label}/{p}": t for p, t in old.items()},
         litter=out.litter,
+        foreign=frozenset(tree.files).intersection(out.others),
     )
