@@ -293,13 +293,21 @@ def _condition(status: Obj, kind: str) -> Obj | None:
     return None
 
 
+#: what a flavor's figure reads as when Kueue lists none: not zero, so neither idle nor
+#: switched away from (the CRD makes a total optional; Kueue v0.17 always writes it)
+_UNKNOWN = "unknown"
+
+
 def _by_flavor(entries: Any) -> dict[str, list[Any]]:
-    """flavor name -> every total and borrowed quantity Kueue lists for it."""
+    """flavor name -> every total and borrowed quantity Kueue lists for it; a flavor listed
+    without resources, or a resource without its total, is unknown."""
     out: dict[str, list[Any]] = {}
     for entry in entries or []:
         quantities = out.setdefault(str(entry.get("name")), [])
-        for res in entry.get("resources") or []:
-            quantities += [res.get("total", 0), res.get("borrowed", 0)]
+        resources = entry.get("resources") or []
+        quantities += [] if resources else [_UNKNOWN]
+        for res in resources:
+            quantities += [res.get("total", _UNKNOWN), res.get("borrowed", 0)]
     return out
 
 

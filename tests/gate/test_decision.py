@@ -93,6 +93,18 @@ def _deleting(live: dict[str, Any]) -> dict[str, Any]:
     return live
 
 
+def _unlisted(live: dict[str, Any], what: str) -> dict[str, Any]:
+    """Flavor b's reservation listed without its resources, or without their totals (the CRD
+    allows both): unknown, never idle."""
+    entry = next(e for e in live["status"]["flavorsReservation"] if e["name"] == "b")
+    if what == "resources":
+        entry["resources"] = []
+    else:
+        for resource in entry["resources"]:
+            del resource["total"]
+    return live
+
+
 AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
 BUSY_B = {"a": "0", "b": "4"}
 
@@ -136,6 +148,10 @@ CASES = [Row(*row) for row in [
     ("dropped flavor used only: hold", queue(AB, usage=BUSY_B), desired(A),
      Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
     ("dropped flavor not listed: hold", queue(AB, reservation={"a": "0"}), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("dropped flavor listed without resources: hold", _unlisted(queue(AB), "resources"), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("dropped flavor's total missing: hold", _unlisted(queue(AB), "total"), desired(A),
      Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
     ("dropped, stale status: await", queue(AB, observed=2), desired(A),
      Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
