@@ -37,10 +37,12 @@ _STATUS_CURRENT = (
     " oldObject.status.conditions.exists(c, c.type == 'Active' && has(c.observedGeneration) &&"
     " c.observedGeneration == oldObject.metadata.generation)"
 )
-# A flavor (f) that the listing names, with every total and borrowed quantity zero.
+# A flavor (f) that the listing names with its resources, every total there and zero, every
+# borrowed quantity zero (listed without resources or totals is unknown, as the gate reads it).
 _IDLE_IN = (
     "(has(oldObject.status.{list}) && oldObject.status.{list}.exists(u, u.name == f.name &&"
-    " u.resources.all(q, quantity(string(q.total)).compareTo(quantity('0')) == 0 &&"
+    " has(u.resources) && size(u.resources) > 0 &&"
+    " u.resources.all(q, has(q.total) && quantity(string(q.total)).compareTo(quantity('0')) == 0 &&"
     " (!has(q.borrowed) || quantity(string(q.borrowed)).compareTo(quantity('0')) == 0))))"
 )
 _KEPT = (
