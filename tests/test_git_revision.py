@@ -23,6 +23,8 @@ LINKS = {
     "broken.yaml": "nowhere.yaml",
     "shared/loop": "..",  # a folder that contains it
     "self.yaml": "self.yaml",
+    "here": ".",  # the inventory folder itself: a loop
+    "via.yaml": "here/nodes.yaml",  # through it, to a file: read
 }
 
 
@@ -62,4 +64,6 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
         "shared/loop": "file-unreadable",
         "more/loop": "file-unreadable",
         "queues/nested/loop": "file-unreadable",
+        "here": "file-unreadable",
     }
+    assert read["via.yaml"] == read["nodes.yaml"]

@@ -134,8 +134,7 @@ class _Tree:
                     return None
                 if text.startswith("/") or resolved == ".." or resolved.startswith("../"):
                     return _OUTSIDE
-                rest = parts[i + 1 :]
-                return self._real("/".join([resolved, *rest]) if rest else resolved, hops + 1)
+                return self._real(posixpath.join(resolved, *parts[i + 1 :]), hops + 1)
             done.append(part)
         return "/".join(done)
 
