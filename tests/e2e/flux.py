@@ -70,11 +70,21 @@ def _established(dyn: DynamicClient, name: str) -> bool | None:
     return True if condition and condition["status"] == "True" else None
 
 
+#: every port free_port has handed out in this test run
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port nothing listens on, never one handed out before in this run: the
+    socket that found it is closed before the component binds, and the kernel may offer a
+    just-closed port again, so two components started together could otherwise get one."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @dataclass

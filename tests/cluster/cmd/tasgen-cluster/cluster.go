@@ -176,17 +176,27 @@ func (c *cluster) stop() error {
 	return errors.Join(errs...)
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. All
-// listeners stay open until every port is chosen, so none is handed out twice.
+// handedOut holds every port freePorts has returned in this process: a
+// listener it closed frees the port, and the kernel may offer it again to a
+// later call before the component it was meant for has bound it.
+var handedOut = map[int]bool{}
+
+// freePorts asks the kernel for n free loopback ports, none returned before
+// by this process. All listeners stay open until every port is chosen, so
+// none is handed out twice within a call either.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
-	for range n {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if !handedOut[port] {
+			handedOut[port] = true
+			ports = append(ports, port)
+		}
 	}
 	return ports, nil
 }
