@@ -14,11 +14,11 @@ import yaml
 from generator.emit import yaml as writer
 from generator.emit.apply import applied_size, server_side_where_needed
 from generator.model import Documents, Manifest
+from generator.plan.engines import SYNC_OPTIONS
 from generator.plan.sync_wiring import (
     DEFAULT_RETRY,
     LAST_APPLIED_LIMIT,
     STEP_LABEL,
-    SYNC_OPTIONS,
     Paths,
     application_set,
     flux_kustomizations,

@@ -12,7 +12,8 @@ from typing import Any
 
 from generator.emit import yaml
 from generator.model import Documents, Manifest
-from generator.plan.sync_wiring import LAST_APPLIED_LIMIT, SYNC_OPTIONS
+from generator.plan.engines import SYNC_OPTIONS
+from generator.plan.sync_wiring import LAST_APPLIED_LIMIT
 
 SERVER_SIDE = "ServerSideApply=true"
 #: characters Go's JSON encoder (kubectl's) writes as \\u003c and the like: 6 bytes, not 1

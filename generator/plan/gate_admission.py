@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from generator.plan.engines import MANAGED_BY
+
 ADMISSION_API = "admissionregistration.k8s.io/v1"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 #: The gate's record of the stop policy to restore (generator.gate.decision writes it; the
 #: compiler may not import the gate, so the name is repeated here and a test pins both).
 RECORD = "topology.gpustack.ai/previous-stop-policy"

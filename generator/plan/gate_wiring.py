@@ -28,15 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Documents, Manifest
+from generator.plan.engines import MANAGED_BY, SYNC_OPTIONS, WAVE
 from generator.plan.gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
 PLAN_KEY = "clusterqueues.yaml"
 PLAN_MOUNT = "/etc/tasgen/plan"
 PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
-WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 RBAC_API = "rbac.authorization.k8s.io/v1"
 #: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
 JOB_TTL_SECONDS = 900

@@ -23,6 +23,7 @@ from typing import Any
 
 from generator.columns import group
 from generator.model import PROFILE_KEY, PROFILES_FEATURE_NAME, Inventory, KueueVersion, Manifest, Source
+from generator.plan.engines import COMPARE_OPTIONS, FLUX_PRUNE, IGNORE_HEALTH, MANAGED_BY, SYNC_OPTIONS, WAVE
 from generator.plan.profiles import Assignment
 from generator.plan.queues import Flavor, Queue, QueueFlavor
 from generator.validate.labels import READ_ONLY_PARENTS
@@ -30,16 +31,7 @@ from generator.validate.labels import READ_ONLY_PARENTS
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 SOURCE_LABEL = "topology.gpustack.ai/source"
-#: Topologies and flavors have no health of their own; one that a person deletes while a queue
-#: names it waits for Kueue's resource-in-use finalizer and must not hold its Application at
-#: Progressing meanwhile
-IGNORE_HEALTH = "argocd.argoproj.io/ignore-healthcheck"
-COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
-FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
-WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 
 
 def source_features(source: str) -> str:

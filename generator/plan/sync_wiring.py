@@ -33,15 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Manifest
+from generator.plan.engines import MANAGED_BY
 from generator.plan.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 from generator.plan.gate_wiring import NAME as GATE_JOB
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"
 STEPS = ("labels", "kueue", "gate", "queues", "retire")
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tasgen"}
 STEP_LABEL = "topology.gpustack.ai/sync-step"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 #: kubectl's client-side apply keeps the whole object in one annotation, and the API server
 #: refuses annotations over 262,144 bytes in all; leave room for the engine's own labels.
 LAST_APPLIED_LIMIT = 262_144 - 8_192
