@@ -12,7 +12,6 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from generator.load.files import SUFFIXES, InputFile
 from generator.rules import Rule
@@ -42,15 +41,26 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
     tree.links = {
         path: text.decode("utf-8", "surrogateescape") for path, text in zip(tree.links, texts, strict=True)
     }
-    found = sorted(tree.files(), key=lambda entry: entry[0])
-    wanted = [target for _, target, _ in found if target is not None]
+    found = sorted(tree.files(), key=lambda entry: entry.shown)
+    wanted = [entry.target for entry in found if entry.target is not None]
     blobs = dict(zip(wanted, _contents(top, [tree.blobs[t] for t in wanted]), strict=True))
-    return [
-        InputFile(relative, f"{ref}:{_join(prefix, relative)}", blobs[target])
-        if target is not None
-        else InputFile(relative, f"{ref}:{_join(prefix, relative)}", None, problem[0], problem[1])
-        for relative, target, problem in found
-    ]
+    return [entry.input_file(f"{ref}:{_join(prefix, entry.shown)}", blobs) for entry in found]
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One inventory file of the revision: the regular file read for the path it is shown
+    at, or, when there is none (a link that leaves the folder, breaks or loops), why."""
+
+    shown: str  # relative to the inventory folder, links as they are in it
+    target: str | None = None  # the regular file's path (links resolved)
+    problem: str = ""
+    rule: Rule = FILE_UNREADABLE
+
+    def input_file(self, display: str, blobs: dict[str, bytes]) -> InputFile:
+        if self.target is None:
+            return InputFile(self.shown, display, None, self.problem, self.rule)
+        return InputFile(self.shown, display, blobs[self.target])
 
 
 #: how many links one path may pass through (Linux gives up at 40 too)
@@ -78,15 +88,15 @@ class _Tree:
                 tree.links[path] = sha.decode()
         return tree
 
-    def files(self) -> Iterator[tuple[str, str | None, tuple[str, Rule]]]:
-        """(relative path, the regular file read for it or None, the problem if None)."""
+    def files(self) -> Iterator[_Found]:
+        """Every inventory file, links followed."""
         for path in self.blobs:
             if PurePosixPath(path).suffix in SUFFIXES:
-                yield path, path, ("", FILE_UNREADABLE)
+                yield _Found(path, path)
         for path in self.links:
             yield from self._link(path, path, frozenset({""}))
 
-    def _link(self, path: str, shown: str, ancestors: frozenset[str]) -> Iterator[Any]:
+    def _link(self, path: str, shown: str, ancestors: frozenset[str]) -> Iterator[_Found]:
         """A link at ``path`` (links resolved up to it), shown as ``shown``; ``ancestors``: the
         folders walked into through links on the way (the inventory folder, "", always)."""
         target = self._real(path)
@@ -95,25 +105,25 @@ class _Tree:
             message = (
                 f"{shown} is a symbolic link outside the inventory folder: tasgen reads nothing outside it"
             )
-            yield shown, None, (message, SYMLINK_OUTSIDE)
+            yield _Found(shown, problem=message, rule=SYMLINK_OUTSIDE)
         elif target is not None and target in self.blobs:
             if suffixed:
-                yield shown, target, ("", FILE_UNREADABLE)
+                yield _Found(shown, target)
         elif target is not None and self._is_folder(target):
             yield from self._folder(target, path, shown, ancestors)
         elif suffixed:
-            yield shown, None, (f"cannot read {shown}: the link is broken or loops", FILE_UNREADABLE)
+            yield _Found(shown, problem=f"cannot read {shown}: the link is broken or loops")
 
-    def _folder(self, folder: str, link: str, shown: str, ancestors: frozenset[str]) -> Iterator[Any]:
+    def _folder(self, folder: str, link: str, shown: str, ancestors: frozenset[str]) -> Iterator[_Found]:
         """The files of a linked folder; a loop when it holds the link itself."""
         above = {"", *("/".join(link.split("/")[:i]) for i in range(1, link.count("/") + 1))}
         if folder in ancestors | above:
-            yield shown, None, (f"{shown} links to a folder that contains it (a loop)", FILE_UNREADABLE)
+            yield _Found(shown, problem=f"{shown} links to a folder that contains it (a loop)")
             return
         inside, start = ancestors | {folder}, f"{folder}/"
         for path in (p for p in self.blobs if p.startswith(start)):
             if PurePosixPath(path).suffix in SUFFIXES:
-                yield f"{shown}/{path[len(start) :]}", path, ("", FILE_UNREADABLE)
+                yield _Found(f"{shown}/{path[len(start) :]}", path)
         for path in (p for p in self.links if p.startswith(start)):
             yield from self._link(path, f"{shown}/{path[len(start) :]}", inside)
 
