@@ -90,6 +90,21 @@ def test_a_rack_move_relabels_the_node_and_changes_the_fit(repo: Repo) -> None:
     assert data["summary"]["queuesChanged"] == 0 and data["summary"]["drains"] == []
 
 
+def test_a_renamed_source_relabels_no_node(repo: Repo) -> None:
+    # The labels move from one source's NodeFeatures to another's and end as they were.
+    data = report(repo, Fleet(source="cables"))
+    assert data["nodes"]["changed"] == 0 and data["nodes"]["bySource"] == []
+    assert data["summary"]["nodesChanged"] == 0
+
+
+def test_a_renamed_source_that_moves_a_rack_relabels_that_node_under_its_new_name(repo: Repo) -> None:
+    data = report(repo, Fleet(source="cables", racks={**Fleet().racks, "h-3": "r1"}))
+    assert data["nodes"]["changes"] == [
+        {"node": "h-3", "labels": [{"key": RACK, "before": "r2", "after": "r1"}]}
+    ]
+    assert data["nodes"]["bySource"] == [{"source": "cables", "nodes": 1, "keys": {RACK: 1}}]
+
+
 def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
     blocks = {n: {BLOCK: "b1" if i < 4 else "b2"} for i, n in enumerate(H100)}
     data = report(repo, Fleet(levels=(ZONE, BLOCK, RACK), more=blocks))

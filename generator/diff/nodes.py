@@ -26,13 +26,12 @@ Change = dict[str, Any]  # key, before, after
 def compare_nodes(base: Side, head: Side) -> dict[str, Any]:
     changes: dict[str, list[Change]] = {}
     by_source: dict[str, tuple[int, Counter[str]]] = {}
-    for source in sorted(base.stated.keys() | head.stated.keys()):
-        _record(
-            changes,
-            by_source,
-            source,
-            _source_changes(base.stated.get(source, {}), head.stated.get(source, {})),
-        )
+    per_source = {
+        source: _source_changes(base.stated.get(source, {}), head.stated.get(source, {}))
+        for source in sorted(base.stated.keys() | head.stated.keys())
+    }
+    for source, found in _net(per_source).items():
+        _record(changes, by_source, source, found)
     _record(changes, by_source, PROFILE_WRITER, _profile_changes(base, head))
     named = len(changes) <= NAMED_NODES
     return {
@@ -80,6 +79,27 @@ def _source_changes(
             if labels:
                 found[node] = labels
     return found
+
+
+def _net(per_source: dict[str, dict[str, list[Change]]]) -> dict[str, dict[str, list[Change]]]:
+    """The changes with a label that moves from one source to another netted out: a renamed
+    source (or a node handed to another) removes the label from the old source's NodeFeature
+    and sets it in the new one's, and the node ends with the value it had. What remains of a
+    node's change is the new writer's (the old one's when nobody writes the label any more)."""
+    seen = Counter(node for found in per_source.values() for node in found)
+    for node in (n for n, count in seen.items() if count > 1):
+        by_key: dict[str, list[tuple[str, Change]]] = {}
+        for source, found in per_source.items():
+            for change in found.pop(node, []):
+                by_key.setdefault(change["key"], []).append((source, change))
+        for key, made in by_key.items():
+            before = next((c["before"] for _, c in made if c["before"] is not None), None)
+            writer, after = next(
+                ((s, c["after"]) for s, c in made if c["after"] is not None), (made[0][0], None)
+            )
+            if before != after:
+                per_source[writer].setdefault(node, []).append({"key": key, "before": before, "after": after})
+    return per_source
 
 
 def _profile_changes(base: Side, head: Side) -> dict[str, list[Change]]:

@@ -27,6 +27,7 @@ class Fleet:
     selector: bool = True  # the queues set namespaceSelector
     cohort: str = ""  # training's cohortName
     local_queues: tuple[str, ...] = ()  # namespaces of training's LocalQueues
+    source: str = "racks"  # the writing source's name
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -54,7 +55,7 @@ class Fleet:
     def _source(self) -> str:
         stated = "".join(self._stated(n) for n in H100)
         return (
-            "apiVersion: topology.gpustack.ai/v1alpha1\nkind: TopologySource\nmetadata: {name: racks}\n"
+            f"apiVersion: topology.gpustack.ai/v1alpha1\nkind: TopologySource\nmetadata: {{name: {self.source}}}\n"
             f"spec:\n  nodeSelector: {{matchLabels: {{pool: h100}}}}\n  levels: [{', '.join(self.levels)}]\n"
             "  configMap: {namespace: topo, name: racks, key: snapshot.yaml}\n---\n"
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: topo, name: racks}\ndata:\n"
