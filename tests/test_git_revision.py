@@ -25,6 +25,10 @@ LINKS = {
     "self.yaml": "self.yaml",
     "here": ".",  # the inventory folder itself: a loop
     "via.yaml": "here/nodes.yaml",  # through it, to a file: read
+    "back.yaml": "../inventories/shared/extra.yaml",  # out of the folder and back in: read
+    "README.md": "../README.md",  # a file outside that is no inventory: not read, no problem
+    "docs": "../docs",  # a folder outside: a problem
+    "gone": "../nowhere",  # broken, and no inventory file by its name: nothing
 }
 
 
@@ -46,6 +50,9 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     (inventory / "shared" / "training.yaml.tmpl").write_text("kind: ClusterQueuePlan\n")
     (inventory / "shared" / "extra.yaml").write_text("kind: TopologySource\n")
     (tmp_path / "outside.yaml").write_text("kind: Outside\n")
+    (root / "README.md").write_text("# the repository\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "more.yaml").write_text("kind: Outside\n")
     for link, target in LINKS.items():
         os.symlink(target, inventory / link)
     _git(root, "init", "-q", "-b", "main")
@@ -59,6 +66,7 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     assert read["queues/nested/extra.yaml"] == read["more/extra.yaml"] == b"kind: TopologySource\n"
     assert {f.relative: f.rule.id for f in at_head if f.data is None} == {
         "out.yaml": "symlink-outside",
+        "docs": "symlink-outside",
         "broken.yaml": "file-unreadable",
         "self.yaml": "file-unreadable",
         "shared/loop": "file-unreadable",
@@ -67,3 +75,5 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
         "here": "file-unreadable",
     }
     assert read["via.yaml"] == read["nodes.yaml"]
+    assert read["back.yaml"] == b"kind: TopologySource\n"
+    assert "README.md" not in read and "gone" not in read

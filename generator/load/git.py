@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -37,6 +37,7 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
         raise GitError(f"{folder} is not inside the git repository {top}") from e
     commit = _commit(top, ref)
     tree = _Tree.of(_git(top, "ls-tree", "-r", "-z", commit, "--", prefix), prefix)
+    tree.kind_outside = lambda path: _kind(top, commit, path)
     texts = _contents(top, list(tree.links.values()))
     tree.links = {
         path: text.decode("utf-8", "surrogateescape") for path, text in zip(tree.links, texts, strict=True)
@@ -65,7 +66,14 @@ class _Found:
 
 #: how many links one path may pass through (Linux gives up at 40 too)
 _MAX_HOPS = 40
-_OUTSIDE = "\0outside"
+
+
+@dataclass(frozen=True)
+class _Outside:
+    """Where a link leads outside the inventory folder: a path relative to the repository,
+    normalised (it starts with "../" when it leaves the repository, "/" when absolute)."""
+
+    path: str
 
 
 @dataclass
@@ -74,10 +82,13 @@ class _Tree:
 
     blobs: dict[str, str]  # path -> object id
     links: dict[str, str]  # path -> object id of the link, then its target text
+    prefix: str = ""  # the inventory folder, relative to the repository
+    #: a repository path outside the folder -> git's object type there (b"tree", b"blob")
+    kind_outside: Callable[[str], bytes | None] = lambda path: None
 
     @staticmethod
     def of(listing: bytes, prefix: str) -> _Tree:
-        tree = _Tree({}, {})
+        tree = _Tree({}, {}, prefix)
         for entry in filter(None, listing.split(b"\0")):
             meta, _, raw_path = entry.partition(b"\t")
             mode, kind, sha = meta.split()
@@ -101,11 +112,14 @@ class _Tree:
         folders walked into through links on the way (the inventory folder, "", always)."""
         target = self._real(path)
         suffixed = PurePosixPath(shown).suffix in SUFFIXES
-        if target == _OUTSIDE:
-            message = (
-                f"{shown} is a symbolic link outside the inventory folder: tasgen reads nothing outside it"
-            )
-            yield _Found(shown, problem=message, rule=SYMLINK_OUTSIDE)
+        if isinstance(target, _Outside):
+            # As the working tree: a link out is a problem when it could hold inventory (a
+            # file with an inventory suffix, or a folder); any other file there is not read.
+            if suffixed or self.kind_outside(target.path) == b"tree":
+                message = (
+                    f"{shown} is a symbolic link outside the inventory folder: tasgen reads nothing there"
+                )
+                yield _Found(shown, problem=message, rule=SYMLINK_OUTSIDE)
         elif target is not None and target in self.blobs:
             if suffixed:
                 yield _Found(shown, target)
@@ -130,23 +144,36 @@ class _Tree:
     def _is_folder(self, path: str) -> bool:
         return path == "" or any(p.startswith(f"{path}/") for p in (*self.blobs, *self.links))
 
-    def _real(self, path: str, hops: int = 0) -> str | None:
-        """The path with every link in it resolved (relative to the folder), _OUTSIDE when
-        it leaves the folder, None when it loops."""
+    def _real(self, path: str, hops: int = 0) -> str | _Outside | None:
+        """The path with every link in it resolved (relative to the folder), where it
+        leads when that is outside the folder, None when it loops. Resolved in the
+        repository's paths, so that a link out and back in ("../inventories/x") stays in."""
         parts, done = path.split("/"), list[str]()
         for i, part in enumerate(parts):
             current = "/".join([*done, part])
             if current in self.links:
-                text = self.links[current]
-                resolved = posixpath.normpath(posixpath.join("/".join(done), text))
-                resolved = "" if resolved == "." else resolved  # the inventory folder itself
                 if hops >= _MAX_HOPS:
                     return None
-                if text.startswith("/") or resolved == ".." or resolved.startswith("../"):
-                    return _OUTSIDE
-                return self._real(posixpath.join(resolved, *parts[i + 1 :]), hops + 1)
+                text, rest = self.links[current], parts[i + 1 :]
+                if text.startswith("/"):  # where it leads depends on the machine: not read
+                    return _Outside(text)
+                resolved = posixpath.normpath(posixpath.join(_join(self.prefix, "/".join(done)), text))
+                inside = self._inside(resolved)
+                if inside is None:
+                    return _Outside(posixpath.join(resolved, *rest))
+                return self._real(posixpath.join(inside, *rest), hops + 1)
             done.append(part)
         return "/".join(done)
+
+    def _inside(self, resolved: str) -> str | None:
+        """A normalised repository path relative to the folder ("" for the folder itself),
+        None when it is outside."""
+        if self.prefix in ("", "."):
+            outside = resolved == ".." or resolved.startswith(("../", "/"))
+            return None if outside else "" if resolved == "." else resolved
+        if resolved == self.prefix:
+            return ""
+        return resolved[len(self.prefix) + 1 :] if resolved.startswith(f"{self.prefix}/") else None
 
 
 def _commit(top: Path, ref: str) -> str:
@@ -156,6 +183,20 @@ def _commit(top: Path, ref: str) -> str:
         return _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError as e:
         raise GitError(f"{ref!r} is not a commit of the repository {top}") from e
+
+
+def _kind(top: Path, commit: str, path: str) -> bytes | None:
+    """Git's object type at a repository path of the commit; None outside the repository
+    or where nothing is (a path through a link outside the folder is not followed)."""
+    if path == ".." or path.startswith(("../", "/")):
+        return None
+    listing = _git(top, "ls-tree", "-z", commit, "--", path)
+    entry = listing.split(b"\0")[0]
+    return (
+        entry.split()[1]
+        if entry and entry.partition(b"\t")[2].decode("utf-8", "surrogateescape") == path
+        else None
+    )
 
 
 def _relative(path: str, prefix: str) -> str:
