@@ -13,8 +13,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 from syrupy.assertion import SnapshotAssertion
 
+from generator.diff import formats
 from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 
@@ -72,6 +74,7 @@ def test_no_change_reports_nothing_changed(repo: Repo) -> None:
         "nodesChanged": 0,
         "fitChanged": 0,
         "warnings": 0,
+        "stopped": [],
     }
     assert all(q["drain"]["action"] == "none" for q in data["queues"])
 
@@ -150,12 +153,35 @@ def test_an_identity_dropped_from_a_queue_removes_its_flavor_and_drains(repo: Re
     assert data["summary"]["drains"] == ["training"]
 
 
+def rendered(repo: Repo, kind: str) -> list[dict[str, Any]]:
+    """The objects of ``kind`` that `tasgen render` writes from the working tree."""
+    out = repo.root.parent / f"rendered-{kind}"
+    run = tasgen("render", "--now", NOW, "-o", str(out), "--no-cache")
+    assert run.exit_code == 0, run.output
+    docs = [d for p in sorted(out.rglob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
+    return [d for d in docs if d and d.get("kind") == kind]
+
+
+def flavors_of(repo: Repo, name: str, product: str) -> list[str]:
+    """The rendered queue's flavors of one product, in its order."""
+    queue_ = next(q for q in rendered(repo, "ClusterQueue") if q["metadata"]["name"] == name)
+    products = {
+        f["metadata"]["name"]: f["spec"]["nodeLabels"].get("nvidia.com/gpu.product")
+        for f in rendered(repo, "ResourceFlavor")
+    }
+    return [
+        f["name"] for f in queue_["spec"]["resourceGroups"][0]["flavors"] if products[f["name"]] == product
+    ]
+
+
 def test_a_quota_change_is_a_delta_applied_in_place(repo: Repo) -> None:
     data = report(repo, Fleet(quota="48"))
     training = queue(data, "training")
+    (h100,) = flavors_of(repo, "training", "H100")
     assert training["quota"] == [
         {
             "identity": {"nvidia.com/gpu.product": "H100"},
+            "flavor": h100,
             "resource": "nvidia.com/gpu",
             "field": "nominalQuota",
             "before": "64",
@@ -163,6 +189,83 @@ def test_a_quota_change_is_a_delta_applied_in_place(repo: Repo) -> None:
         }
     ]
     assert training["drain"]["action"] == "none" and training["change"] == "changed"
+
+
+def test_quota_that_moves_between_the_flavors_of_an_identity_is_shown_per_flavor(repo: Repo) -> None:
+    # Two H100 nodes without a rack make a second H100 flavor (zone only); racking one of
+    # them moves quota between the two flavors, though the identity's total stays.
+    unracked = Fleet(racks={**Fleet().racks, "h-6": "", "h-7": ""})
+    repo.commit(unracked, "two nodes without a rack")
+    data = report(repo, unracked.but(racks={**unracked.racks, "h-6": "r4"}))
+    training = queue(data, "training")
+    assert training["change"] == "changed" and data["summary"]["queuesChanged"] >= 1
+    moved = {(d["flavor"], d["resource"]): (d["before"], d["after"]) for d in training["quota"]}
+    racked, zoned = flavors_of(repo, "training", "H100")
+    assert moved[(racked, "nvidia.com/gpu")] == ("48", "56")
+    assert moved[(zoned, "nvidia.com/gpu")] == ("16", "8")
+
+
+def test_flavors_listed_in_another_order_change_the_queue(repo: Repo) -> None:
+    data = report(repo, Fleet(training=("L40S", "H100")))
+    training = queue(data, "training")
+    assert training["change"] == "changed" and training["flavorOrder"] is not None
+    assert training["flavorOrder"]["after"] == list(reversed(training["flavorOrder"]["before"]))
+    assert training["flavorOrder"]["after"] == flavors_of(repo, "training", "L40S") + flavors_of(
+        repo, "training", "H100"
+    )
+    assert "flavor order:" in plan(repo, Fleet(training=("L40S", "H100"))).output
+
+
+def test_a_flavor_whose_taints_change_changes_the_queue(repo: Repo) -> None:
+    data = report(repo, Fleet(l40s_taints="[{key: reserved, value: research, effect: NoSchedule}]"))
+    training = queue(data, "training")
+    (l40s,) = flavors_of(repo, "training", "L40S")
+    assert training["change"] == "changed"
+    assert training["flavorsChanged"] == [{"name": l40s, "fields": ["nodeTaints"]}]
+    assert queue(data, "inference")["change"] == "unchanged"
+
+
+def test_a_stop_policy_that_drains_everything_is_reported_in_every_format(repo: Repo) -> None:
+    head = Fleet(stop_policy="HoldAndDrain")
+    data = report(repo, head)
+    training = queue(data, "training")
+    assert training["stopPolicy"] == {"before": "None", "after": "HoldAndDrain"}
+    assert training["drain"]["action"] == "stopped" and data["summary"]["stopped"] == ["training"]
+    assert "stopPolicy: None -> HoldAndDrain" in plan(repo, head).output
+    markdown = plan(repo, head, "--format", "markdown").output
+    assert "Kueue will evict every workload admitted by `training`" in markdown
+    assert "stopPolicy: `None` → `HoldAndDrain`" in markdown
+
+
+def test_a_stop_policy_hold_admits_nothing_new(repo: Repo) -> None:
+    training = queue(report(repo, Fleet(stop_policy="Hold")), "training")
+    assert training["drain"]["action"] == "held" and training["change"] == "changed"
+
+
+def test_a_queue_that_stays_empty_is_no_drain(repo: Repo) -> None:
+    repo.commit(Fleet(future=True), "a queue for hardware still to come")
+    data = report(repo, Fleet(future=True, quota="48"))
+    future = queue(data, "future")
+    assert future["change"] == "unchanged" and future["drain"]["action"] == "none"
+    assert data["summary"]["drains"] == []
+    assert (
+        "drain gate will hold"
+        not in plan(repo, Fleet(future=True, quota="48"), "--format", "markdown").output
+    )
+
+
+def test_an_invalid_base_says_why(repo: Repo) -> None:
+    (repo.root / "inventories" / "nodes.yaml").write_text("nodes: [\n")
+    repo.commit_tree("a broken base")
+    data = report(repo, Fleet())
+    assert data["base"]["state"] == "invalid"
+    (problem,) = data["base"]["problems"]
+    assert (problem["path"], problem["line"], problem["rule"]) == (
+        "main:inventories/nodes.yaml",
+        1,
+        "yaml-syntax",
+    )
+    assert "main:inventories/nodes.yaml:1:" in plan(repo, Fleet()).output
 
 
 def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) -> None:
@@ -307,3 +410,18 @@ def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:
         for f in ("json", "markdown")
     }
     assert len(outputs) == 2  # one JSON, one Markdown text, whatever the seed
+
+
+def test_every_cut_list_says_how_much_it_left_out(repo: Repo) -> None:
+    data = report(repo, Fleet(quota="48"))
+    fit_row = {**data["fit"][0], "changed": True}
+    data["fit"] = [fit_row] * 250
+    replaced = {"identity": {"p": "H100"}, "from": "a", "to": "b", "fromProfile": "x", "toProfile": "y"}
+    queue(data, "training")["flavorsReplaced"] = [replaced] * 250
+    data["profiles"]["moves"] = [{"nodes": 1, "from": "x", "to": "y"}] * 230
+    text = formats.text(data)
+    assert sum(line.startswith("fit ") for line in text.splitlines()) == 200
+    assert "... and 50 more fit figure(s)" in text and "... and 30 more move(s)" in text
+    markdown = formats.markdown(data)
+    shown = markdown.count("`a` → `b`")
+    assert 0 < shown < 250 and f"_and {250 - shown} more replaced flavor(s)" in markdown

@@ -44,7 +44,9 @@ def _markdown(report: dict[str, Any], budget: Budget) -> str:
         "report": report,
         "queues": _cut(queues, budget.rows),
         "drains": _cut(report["summary"]["drains"], budget.rows),
-        "replaced": replaced[: budget.rows],
+        "stopped": _cut(report["summary"]["stopped"], budget.rows),
+        "replaced": _cut(replaced, budget.rows),
+        "base_problems": _cut(report["base"].get("problems", []), budget.rows),
         "hierarchy": {
             k: _cut(report["profiles"][k], budget.rows) for k in ("sources", "added", "removed", "changed")
         },
@@ -115,11 +117,31 @@ def json_text(report: dict[str, Any]) -> str:
 
 
 def text(report: dict[str, Any]) -> str:
-    """For terminals: one line per change, the same cuts as the comment's largest budget."""
+    """For terminals: one line per change, the same cuts as the comment's largest budget
+    (each cut says how many lines it left out)."""
     lines = [_headline(report)]
-    for section in (_queue_lines, _profile_lines, _node_lines, _fit_lines, _warning_lines):
+    for section in (_base_lines, _queue_lines, _profile_lines, _node_lines, _fit_lines, _warning_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
+
+
+def _shown(lines: list[str], noun: str, indent: str = "") -> list[str]:
+    """At most the largest budget's rows, and a line that says how many more there are."""
+    limit = BUDGETS[0].rows
+    more = (
+        [f"{indent}... and {len(lines) - limit} more {noun}(s): see --format json"]
+        if len(lines) > limit
+        else []
+    )
+    return lines[:limit] + more
+
+
+def _base_lines(report: dict[str, Any]) -> list[str]:
+    problems = [
+        f"  {w['path']}:{w['line']}:{w['col']}: {w['level']}: {w['message']} [{w['rule']}]"
+        for w in report["base"].get("problems", [])
+    ]
+    return _shown(problems, "problem of the base", "  ")
 
 
 def _headline(report: dict[str, Any]) -> str:
@@ -139,11 +161,22 @@ def _queue_lines(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"queue {q['name']} ({q['change']}): drain {q['drain']['action']}: {q['drain']['reason']}"
         )
+        policy = q["stopPolicy"]
+        if (
+            policy["before"] is not None
+            and policy["after"] is not None
+            and policy["before"] != policy["after"]
+        ):
+            lines.append(f"  stopPolicy: {policy['before']} -> {policy['after']}")
         lines += [f"  + {f['name']}" for f in q["flavorsAdded"]]
         lines += [f"  - {f['name']}" for f in q["flavorsRemoved"]]
+        lines += [f"  ~ {f['name']}: {', '.join(f['fields'])} changed" for f in q["flavorsChanged"]]
+        if q["flavorOrder"]:
+            order = q["flavorOrder"]
+            lines.append(f"  flavor order: {', '.join(order['before'])} -> {', '.join(order['after'])}")
         lines += [
-            f"  quota {_identity_text(d['identity'])} {d['resource']} {d['field']}: "
-            f"{d['before'] or '-'} -> {d['after'] or '-'}"
+            f"  quota {_identity_text(d['identity'])}{' ' + d['flavor'] if 'flavor' in d else ''} "
+            f"{d['resource']} {d['field']}: {d['before'] or '-'} -> {d['after'] or '-'}"
             for d in q["quota"]
         ]
         if q["settingsChanged"]:
@@ -167,11 +200,10 @@ def _profile_lines(report: dict[str, Any]) -> list[str]:
     lines += [f"profile {x['id']} added: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["added"]]
     lines += [f"profile {x['id']} removed: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["removed"]]
     lines += [f"profile {x['id']}: {x['nodesBefore']} -> {x['nodesAfter']} nodes" for x in p["changed"]]
-    lines += [
-        f"  {m['nodes']} node(s) move {m['from'] or '(new)'} -> {m['to'] or '(gone)'}"
-        for m in p["moves"][: BUDGETS[0].rows]
+    moves = [
+        f"  {m['nodes']} node(s) move {m['from'] or '(new)'} -> {m['to'] or '(gone)'}" for m in p["moves"]
     ]
-    return lines
+    return lines + _shown(moves, "move", "  ")
 
 
 def _arrow(levels: list[str] | None) -> str:
@@ -186,12 +218,13 @@ def _node_lines(report: dict[str, Any]) -> list[str]:
     for x in n["bySource"]:
         keys = ", ".join(f"{k} ({c})" for k, c in x["keys"].items())
         lines.append(f"  by {x['source']}: {x['nodes']} node(s): {keys}")
-    for d in n["byDomain"][: BUDGETS[0].rows]:
-        lines.append(
-            f"  in {d['level']}={d['domain']}: {d['nodes']} node(s)"
-            if d["domain"]
-            else f"  {d['level']}: {d['nodes']} node(s)"
-        )
+    domains = [
+        f"  in {d['level']}={d['domain']}: {d['nodes']} node(s)"
+        if d["domain"]
+        else f"  {d['level']}: {d['nodes']} node(s)"
+        for d in n["byDomain"]
+    ]
+    lines += _shown(domains, "domain", "  ")
     for c in n["changes"] or []:
         changes = "; ".join(f"{x['key']} {x['before'] or '-'} -> {x['after'] or '-'}" for x in c["labels"])
         lines.append(f"  {c['node']}: {changes}")
@@ -199,12 +232,13 @@ def _node_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _fit_lines(report: dict[str, Any]) -> list[str]:
-    return [
+    lines = [
         f"fit {f['queue']} {_identity_text(f['identity'])} at {f['level']}: "
         f"{_fit(f['before']).strip('*')} -> {_fit(f['after']).strip('*')}"
         for f in report["fit"]
         if f["changed"]
-    ][: BUDGETS[0].rows]
+    ]
+    return _shown(lines, "fit figure")
 
 
 def _warning_lines(report: dict[str, Any]) -> list[str]:

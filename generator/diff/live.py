@@ -60,10 +60,14 @@ def _reason(e: Exception) -> str:
 def _live(
     entry: dict[str, Any], live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
 ) -> None:
-    action = decide(live, desired)
-    entry["drain"]["action"] = _ACTIONS[action.kind]
-    if action.condition is not None:
-        entry["drain"]["reason"] = f"live: {action.condition.message}"
+    action, offline = decide(live, desired), entry["drain"]["action"]
+    # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
+    # everything whatever the gate does, a new Hold stops admission when the gate drains none.
+    kept = offline == q.STOPPED or (offline == q.HELD and _ACTIONS[action.kind] in (q.NONE, q.IN_PLACE))
+    if not kept:
+        entry["drain"]["action"] = _ACTIONS[action.kind]
+        if action.condition is not None:
+            entry["drain"]["reason"] = f"live: {action.condition.message}"
     if live is None:
         return
     dropped = [f for f in _flavor_names(live) if f not in _flavor_names(desired)]

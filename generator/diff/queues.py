@@ -11,13 +11,15 @@ from generator.diff.side import FlavorFacts, QueueFacts, Side
 from generator.validate.quantities import format_units, parse, scale_for, to_units
 
 #: drain values of the report (the JSON Schema lists them too)
-CREATED, DELETED, NONE, IN_PLACE, HOLD_AND_DRAIN, HELD_EMPTY = (
+CREATED, DELETED, NONE, IN_PLACE, HOLD_AND_DRAIN, HELD_EMPTY, STOPPED, HELD = (
     "created",
     "deleted",
     "none",
     "in-place",
     "hold-and-drain",
     "held-empty",
+    "stopped",
+    "held",
 )
 
 
@@ -34,12 +36,17 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> di
     replaced = _replaced(added, removed)
     quota = _quota(old, new)
     settings = _settings_changed(before, after)
+    flavors_changed = _flavors_changed(old, new)
     locals_before = set(before.local_queues) if before else set()
     locals_after = set(after.local_queues) if after else set()
-    changed = bool(added or removed or quota or settings or locals_before ^ locals_after)
+    # What is written decides: the rendered ClusterQueue's spec, and the ResourceFlavors it
+    # names (a flavor's taints change what it admits though the queue's text stays the same).
+    changed = bool(
+        before and after and (before.body["spec"] != after.body["spec"] or flavors_changed)
+    ) or bool(locals_before ^ locals_after)
     entry = {
         "name": name,
-        "change": _change(before, after, changed or _policy_changed(before, after)),
+        "change": _change(before, after, changed),
         "stopPolicy": {
             "before": before.stop_policy if before else None,
             "after": after.stop_policy if after else None,
@@ -48,6 +55,8 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> di
         "flavorsRemoved": [_flavor(f) for f in removed],
         "flavorsReplaced": replaced,
         "quota": quota,
+        "flavorOrder": _order(old, new),
+        "flavorsChanged": flavors_changed,
         "settingsChanged": settings,
         "localQueuesAdded": sorted(locals_after - locals_before),
         "localQueuesRemoved": sorted(locals_before - locals_after),
@@ -58,11 +67,34 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> di
 
 def _settings_changed(before: QueueFacts | None, after: QueueFacts | None) -> list[str]:
     """The ClusterQueue spec fields, flavors and stop policy aside, that differ (cohort,
-    namespaceSelector, preemption, queueing strategy...): Kueue applies them in place."""
+    namespaceSelector, preemption, queueing strategy..., and the covered resources' order):
+    Kueue applies them in place."""
     if before is None or after is None:
         return []
     old, new = before.settings, after.settings
-    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    fields = [k for k in old.keys() | new.keys() if old.get(k) != new.get(k)]
+    return sorted(fields + (["coveredResources"] if before.covered != after.covered else []))
+
+
+def _order(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> dict[str, list[str]] | None:
+    """The flavors both plans hold, when the new one lists them in another order: Kueue tries
+    a queue's flavors in order, so this moves workloads to other hardware."""
+    kept_before = [f for f in old if f in new]
+    kept_after = [f for f in new if f in old]
+    return None if kept_before == kept_after else {"before": kept_before, "after": kept_after}
+
+
+def _flavors_changed(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> list[dict[str, Any]]:
+    """The flavors both plans hold whose ResourceFlavor changes (node taints, tolerations...):
+    applied in place, and they change which workloads the flavor admits."""
+    return [
+        {
+            "name": name,
+            "fields": sorted(k for k in a.spec.keys() | b.spec.keys() if a.spec.get(k) != b.spec.get(k)),
+        }
+        for name, a in old.items()
+        if name in new and (b := new[name]).spec != a.spec
+    ]
 
 
 def _change(before: QueueFacts | None, after: QueueFacts | None, changed: bool) -> str:
@@ -71,10 +103,6 @@ def _change(before: QueueFacts | None, after: QueueFacts | None, changed: bool) 
     if after is None:
         return "removed"
     return "changed" if changed else "unchanged"
-
-
-def _policy_changed(before: QueueFacts | None, after: QueueFacts | None) -> bool:
-    return before is not None and after is not None and before.stop_policy != after.stop_policy
 
 
 def _flavor(f: FlavorFacts) -> dict[str, Any]:
@@ -99,23 +127,33 @@ def _replaced(added: list[FlavorFacts], removed: list[FlavorFacts]) -> list[dict
 
 
 def _quota(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> list[dict[str, Any]]:
-    """Per identity, resource and field (nominalQuota, borrowingLimit, lendingLimit): the total
-    over its flavors before and after, when they differ. Totals, because a profile change
-    renames flavors but moves no quota."""
-    before, after = _totals(old.values()), _totals(new.values())
+    """Per resource and field (nominalQuota, borrowingLimit, lendingLimit) that differs: per
+    flavor where an identity keeps its flavors (quota that moves between them shows), else
+    the identity's total over its flavors (a profile change renames flavors but moves no
+    quota)."""
+    identities = sorted({f.identity for f in (*old.values(), *new.values())})
+    rows = []
+    for identity in identities:
+        before = [f for f in old.values() if f.identity == identity]
+        after = [f for f in new.values() if f.identity == identity]
+        if sorted(f.name for f in before) == sorted(f.name for f in after):
+            for flavor in sorted(f.name for f in before):
+                rows += _rows(identity, _totals([old[flavor]]), _totals([new[flavor]]), flavor)
+        else:
+            rows += _rows(identity, _totals(before), _totals(after))
+    return rows
+
+
+def _rows(
+    identity: Any, before: dict[Any, str], after: dict[Any, str], flavor: str | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for key in sorted(before.keys() | after.keys()):
         if before.get(key) != after.get(key):
-            identity, resource, field = key
-            rows.append(
-                {
-                    "identity": dict(identity),
-                    "resource": resource,
-                    "field": field,
-                    "before": before.get(key),
-                    "after": after.get(key),
-                }
-            )
+            _, resource, field = key
+            row = {"identity": dict(identity), "resource": resource, "field": field}
+            row |= {"flavor": flavor} if flavor is not None else {}
+            rows.append(row | {"before": before.get(key), "after": after.get(key)})
     return rows
 
 
@@ -143,8 +181,21 @@ def _drain(before: QueueFacts | None, after: QueueFacts | None, removed: list[Fl
             "action": DELETED,
             "reason": "the ClusterQueuePlan is gone: the GitOps engine prunes the queue",
         }
+    if after.stop_policy == "HoldAndDrain" and before.stop_policy != "HoldAndDrain":
+        return {
+            "action": STOPPED,
+            "reason": "stopPolicy HoldAndDrain: Kueue evicts every workload the queue admitted "
+            "and admits none until the policy changes",
+        }
     if not after.flavors:
+        if not before.flavors:
+            return {"action": NONE, "reason": "no flavor before or after: the queue stays held"}
         return {"action": HELD_EMPTY, "reason": "no flavor left: switched and held until one returns"}
+    if after.stop_policy == "Hold" and before.stop_policy == "None" and not removed:
+        return {
+            "action": HELD,
+            "reason": "stopPolicy Hold: Kueue admits no new workload; admitted ones keep running",
+        }
     if not removed:
         return {"action": NONE, "reason": "no flavor dropped: applied in place"}
     names = ", ".join(f.name for f in removed)

@@ -8,7 +8,7 @@ from typing import Any
 from generator.diff.fit import compare_fit
 from generator.diff.hierarchy import compare_profiles
 from generator.diff.nodes import compare_nodes
-from generator.diff.queues import HELD_EMPTY, HOLD_AND_DRAIN, compare_queues
+from generator.diff.queues import HELD_EMPTY, HOLD_AND_DRAIN, STOPPED, compare_queues
 from generator.diff.risks import plan_risks
 from generator.diff.side import Side, side_of
 from generator.load.locate import locate
@@ -25,7 +25,7 @@ def build(base: Compilation | None, head: Compilation, base_ref: str) -> dict[st
     queues = compare_queues(before, after)
     report = {
         "version": REPORT_VERSION,
-        "base": {"ref": base_ref, "state": _base_state(base)},
+        "base": {"ref": base_ref, "state": _base_state(base)} | _base_problems(base),
         "queues": queues,
         "profiles": compare_profiles(before, after),
         "nodes": compare_nodes(before, after),
@@ -40,6 +40,14 @@ def _base_state(base: Compilation | None) -> str:
     if base is None:
         return "absent"  # no inventory at the base revision: everything is new
     return "invalid" if base.failed else "compiled"
+
+
+def _base_problems(base: Compilation | None) -> dict[str, Any]:
+    """Why the base does not compile: its errors, so that a reader knows why everything is
+    compared with nothing."""
+    if base is None or not base.failed:
+        return {}
+    return {"problems": [_warning(p) for p in base.problems() if p.level is Level.ERROR]}
 
 
 def _warnings(base: Compilation | None, head: Compilation, before: Side, after: Side) -> list[Problem]:
@@ -66,6 +74,7 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
         "flavorsAdded": sum(len(q["flavorsAdded"]) for q in queues),
         "flavorsRemoved": sum(len(q["flavorsRemoved"]) for q in queues),
         "drains": sorted(q["name"] for q in queues if q["drain"]["action"] in (HOLD_AND_DRAIN, HELD_EMPTY)),
+        "stopped": sorted(q["name"] for q in queues if q["drain"]["action"] == STOPPED),
         "nodesChanged": report["nodes"]["changed"],
         "fitChanged": sum(row["changed"] for row in report["fit"]),
         "warnings": len(report["warnings"]),

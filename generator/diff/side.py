@@ -18,6 +18,7 @@ class FlavorFacts:
     identity: tuple[tuple[str, str], ...]
     profile: str
     resources: dict[str, dict[str, str]]  # resource -> nominalQuota / borrowingLimit / lendingLimit
+    spec: dict[str, Any] = field(default_factory=dict)  # the ResourceFlavor's, as rendered
 
 
 @dataclass
@@ -126,4 +127,4 @@ def _flavor(entry: dict[str, Any], spec: dict[str, Any]) -> FlavorFacts:
     resources = {
         r["name"]: {k: str(v) for k, v in r.items() if k != "name"} for r in entry.get("resources", ())
     }
-    return FlavorFacts(entry["name"], tuple(sorted(labels.items())), profile, resources)
+    return FlavorFacts(entry["name"], tuple(sorted(labels.items())), profile, resources, spec)

@@ -88,3 +88,9 @@ def test_plan_reports_what_the_drain_would_evict(
         str(cluster.kubeconfig),
     )
     assert "1 workload(s) reserve the dropped flavors" in markdown.output
+
+    # A new stopPolicy HoldAndDrain evicts every workload whatever the gate decides: the
+    # engine applies it after the gate.
+    repo.write(base.but(training=("H100",), stop_policy="HoldAndDrain"))
+    stopped = _drain(_plan(cluster.kubeconfig), training)
+    assert stopped["action"] == "stopped" and stopped["live"]["reservingWorkloads"] == 1

@@ -28,6 +28,9 @@ class Fleet:
     cohort: str = ""  # training's cohortName
     local_queues: tuple[str, ...] = ()  # namespaces of training's LocalQueues
     source: str = "racks"  # the writing source's name
+    stop_policy: str = ""  # training's stopPolicy (the default when empty)
+    l40s_taints: str = ""  # nodeTaints of training's L40S flavor, as YAML flow
+    future: bool = False  # a queue whose identity no node has (rendered empty and held)
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -55,7 +58,8 @@ class Fleet:
     def _source(self) -> str:
         stated = "".join(self._stated(n) for n in H100)
         return (
-            f"apiVersion: topology.gpustack.ai/v1alpha1\nkind: TopologySource\nmetadata: {{name: {self.source}}}\n"
+            "apiVersion: topology.gpustack.ai/v1alpha1\nkind: TopologySource\n"
+            f"metadata: {{name: {self.source}}}\n"
             f"spec:\n  nodeSelector: {{matchLabels: {{pool: h100}}}}\n  levels: [{', '.join(self.levels)}]\n"
             "  configMap: {namespace: topo, name: racks, key: snapshot.yaml}\n---\n"
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: topo, name: racks}\ndata:\n"
@@ -63,22 +67,28 @@ class Fleet:
         )
 
     def _stated(self, node: str) -> str:
-        labels = {RACK: self.racks[node], **self.more.get(node, {})}
+        labels = {RACK: self.racks[node]} if self.racks[node] else {}  # "": states no rack
+        labels |= self.more.get(node, {})
         return f"      {node}: {{{', '.join(f'{k}: {v}' for k, v in labels.items())}}}\n"
 
     def _queues(self) -> str:
-        hardware = {"H100": f'\n      nominalQuota: {{nvidia.com/gpu: "{self.quota}"}}', "L40S": ""}
+        taints = f"\n      nodeTaints: {self.l40s_taints}" if self.l40s_taints else ""
+        hardware = {"H100": f'\n      nominalQuota: {{nvidia.com/gpu: "{self.quota}"}}', "L40S": taints}
         training = "".join(
             f"    - identity: {{nvidia.com/gpu.product: {p}}}{hardware[p]}\n" for p in self.training
         )
         if self.local_queues:
             training += "  localQueues:\n" + "".join(f"    - namespace: {n}\n" for n in self.local_queues)
+        if self.stop_policy:
+            training += f"  stopPolicy: {self.stop_policy}\n"
+        future = "---\n" + _queue("future", "    - identity: {nvidia.com/gpu.product: B200}\n", True)
         return (
             _queue(f"{self.prefix}training", training, self.selector, self.cohort)
             + "---\n"
             + _queue(
                 f"{self.prefix}inference", "    - identity: {nvidia.com/gpu.product: H100}\n", self.selector
             )
+            + (future if self.future else "")
         )
 
 
@@ -127,5 +137,10 @@ class Repo:
 
     def commit(self, fleet: Fleet, message: str) -> None:
         self.write(fleet)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+
+    def commit_tree(self, message: str) -> None:
+        """Commit the working tree as it is (a test wrote into it)."""
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", message)
