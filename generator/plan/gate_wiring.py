@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.model import Documents, Manifest
-from generator.plan.engines import MANAGED_BY, SYNC_OPTIONS, WAVE
+from generator.plan.engines import COMPARE_OPTIONS, FLUX_PRUNE, MANAGED_BY, SYNC_OPTIONS, WAVE
 from generator.plan.gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
@@ -178,7 +178,15 @@ class _Gate:
         return {"apiVersion": api, "kind": kind, "metadata": meta}
 
     def namespace_object(self) -> dict[str, Any]:
-        return self.object("v1", "Namespace", None, name=self.namespace)
+        """Never pruned or deleted by an engine: when gate.namespace changes, the old one
+        stays (with what else was put in it) for an administrator to remove."""
+        body = self.object("v1", "Namespace", None, name=self.namespace)
+        body["metadata"]["annotations"] |= {
+            SYNC_OPTIONS: "Prune=false,Delete=false",
+            COMPARE_OPTIONS: "IgnoreExtraneous",  # kept by Prune=false, it must not hold the step OutOfSync
+            FLUX_PRUNE: "disabled",
+        }
+        return body
 
     def cluster_role(self, queues: Sequence[str]) -> dict[str, Any]:
         """get/update of the managed queues, patch of their status (server-side apply of one

@@ -81,7 +81,14 @@ PLAN_CLUSTER_QUEUE = Rule(
 GENERATOR_CONFIG = Rule(
     "generator-config",
     _S,
-    "hardwareIdentityKeys are label keys; adminLabelPrefix is outside reserved namespaces.",
+    "hardwareIdentityKeys are label keys, not the profile label tasgen writes; adminLabelPrefix is "
+    "outside reserved namespaces.",
+)
+GATE_NAMESPACE = Rule(
+    "gate-namespace",
+    _S,
+    "gate.namespace is the gate's own: not default, kube-*, the NodeFeatures' namespace or the GitOps "
+    "engines' (renaming it would have the engine prune the old one with everything in it).",
 )
 
 PLAN_LIMIT_COHORT = Rule(
@@ -170,6 +177,7 @@ RULES = (
     PLAN_QUOTA,
     PLAN_CLUSTER_QUEUE,
     GENERATOR_CONFIG,
+    GATE_NAMESPACE,
     PLAN_LIMIT_COHORT,
     LENDING_LIMIT,
     PLAN_TOLERATIONS,

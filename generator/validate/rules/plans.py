@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import Hardware, QueuePlan
+from generator.model import PROFILE_KEY, Hardware, QueuePlan
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
     FLAVOR_OVERLAP,
+    GATE_NAMESPACE,
     GENERATOR_CONFIG,
     PLAN_CLUSTER_QUEUE,
     PLAN_IDENTITY,
@@ -120,10 +121,43 @@ def _config(ctx: Context) -> Iterable[Hit]:
         if problem:
             message = f"hardwareIdentityKeys: {key!r} is not a label key: {problem}"
             yield Hit(settings.where.at("hardwareIdentityKeys", i), message)
+        elif key == PROFILE_KEY:
+            message = (
+                f"hardwareIdentityKeys: {key!r} is the profile label tasgen writes on every node: "
+                "it names no hardware, and a flavor would select its own profile instead"
+            )
+            yield Hit(settings.where.at("hardwareIdentityKeys", i), message)
     prefix = settings.admin_label_prefix
     problem = _prefix_problem(prefix) if prefix is not None else None
     if problem:
         yield Hit(settings.where.at("adminLabelPrefix"), problem)
+
+
+#: namespaces that hold more than the gate: the engine would prune one named here, with
+#: everything in it, once gate.namespace changes
+_SHARED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _gate_namespace(ctx: Context) -> Iterable[Hit]:
+    settings = ctx.inventory.settings
+    namespace = settings.gate.get("namespace")
+    if settings.where is None or namespace is None:
+        return
+    engines = {
+        "the NodeFeatures' namespace (nodeFeatureNamespace)": settings.node_feature_namespace,
+        "Flux's (sync.flux.namespace)": settings.sync.get("flux", {}).get("namespace", "flux-system"),
+        "Argo CD's (sync.argocd.namespace)": settings.sync.get("argocd", {}).get("namespace", "argocd"),
+    }
+    whose = next((who for who, name in engines.items() if name == namespace), None)
+    if namespace in _SHARED_NAMESPACES or namespace.startswith("kube-"):
+        whose = "a namespace of Kubernetes itself"
+    if whose is not None:
+        message = (
+            f"gate.namespace {namespace!r} is {whose}: tasgen renders the gate's Namespace, and "
+            "the engine would prune it, with everything in it, once gate.namespace changes; "
+            "give the gate a namespace of its own (default tasgen-system)"
+        )
+        yield Hit(settings.where.at("gate", "namespace"), message)
 
 
 def _prefix_problem(prefix: str) -> str | None:
@@ -148,4 +182,5 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (QUANTITY, _weight),
     (PLAN_CLUSTER_QUEUE, _cluster_queue),
     (GENERATOR_CONFIG, _config),
+    (GATE_NAMESPACE, _gate_namespace),
 )
