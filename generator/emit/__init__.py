@@ -70,10 +70,15 @@ def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(manifests: list[Manifest], out: OutputTree, features: Iterable[FeatureFile] = ()) -> Emission:
+def compare(
+    manifests: list[Manifest],
+    out: OutputTree,
+    features: Iterable[FeatureFile] = (),
+    synced: Iterable[str] = (),
+) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
     apply.server_side_where_needed(manifests)
-    tree = render_tree(manifests, features)
+    tree = render_tree(manifests, features, synced)
     old = out.owned
     return Emission(
         files=tree.files,

@@ -41,7 +41,11 @@ class Tree:
     features: dict[str, list[str]]
 
 
-def render_tree(manifests: list[Manifest], features: Iterable[FeatureFile] = ()) -> Tree:
+def render_tree(
+    manifests: list[Manifest], features: Iterable[FeatureFile] = (), synced: Iterable[str] = ()
+) -> Tree:
+    """Every file's text; a kustomization.yaml in each folder that holds files and in each
+    ``synced`` folder (one an engine syncs), empty or not."""
     by_file: dict[str, list[Manifest]] = defaultdict(list)
     for manifest in manifests:
         by_file[manifest.file].append(manifest)
@@ -54,7 +58,7 @@ def render_tree(manifests: list[Manifest], features: Iterable[FeatureFile] = ())
         assert feature_file.file not in tree.files, f"two texts for {feature_file.file}"
         tree.files[feature_file.file] = _manifest_file(feature_file.file, [feature_text(feature_file)])
         tree.features[feature_file.file] = [node for node, _ in feature_file.rows]
-    tree.files.update(_kustomizations(sorted(tree.files)))
+    tree.files.update(_kustomizations(sorted(tree.files), synced))
     tree.files = dict(sorted(tree.files.items()))
     return tree
 
@@ -108,10 +112,10 @@ def _kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
 
 
-def _kustomizations(paths: list[str]) -> dict[str, str]:
-    by_folder: dict[str, list[str]] = defaultdict(list)
+def _kustomizations(paths: list[str], synced: Iterable[str] = ()) -> dict[str, str]:
+    by_folder: dict[str, list[str]] = {folder: [] for folder in synced}
     for path in paths:
-        by_folder[dirname(path)].append(path.rpartition("/")[2])
+        by_folder.setdefault(dirname(path), []).append(path.rpartition("/")[2])
     # No kustomization at the root: one path holding the whole fleet is what cannot be synced.
     return {
         f"{folder}/kustomization.yaml": f"{HEADER}; do not edit. {_note(folder)}\n"

@@ -78,6 +78,7 @@ class Plan:
     summary: Summary
     assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
     features: list[FeatureFile] = field(default_factory=list)  # the NodeFeatures
+    synced: tuple[str, ...] = ()  # every folder of rendered/ an engine syncs (written even empty)
 
 
 def plan(ctx: Context, *, node_features: bool = True) -> Plan:
@@ -108,7 +109,7 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
     summary = _summary(ctx, assignment, queues)
-    return Plan(objects, assignment.findings + findings, summary, assignment, features)
+    return Plan(objects, assignment.findings + findings, summary, assignment, features, paths.folders)
 
 
 def _gate_timeout(ctx: Context) -> int:

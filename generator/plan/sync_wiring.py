@@ -68,9 +68,17 @@ class Paths:
 
     @staticmethod
     def of(repo_path: str, label_folders: Iterable[str]) -> Paths:
-        labels = tuple(sorted(set(label_folders)))
+        labels = tuple(sorted(set(label_folders))) or ("labels",)  # no node: an empty labels path
         clean = repo_path.strip().removeprefix("./").rstrip("/") or "."
         return Paths(clean, labels, any("/" in f for f in labels))
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """Every synced folder of rendered/: each is written, with its kustomization.yaml, even
+        when it holds nothing (no queue plan, no node), since the engines sync each path
+        whether or not the render fills it (a missing one stalls Flux's chain, or has Argo CD's
+        generator delete its Application instead of pruning it)."""
+        return tuple(f for _, folders in self.by_step() for f in folders)
 
     def by_step(self) -> list[tuple[str, Sequence[str]]]:
         return [("labels", self.labels), *((step, (step,)) for step in STEPS[1:])]
