@@ -23,6 +23,7 @@ ELSEWHERE = {
     "immutable-field": "tests/test_render.py",
     "stale-render": "tests/test_render.py",
     "output-unwritable": "tests/test_render.py",
+    "object-size": "tests/test_render.py",
     "level-removed": "tests/test_plan.py",
     "level-added-uncarried": "tests/test_plan.py",
 }

@@ -165,3 +165,26 @@ def test_a_hand_edited_toleration_is_drift_not_a_patch(inventory: Path, tmp_path
     target.write_text(original.replace("operator: Exists", "operator: Equal"))
     code, output = render(inventory, out)
     assert code == 1 and "spec.tolerations" in output and "[immutable-field]" in output
+
+
+def _plans(inventory: Path, count: int) -> None:
+    """``count`` more ClusterQueuePlans, each the example's inference plan under a new name."""
+    text = (inventory / "queues" / "inference.yaml").read_text()
+    copies = [text.replace("name: inference", f"name: inference-{i:04d}") for i in range(count)]
+    (inventory / "queues" / "many.yaml").write_text("\n---\n".join(copies))
+
+
+def test_an_object_the_api_server_would_refuse_is_an_error(inventory: Path, tmp_path: Path) -> None:
+    # The gate's plan holds every ClusterQueue in one ConfigMap: at 800 plans its data passes
+    # the API server's 1 MiB, and the gate step (and every step after it) would never sync.
+    out = tmp_path / "rendered"
+    out.mkdir()
+    _plans(inventory, 800)
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 1 and list(out.iterdir()) == []
+    assert "gate/configmap-plan.yaml:1:1: error: ConfigMap 'tasgen-gate-plan': its data is " in output
+    assert "over the API server's 1,048,576" in output and "[object-size]" in output
+    _plans(inventory, 600)  # under the bound: rendered, the plan applied server-side
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0, output
+    assert "ServerSideApply=true" in (out / "gate" / "configmap-plan.yaml").read_text()

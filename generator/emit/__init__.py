@@ -84,7 +84,7 @@ def compare(
         files=tree.files,
         changes=changes(tree.files, old),
         mutated_nodes=mutated_nodes(tree, old),
-        findings=drift(manifests, old, out.label),
+        findings=drift(manifests, old, out.label) + apply.oversized(manifests, out.label),
         texts={f"{out.label}/{p}": t for p, t in old.items()},
         litter=out.litter,
         foreign=frozenset(tree.files).intersection(out.others),

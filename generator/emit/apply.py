@@ -11,11 +11,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from generator.emit import yaml
-from generator.model import Documents, Manifest
+from generator.model import Documents, Finding, Manifest, Where
 from generator.plan.engines import SYNC_OPTIONS
 from generator.plan.sync_wiring import LAST_APPLIED_LIMIT
+from generator.rules.emit import OBJECT_SIZE
 
 SERVER_SIDE = "ServerSideApply=true"
+#: the API server's bound on a ConfigMap's data (keys and values), and etcd's default bound
+#: on one request (--max-request-bytes), which an object of more cannot be stored under
+CONFIGMAP_DATA_LIMIT = 1_048_576
+OBJECT_LIMIT = 1_572_864
 #: characters Go's JSON encoder (kubectl's) writes as \\u003c and the like: 6 bytes, not 1
 _GO_ESCAPED = ("<", ">", "&")
 
@@ -42,3 +47,29 @@ def applied_size(body: dict[str, Any]) -> int:
 
 def _text(value: Documents) -> str:
     return yaml.documents(value)
+
+
+def oversized(objects: Iterable[Manifest], out_label: str) -> list[Finding]:
+    """An object-size error per object the API server would refuse (the gate's plan of
+    too many queues and flavors: the gate step, and every step after it, would never sync)."""
+    found = []
+    for manifest in objects:
+        body = manifest.body
+        data = sum(len(k.encode()) + len(_value(v).encode()) for k, v in (body.get("data") or {}).items())
+        size = applied_size(body)
+        if body.get("kind") == "ConfigMap" and data > CONFIGMAP_DATA_LIMIT:
+            why = f"its data is {data:,} bytes, over the API server's {CONFIGMAP_DATA_LIMIT:,}"
+        elif size > OBJECT_LIMIT:
+            why = f"it is {size:,} bytes, over etcd's {OBJECT_LIMIT:,} per request"
+        else:
+            continue
+        message = (
+            f"{body['kind']} {body['metadata']['name']!r}: {why}; the API server refuses it "
+            "(render fewer ClusterQueuePlans, or fewer hardware entries per plan)"
+        )
+        found.append(OBJECT_SIZE(Where(f"{out_label}/{manifest.file}", line_col=(1, 1)), message))
+    return found
+
+
+def _value(value: Any) -> str:
+    return yaml.documents(value) if isinstance(value, Documents) else str(value)

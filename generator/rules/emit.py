@@ -9,5 +9,11 @@ IMMUTABLE_FIELD = Rule(
 )
 STALE_RENDER = Rule("stale-render", _S, "rendered/ is what 'tasgen render' would write (tasgen check).")
 OUTPUT_UNWRITABLE = Rule("output-unwritable", _S, "rendered/ can be written.")
+OBJECT_SIZE = Rule(
+    "object-size",
+    _S,
+    "Every rendered object is one the API server stores: a ConfigMap's data at most 1 MiB, an object "
+    "at most 1.5 MiB (etcd's request limit).",
+)
 
-RULES = (IMMUTABLE_FIELD, STALE_RENDER, OUTPUT_UNWRITABLE)
+RULES = (IMMUTABLE_FIELD, STALE_RENDER, OUTPUT_UNWRITABLE, OBJECT_SIZE)
