@@ -279,6 +279,9 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     """
     from generator import scaffold  # noqa: PLC0415 - not every render's start
 
+    for value, option in ((repo_url, "--repo-url"), (branch, "--branch")):
+        if not value.strip() or not value.isprintable():
+            raise click.BadParameter("must be a non-empty line of printable text", param_hint=f"'{option}'")
     options = scaffold.Options(repo_url, branch, scaffold.installed_version())
     try:
         written = scaffold.scaffold(directory, options)
@@ -287,7 +290,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
             f"tasgen init: {', '.join(e.paths)} exist(s) in {directory}; nothing was written", err=True
         )
         sys.exit(EXIT_PROBLEMS)
-    except scaffold.Unwritable as e:
+    except (scaffold.Unwritable, scaffold.Unusable) as e:
         click.echo(f"tasgen init: {e}; nothing was written", err=True)
         sys.exit(EXIT_PROBLEMS)
     for path in written:

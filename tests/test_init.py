@@ -155,3 +155,51 @@ def test_init_that_cannot_write_a_file_writes_nothing(tmp_path: Path) -> None:
     run = tasgen("init", str(tmp_path))
     assert run.exit_code == 1 and "cannot write" in run.output and "nothing was written" in run.output
     assert tree(tmp_path) == {"deploy": "a file where init needs a folder\n"}
+
+
+def test_init_that_cannot_write_a_file_leaves_no_folder_behind(tmp_path: Path) -> None:
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "flux").write_text("a file where init needs a folder\n")
+    run = tasgen("init", str(tmp_path))
+    assert run.exit_code == 1 and "nothing was written" in run.output
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "deploy",
+        "deploy/flux",
+    ]
+
+
+@pytest.mark.parametrize("branch", ["1.10", "0123", "yes", "#main", "feat: x", "*", "{{x}}"])
+def test_any_branch_name_is_written_as_that_string(tmp_path: Path, branch: str) -> None:
+    run = tasgen("init", str(tmp_path), "--branch", branch, "--repo-url", "https://g.example/a&b.git")
+    assert run.exit_code == 0, run.output
+    assert tasgen("validate", "-i", str(tmp_path / "inventories"), "--strict").exit_code == 0
+    config = yaml.safe_load((tmp_path / "inventories" / "config.yaml").read_text())
+    application = yaml.safe_load((tmp_path / "deploy" / "argocd" / "application.yaml").read_text())
+    assert config["spec"]["sync"]["argocd"]["targetRevision"] == branch
+    assert application["spec"]["source"]["targetRevision"] == branch
+    assert application["spec"]["source"]["repoURL"] == "https://g.example/a&b.git"
+
+
+@pytest.mark.parametrize(("option", "value"), [("--repo-url", ""), ("--branch", " "), ("--branch", "a\nb")])
+def test_an_empty_or_multi_line_value_is_a_usage_error(tmp_path: Path, option: str, value: str) -> None:
+    run = tasgen("init", str(tmp_path), option, value)
+    assert run.exit_code == 2 and option in run.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_refuses_an_inventory_that_has_a_generator_config(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "inventories", tmp_path / "inventories")
+    (tmp_path / "inventories" / "config.yaml").rename(tmp_path / "inventories" / "generator.yaml")
+    before = tree(tmp_path)
+    run = tasgen("init", str(tmp_path))
+    assert run.exit_code == 1
+    assert "generator.yaml holds the inventory's GeneratorConfig already" in run.output
+    assert "nothing was written" in run.output and tree(tmp_path) == before
+
+
+def test_every_workflow_step_fails_when_a_piped_command_fails(scaffolded: Path) -> None:
+    # GitHub runs a step without `shell:` as `bash -e`, without pipefail: `tasgen fetch | tee`
+    # would then pass whatever fetch did. `shell: bash` adds -o pipefail.
+    for workflow in (scaffolded / ".github" / "workflows").glob("*.yml"):
+        jobs = yaml.safe_load(workflow.read_text())["jobs"]
+        assert all(job["defaults"]["run"]["shell"] == "bash" for job in jobs.values()), workflow.name

@@ -8,12 +8,15 @@ Nothing is overwritten: when any target exists, nothing is written at all.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
 
 import jinja2
+
+from generator.load.files import load_file, read_inventory
 
 #: target path (relative to the repository) -> template (templates/init/)
 FILES = {
@@ -48,6 +51,10 @@ class Unwritable(Exception):
     """A file could not be written; the ones written before it were removed."""
 
 
+class Unusable(Exception):
+    """The repository cannot take the scaffold as it is; nothing was written."""
+
+
 def installed_version() -> str:
     return metadata.version("tasgen")
 
@@ -57,23 +64,47 @@ def scaffold(root: Path, options: Options) -> list[str]:
     taken = [path for path in FILES if (root / path).exists() or (root / path).is_symlink()]
     if taken:
         raise Exists(taken)
+    configured = _generator_config(root / "inventories")
+    if configured:
+        raise Unusable(f"{configured} holds the inventory's GeneratorConfig already (at most one)")
     texts = {path: _render(template, options) for path, template in FILES.items()}
-    written: list[Path] = []
+    written: list[Path] = []  # files, and the folders made for them
     try:
         for path, text in texts.items():
-            _write_new(root / path, text)
-            written.append(root / path)
+            _write_new(root / path, text, written)
     except OSError as e:
-        for done in written:  # all or nothing
-            done.unlink(missing_ok=True)
+        for done in reversed(written):  # all or nothing
+            done.rmdir() if done.is_dir() else done.unlink(missing_ok=True)
         raise Unwritable(f"cannot write {e.filename or root}: {e.strerror or e}") from e
     return list(texts)
 
 
-def _write_new(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _write_new(target: Path, text: str, written: list[Path]) -> None:
+    missing = [p for p in reversed(target.parents) if not p.exists() and not p.is_symlink()]
+    for folder in missing:
+        folder.mkdir()
+        written.append(folder)
     with target.open("x", encoding="utf-8") as stream:  # "x": never replaces a file
+        written.append(target)
         stream.write(text)
+
+
+def _generator_config(inventory: Path) -> str | None:
+    """The inventory file that holds a GeneratorConfig, if any (only files that spell the
+    kind are parsed)."""
+    if not inventory.is_dir():
+        return None
+    spelled = [f for f in read_inventory(inventory) if f.data is not None and b"GeneratorConfig" in f.data]
+    for file in spelled:
+        if any(doc.kind == "GeneratorConfig" for doc in load_file(file).documents):
+            return file.shown
+    return None
+
+
+def _quoted(value: str) -> str:
+    """A YAML scalar that reads back as the string itself ("1.10", "yes", "#main"...): JSON's
+    double-quoted form, which YAML reads as it is."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _render(template: str, options: Options) -> str:
@@ -94,7 +125,7 @@ def _render(template: str, options: Options) -> str:
 @cache
 def _environment() -> jinja2.Environment:
     folder = resources.files("generator.templates").joinpath("init")
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
         autoescape=False,  # YAML
         keep_trailing_newline=True,
@@ -102,3 +133,5 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
+    env.filters["quoted"] = _quoted
+    return env
