@@ -193,7 +193,7 @@ def _run(
     if out is None or compiled.failed or compiled.planned is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned
-    emission = emit.compare(planned.manifests, out, planned.features, planned.synced)
+    emission = emit.compare(planned, out)
     texts.update(emission.texts)
     findings += emission.findings
     planned.summary.mutated_nodes = emission.mutated_nodes

@@ -24,6 +24,7 @@ ELSEWHERE = {
     "stale-render": "tests/test_render.py",
     "output-unwritable": "tests/test_render.py",
     "object-size": "tests/test_render.py",
+    "sync-path": "tests/test_render.py",
     "level-removed": "tests/test_plan.py",
     "level-added-uncarried": "tests/test_plan.py",
 }

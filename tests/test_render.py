@@ -188,3 +188,24 @@ def test_an_object_the_api_server_would_refuse_is_an_error(inventory: Path, tmp_
     code, output = render(inventory, out, "--no-cache")
     assert code == 0, output
     assert "ServerSideApply=true" in (out / "gate" / "configmap-plan.yaml").read_text()
+
+
+def test_rendered_elsewhere_in_the_repository_than_sync_path_is_a_warning(
+    inventory: Path, tmp_path: Path
+) -> None:
+    # The engines sync GeneratorConfig sync.path: rendered/ written to another folder of the
+    # repository would leave them syncing folders the repository does not have.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)  # a git work tree's root, as git marks it
+    out = repo / "clusters" / "prod" / "rendered"
+    config = inventory / "config.yaml"
+    line = next(
+        i for i, text in enumerate(config.read_text().splitlines(), 1) if text.strip().startswith("path:")
+    )
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0 and (out / "flux" / "kueue.yaml").exists()
+    assert f"config.yaml:{line}:" in output and "set sync.path: clusters/prod/rendered [sync-path]" in output
+    config.write_text(config.read_text().replace("path: rendered", "path: clusters/prod/rendered"))
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0 and "[sync-path]" not in output
+    assert "./clusters/prod/rendered/kueue" in (out / "flux" / "kueue.yaml").read_text()

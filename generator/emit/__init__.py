@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from generator.emit import apply
+from generator.emit import apply, repository
 from generator.emit.drift import drift
 from generator.emit.output import Changes, changes, first_difference, mutated_nodes
 from generator.emit.outtree import OutputTree
 from generator.emit.tree import render_tree
-from generator.model import Finding, Manifest, Where
-from generator.plan.manifests import FeatureFile
+from generator.model import Finding, Where
+from generator.plan import Plan
 from generator.rules.emit import STALE_RENDER
 
 __all__ = ["Emission", "compare"]
@@ -70,21 +69,22 @@ def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(
-    manifests: list[Manifest],
-    out: OutputTree,
-    features: Iterable[FeatureFile] = (),
-    synced: Iterable[str] = (),
-) -> Emission:
+def compare(planned: Plan, out: OutputTree) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
+    manifests = planned.manifests
     apply.server_side_where_needed(manifests)
-    tree = render_tree(manifests, features, synced)
+    tree = render_tree(manifests, planned.features, planned.synced)
+    where = planned.repo_path_where
     old = out.owned
     return Emission(
         files=tree.files,
         changes=changes(tree.files, old),
         mutated_nodes=mutated_nodes(tree, old),
-        findings=drift(manifests, old, out.label) + apply.oversized(manifests, out.label),
+        findings=[
+            *drift(manifests, old, out.label),
+            *apply.oversized(manifests, out.label),
+            *repository.sync_path(out.path, out.label, planned.repo_path, where),
+        ],
         texts={f"{out.label}/{p}": t for p, t in old.items()},
         litter=out.litter,
         foreign=frozenset(tree.files).intersection(out.others),

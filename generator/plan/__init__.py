@@ -79,6 +79,8 @@ class Plan:
     assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
     features: list[FeatureFile] = field(default_factory=list)  # the NodeFeatures
     synced: tuple[str, ...] = ()  # every folder of rendered/ an engine syncs (written even empty)
+    repo_path: str = DEFAULT_SYNC_PATH  # where the engines find rendered/ in the repository
+    repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
 
 
 def plan(ctx: Context, *, node_features: bool = True) -> Plan:
@@ -109,7 +111,13 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
     summary = _summary(ctx, assignment, queues)
-    return Plan(objects, assignment.findings + findings, summary, assignment, features, paths.folders)
+    settings = inventory.settings
+    config = (
+        settings.where.at("sync", "path") if settings.where and "path" in settings.sync else settings.where
+    )
+    planned = Plan(objects, assignment.findings + findings, summary, assignment, features, paths.folders)
+    planned.repo_path, planned.repo_path_where = paths.repo_path, config
+    return planned
 
 
 def _gate_timeout(ctx: Context) -> int:

@@ -1,5 +1,6 @@
 """Rules of the emit stage: what is already in rendered/."""
 
+from generator.model import Level
 from generator.rules.base import Rule, Stage
 
 _S = Stage.EMIT
@@ -16,4 +17,11 @@ OBJECT_SIZE = Rule(
     "at most 1.5 MiB (etcd's request limit).",
 )
 
-RULES = (IMMUTABLE_FIELD, STALE_RENDER, OUTPUT_UNWRITABLE, OBJECT_SIZE)
+SYNC_PATH = Rule(
+    "sync-path",
+    Stage.EMIT,
+    "GeneratorConfig sync.path is where rendered/ is in its git repository (the path Argo CD and Flux sync).",
+    Level.WARNING,
+)
+
+RULES = (IMMUTABLE_FIELD, STALE_RENDER, OUTPUT_UNWRITABLE, OBJECT_SIZE, SYNC_PATH)

@@ -1,0 +1,29 @@
+"""Where rendered/ sits in its git repository, against where the engines are told to sync it
+(GeneratorConfig sync.path): a render into another folder of the repository writes Flux
+Kustomizations and an ApplicationSet that name folders the repository does not have."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from generator.model import Finding, Where
+from generator.rules.emit import SYNC_PATH
+
+
+def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | None) -> list[Finding]:
+    """A sync-path warning when rendered/ is in a git work tree at another path than
+    ``repo_path``; nothing outside a work tree (a render to a scratch folder)."""
+    out = Path(os.path.abspath(out_path))  # as the repository has it: links not resolved
+    root = next((p for p in out.parents if (p / ".git").exists()), None)
+    if root is None:
+        return []
+    actual = out.relative_to(root).as_posix() or "."
+    if actual == repo_path:
+        return []
+    message = (
+        f"{out_label} is {actual!r} in the git repository {root.as_posix()}, but Argo CD and Flux "
+        f"are told to sync {repo_path!r} (GeneratorConfig sync.path): they would find nothing "
+        f"there; set sync.path: {actual}"
+    )
+    return [SYNC_PATH(where or Where(f"{out_label}/flux/kueue.yaml", line_col=(1, 1)), message)]
