@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import json
 import os
 import stat
 import tempfile
@@ -15,6 +16,7 @@ from typing import Any
 from generator.emit import yaml
 from generator.importfilter import LabelFilter
 from generator.load.files import ParseError, parse_text
+from generator.load.positions import PositionIndex
 from generator.model import API_VERSION
 
 HEADER = (
@@ -27,10 +29,11 @@ _HEADER_LIMIT = 64 * 1024  # a comment block is read from the start of the file 
 
 
 class ImportProblem(Exception):
-    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
+    def __init__(self, message: str, line: int = 1, col: int = 1, at: tuple[str | int, ...] = ()) -> None:
         super().__init__(message)
         self.message, self.line, self.col = message, line, col
         self.file: str | None = None  # which input, when several are given
+        self.at = at  # where in the node it is (a pointer below the item), for the position
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,17 @@ def _nodes(text: str) -> list[dict[str, Any]]:
     except ParseError as e:
         line, col = e.position or (1, 1)
         raise ImportProblem(e.message, line, col) from e
-    return [_node(item) for document in documents for item in _items(document)]
+    nodes = []
+    for index, document in enumerate(documents):
+        for prefix, item in _items(document):
+            try:
+                nodes.append(_node(item))
+            except ImportProblem as e:
+                e.line, e.col = PositionIndex(text, [(index, (*prefix, *e.at))]).position(
+                    index, (*prefix, *e.at)
+                )
+                raise
+    return nodes
 
 
 def header_of(path: Path) -> str:
@@ -116,31 +129,37 @@ def name_of(path: Path) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _items(document: Any) -> list[dict[str, Any]]:
+def _items(document: Any) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    """Each Node of a document, with its pointer in it."""
     if not isinstance(document, dict):
         raise ImportProblem("expected the output of `kubectl get nodes -o json` (or -o yaml)")
     if document.get("kind") == "Node":
-        return [document]
+        return [((), document)]
     items = document.get("items")
     if document.get("kind") not in ("List", "NodeList") or not isinstance(items, list):
         raise ImportProblem(f"expected a List of Nodes, got kind {document.get('kind')!r}")
     for item in items:
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
             raise ImportProblem("every item must be a Node")
-    return items
+    return [(("items", i), item) for i, item in enumerate(items)]
 
 
 def _node(item: dict[str, Any]) -> dict[str, Any]:
     metadata, status = _mapping(item, "metadata", "a Node"), _mapping(item, "status", "a Node")
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
-        raise ImportProblem("a Node without metadata.name")
-    labels = _mapping(metadata, "labels", f"node {name!r}: metadata")
-    allocatable = _mapping(status, "allocatable", f"node {name!r}: status")
+        raise ImportProblem("a Node without metadata.name", at=("metadata",))
+    labels = _mapping(metadata, "labels", f"node {name!r}: metadata", ("metadata",))
+    allocatable = _mapping(status, "allocatable", f"node {name!r}: status", ("status",))
     node: dict[str, Any] = {
         "name": name,
-        "labels": {k: _label(name, k, labels[k]) for k in sorted(_keys(name, labels))},
-        "allocatable": {k: _quantity(name, k, allocatable[k]) for k in sorted(_keys(name, allocatable))},
+        "labels": {
+            k: _label(name, k, labels[k]) for k in sorted(_keys(name, labels, ("metadata", "labels")))
+        },
+        "allocatable": {
+            k: _quantity(name, k, allocatable[k])
+            for k in sorted(_keys(name, allocatable, ("status", "allocatable")))
+        },
     }
     spec = _mapping(item, "spec", f"node {name!r}: Node")
     taints = _taints(name, spec.get("taints") or [])
@@ -155,34 +174,35 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
     """key, value and effect, sorted; timeAdded (set by the node lifecycle on NoExecute
     taints) is dropped: it changes on every flap and says nothing about the hardware."""
     if not isinstance(taints, list) or not all(isinstance(t, dict) for t in taints):
-        raise ImportProblem(f"node {node!r}: spec.taints must be a list of taints")
+        raise ImportProblem(f"node {node!r}: spec.taints must be a list of taints", at=("spec", "taints"))
     kept = [
-        {k: _taint_field(node, k, t[k]) for k in ("key", "value", "effect") if t.get(k) not in (None, "")}
-        for t in taints
+        {k: _taint_field(node, k, t[k], i) for k in ("key", "value", "effect") if t.get(k) not in (None, "")}
+        for i, t in enumerate(taints)
     ]
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
 
 
-def _taint_field(node: str, field: str, value: Any) -> str:
+def _taint_field(node: str, field: str, value: Any, index: int) -> str:
     """A taint's key, value and effect are strings in Kubernetes, like label values."""
     if not isinstance(value, str):
-        raise ImportProblem(f"node {node!r}: a taint's {field} is {_short(value)}, not a string (quote it)")
+        message = f"node {node!r}: a taint's {field} is {_short(value)}, not a string (quote it)"
+        raise ImportProblem(message, at=("spec", "taints", index, field))
     return value
 
 
-def _mapping(parent: dict[str, Any], key: str, what: str) -> dict[str, Any]:
+def _mapping(parent: dict[str, Any], key: str, what: str, at: tuple[str, ...] = ()) -> dict[str, Any]:
     value = parent.get(key)
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ImportProblem(f"{what}.{key} must be a mapping, got {type(value).__name__}")
+        raise ImportProblem(f"{what}.{key} must be a mapping, got {type(value).__name__}", at=(*at, key))
     return value
 
 
-def _keys(node: str, data: dict[Any, Any]) -> list[str]:
+def _keys(node: str, data: dict[Any, Any], at: tuple[str, ...]) -> list[str]:
     for key in data:
         if not isinstance(key, str):
-            raise ImportProblem(f"node {node!r}: key {_short(key)} is not a string")
+            raise ImportProblem(f"node {node!r}: key {_short(key)} is not a string", at=at)
     return list(data)
 
 
@@ -191,7 +211,8 @@ def _label(node: str, key: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ImportProblem(
             f"node {node!r}: label {key!r} has the value {_short(value)}, not a string; "
-            "label values are strings (quote it)"
+            "label values are strings (quote it)",
+            at=("metadata", "labels", key),
         )
     return value
 
@@ -202,12 +223,16 @@ def _quantity(node: str, key: str, value: Any) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**30:
         return str(value)
-    raise ImportProblem(f"node {node!r}: allocatable {key!r} is {_short(value)}, not a quantity string")
+    message = f"node {node!r}: allocatable {key!r} is {_short(value)}, not a quantity string"
+    raise ImportProblem(message, at=("status", "allocatable", key))
 
 
 def _short(value: Any) -> str:
-    """A value as shown in a message, bounded (a huge integer cannot even be printed whole)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+    """A value as shown in a message, as YAML and JSON write it (true, null), bounded (a huge
+    integer cannot even be printed whole)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int) and abs(value) >= 10**30:
         return "an integer of more than 30 digits"
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."

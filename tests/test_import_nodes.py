@@ -52,11 +52,11 @@ HUGE = "9" * 5000
         (json.dumps(node(status={"allocatable": "8"})), "node 'n-1': status.allocatable must be a mapping"),
         (
             json.dumps(node(metadata={"name": "n-1", "labels": {"zone": None}})),
-            "node 'n-1': label 'zone' has the value None, not a string",
+            "node 'n-1': label 'zone' has the value null, not a string",
         ),
         (
             json.dumps(node(metadata={"name": "n-1", "labels": {"gpu": True}})),
-            "node 'n-1': label 'gpu' has the value True, not a string",
+            "node 'n-1': label 'gpu' has the value true, not a string",
         ),
         (
             "kind: Node\nmetadata: {name: n-1, labels: {rack: 0123}}\n",
@@ -149,3 +149,28 @@ def test_output_in_a_read_only_folder_is_a_clear_error(nodes_json: str, tmp_path
     assert run.returncode == 1, run.stderr
     assert f"cannot write {folder}/nodes.yaml: Read-only file system; nothing was written" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_a_wrong_value_is_reported_where_the_input_has_it(tmp_path: Path) -> None:
+    items = [
+        node(metadata={"name": f"n-{i}", "labels": {"kubernetes.io/hostname": f"n-{i}"}}) for i in range(50)
+    ]
+    items[40]["metadata"]["labels"]["x"] = True
+    items[45]["status"] = {"allocatable": {"memory": 1.5}}
+    for broken, needle, message in (
+        (40, '"x": true', "node 'n-40': label 'x' has the value true"),
+        (45, '"memory": 1.5', "node 'n-45': allocatable 'memory' is 1.5"),
+    ):
+        chosen = [item for i, item in enumerate(items) if i <= broken and (i == broken or i < 40)]
+        text = json.dumps({"kind": "List", "items": chosen}, indent=2)
+        line = next(n for n, row in enumerate(text.splitlines(), 1) if needle in row)
+        col = text.splitlines()[line - 1].index(needle) + len(needle.split(": ")[0]) + 3
+        (tmp_path / "nodes.json").write_text(text)
+        run = subprocess.run(
+            [sys.executable, "-m", "generator.cli", "import-nodes", str(tmp_path / "nodes.json")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 1
+        assert run.stderr.startswith(f"{tmp_path / 'nodes.json'}:{line}:{col}: error: {message}"), run.stderr
