@@ -32,6 +32,8 @@ from generator.rules.plan import (
 from generator.validate.quantities import beyond_range, format_units, parse, scale_for, to_units
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
+#: Kueue's bound on flavor x resource pairs in one resource group (its webhook refuses more)
+MAX_FLAVOR_RESOURCES = 512
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,13 @@ class Planner:
                 f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written"
             )
             self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "hardware"), message))
+        elif len(queue.flavors) * len(plan.covered_resources) > MAX_FLAVOR_RESOURCES:
+            message = (
+                f"queue {plan.name!r} needs {len(queue.flavors)} flavors x {len(plan.covered_resources)} "
+                f"covered resources = {len(queue.flavors) * len(plan.covered_resources)} quotas, but "
+                f"Kueue allows {MAX_FLAVOR_RESOURCES} in a resource group; nothing is written"
+            )
+            self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "coveredResources"), message))
         if not queue.flavors:
             message = (
                 f"queue {plan.name!r} has no flavor: it is rendered with stopPolicy Hold "

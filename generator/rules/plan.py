@@ -30,7 +30,10 @@ QUOTA_RANGE = Rule(
     "quota-range", _S, "A quota summed from the nodes' allocatable stays within Kueue's 64-bit range."
 )
 FLAVOR_LIMIT = Rule(
-    "flavor-limit", _S, "A ClusterQueue has at most 64 flavors (hardware identities x profiles)."
+    "flavor-limit",
+    _S,
+    "A ClusterQueue has at most 64 flavors (hardware identities x profiles) and 512 flavor x resource "
+    "quotas.",
 )
 QUEUE_EMPTY = Rule("queue-empty", _S, "A ClusterQueue with no flavor stays held.", Level.WARNING)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from generator.model import PROFILE_KEY, Hardware, QueuePlan
 from generator.rules import Hit, Rule
@@ -95,11 +96,36 @@ def _cluster_queue(ctx: Context) -> Iterable[Hit]:
             if old in raw and new in raw:
                 where = plan.where.key_of("spec", "clusterQueue", old)
                 yield Hit(where, f"give {new} or its v1beta1 form {old}, not both")
+        yield from _kueue_fields(plan, raw, ctx.inventory.settings.kueue_api_version)
         raw_selector = plan.cluster_queue.get("namespaceSelector")
         if raw_selector is not None:
             yield from selector_hits(
                 selector(raw_selector), plan.where.at("spec", "clusterQueue", "namespaceSelector")
             )
+
+
+def _kueue_fields(plan: QueuePlan, raw: dict[str, Any], version: str) -> Iterable[Hit]:
+    """Fields Kueue refuses in what tasgen writes: flavors named by hand (tasgen names them,
+    and renames them when a profile changes), and a v1beta2 field on the v1beta1 target."""
+    strategy = raw.get("admissionChecksStrategy", {})
+    for i, check in enumerate(strategy.get("admissionChecks", ())):
+        if "onFlavors" in check:
+            message = (
+                "onFlavors names ResourceFlavors, which tasgen names (gpustack-...) and renames when "
+                "a profile changes: Kueue would refuse a stale name; give the check to the whole queue"
+            )
+            yield Hit(
+                plan.where.key_of(
+                    "spec", "clusterQueue", "admissionChecksStrategy", "admissionChecks", i, "onFlavors"
+                ),
+                message,
+            )
+    if version == "v1beta1" and "preference" in raw.get("flavorFungibility", {}):
+        message = (
+            "flavorFungibility.preference is a v1beta2 field (Kueue v0.17 on); the v1beta1 target "
+            "(kueueAPIVersion, for Kueue v0.14 to v0.16) has no such field"
+        )
+        yield Hit(plan.where.key_of("spec", "clusterQueue", "flavorFungibility", "preference"), message)
 
 
 def _weight(ctx: Context) -> Iterable[Hit]:

@@ -31,9 +31,17 @@ def _syntax(ctx: Context) -> Iterable[Hit]:
         for j, toleration in enumerate(raw.get("tolerations", ())):
             for field, problem in _toleration_problems(toleration):
                 yield Hit(hw.where.at("tolerations", j, *field), problem)
+        seen: dict[tuple[str, str], Any] = {}  # (key, effect) -> the first such taint
         for j, taint in enumerate(raw.get("nodeTaints", ())):
             for field, problem in _taint_problems(taint):
                 yield Hit(hw.where.at("nodeTaints", j, *field), problem)
+            first = seen.setdefault((taint["key"], taint.get("effect", "")), taint)
+            if first != taint:  # (an exact repeat is one taint: it is written once)
+                message = (
+                    f"taint {taint['key']}:{taint.get('effect', '')} is given twice with different "
+                    "values; Kueue refuses a flavor whose taints repeat a key and effect"
+                )
+                yield Hit(hw.where.at("nodeTaints", j), message)
 
 
 def _toleration_problems(toleration: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
