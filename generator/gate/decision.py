@@ -86,6 +86,16 @@ def decide(live: Obj | None, desired: Obj) -> Action:
         return _settled(view)
     if not view.dropped and view.desired_flavors:
         return _grow(view)
+    if not view.dropped and not flavor_names(live) and view.policy != "None":
+        # An empty queue, already held, whose other settings change: no flavor, so nothing
+        # reserved to drain; a hold to HoldAndDrain would evict what it admitted.
+        return Action(
+            Kind.APPLY,
+            Condition(
+                "False", "HeldEmpty", f"the plan has no flavor; applied in place, still held ({view.policy})"
+            ),
+            write_plan=True,
+        )
     return _shrink(view)
 
 
@@ -120,14 +130,19 @@ class _View:
         return plan_matches(_spec(self.live), _spec(self.desired))
 
     @property
+    def rendered_policy(self) -> str:
+        return str(_spec(self.desired).get("stopPolicy") or "None")
+
+    @property
     def held(self) -> bool:
         return self.policy == HOLD_AND_DRAIN
 
     def restore_to(self) -> str:
         # An annotation someone edited to an unknown value restores Hold: it admits nothing
         # new and evicts nothing, the safe middle until an administrator looks.
+        # HoldAndDrain included: the gate never records it, so someone else wrote it.
         value = self.recorded or "None"
-        return value if value in STOP_POLICIES else "Hold"
+        return value if value in ("None", "Hold") else "Hold"
 
 
 def _settled(v: _View) -> Action:
@@ -136,7 +151,15 @@ def _settled(v: _View) -> Action:
         # Hold or HoldAndDrain both keep an emptied queue from admitting anything (the
         # renderer writes Hold for it); only None must not stay.
         if v.policy == "None":
-            return _hold(v, "the plan has no flavor left; holding the queue")
+            # Neither plan has a flavor: nothing is reserved to drain, so the queue goes
+            # straight to the policy it is rendered with (Hold) and no record is kept, which
+            # would refuse the engine's apply of that same policy.
+            held = v.rendered_policy if v.rendered_policy != "None" else "Hold"
+            return Action(
+                Kind.HOLD,
+                Condition("False", "HeldEmpty", f"the plan has no flavor; holding the queue ({held})"),
+                stop_policy=held,
+            )
         return Action(
             Kind.HELD_EMPTY,
             Condition(
@@ -146,7 +169,9 @@ def _settled(v: _View) -> Action:
             ),
         )
     if v.recorded is not None:
-        policy = v.restore_to()
+        # The engine applies the rendered stopPolicy after the gate: when it holds, go there
+        # at once, not through the recorded None (which would readmit what was just evicted).
+        policy = v.rendered_policy if v.rendered_policy != "None" else v.restore_to()
         return Action(
             Kind.RESTORE,
             Condition("True", "Switched", f"plan switched; stop policy {policy} restored"),

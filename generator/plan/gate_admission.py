@@ -56,6 +56,9 @@ _DROP_SAFE = (
     f" {_IDLE_IN.format(list='flavorsUsage')})))"
 )
 _DRAINING = f"has(oldObject.metadata.annotations) && '{RECORD}' in oldObject.metadata.annotations"
+#: the record on the new object: only the gate adds it (else a record of HoldAndDrain, or one
+#: set while nothing drains, would have the gate "restore" a policy nobody had)
+_RECORDED = f"has(object.metadata.annotations) && '{RECORD}' in object.metadata.annotations"
 _KEEPS_DRAIN = (
     f"has(object.metadata.annotations) && '{RECORD}' in object.metadata.annotations &&"
     f" object.metadata.annotations['{RECORD}'] in ['None', 'Hold'] &&"
@@ -84,7 +87,8 @@ def admission_objects(
                 "resourceRules": [
                     {
                         "apiGroups": ["kueue.x-k8s.io"],
-                        "apiVersions": ["v1beta2"],
+                        # both: a v1beta1 target may run on Kueue v0.14, which serves no v1beta2
+                        "apiVersions": ["v1beta1", "v1beta2"],
                         "operations": ["UPDATE", "DELETE"],
                         "resources": ["clusterqueues"],
                     }
@@ -128,12 +132,15 @@ def _validations(gate: str) -> list[dict[str, str]]:
             " sync run first (docs/gate.md)'",
         },
         {
-            "expression": update + f"!({_DRAINING}) || ({_KEEPS_DRAIN})",
+            "expression": update + f"(({_DRAINING}) ? ({_KEEPS_DRAIN}) : !({_RECORDED}))",
             "reason": "Forbidden",
-            "messageExpression": queue + "the tasgen drain gate is draining this queue"
+            "messageExpression": f"'ClusterQueue ' + oldObject.metadata.name + ': ' + (({_DRAINING}) ?"
+            " 'the tasgen drain gate is draining this queue"
             f" (annotation {RECORD}); until it finishes, only the gate ({gate}) changes"
             " spec.stopPolicy or removes the annotation. To choose the policy it restores, set the"
-            " annotation to None or Hold (docs/gate.md)'",
+            " annotation to None or Hold (docs/gate.md)' :"
+            f" 'the annotation {RECORD} belongs to the tasgen drain gate: only the gate ({gate})"
+            " adds it (docs/gate.md)')",
         },
         {
             "expression": f"request.operation != 'DELETE' || {_DELETE_SAFE}",

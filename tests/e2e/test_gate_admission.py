@@ -153,6 +153,9 @@ def test_gate_admission_allows_safe_changes_by_anyone(
     assert flavors_of(kueue.get(cq)) == {f["a"]: "8"}
     patch(gate.alice, cq, {"spec": {"stopPolicy": "Hold"}})  # no drain in progress
     assert kueue.get(cq)["spec"]["stopPolicy"] == "Hold"
+    # ... but not the gate's record: one added by someone else would be "restored"
+    record = {"metadata": {"annotations": {PREVIOUS_POLICY_ANNOTATION: "HoldAndDrain"}}}
+    assert "only the gate" in refused(lambda: patch(gate.alice, cq, record))
 
 
 def test_gate_admission_refuses_an_idle_drop_on_a_stale_status(

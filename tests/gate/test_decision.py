@@ -88,6 +88,11 @@ def desired(flavors: list[str] | dict[str, int], policy: str = "None") -> dict[s
     return body
 
 
+def _cohort(body: dict[str, Any]) -> dict[str, Any]:
+    body["spec"]["cohortName"] = "new"
+    return body
+
+
 def _deleting(live: dict[str, Any]) -> dict[str, Any]:
     live["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
     return live
@@ -197,8 +202,22 @@ CASES = [Row(*row) for row in [
      Kind.SWITCH, "Hold", None, True, "Switched"),
     ("emptied queue under Hold stays held", queue([], policy="Hold", record="None"),
      desired([], policy="Hold"), Kind.HELD_EMPTY, None, None, False, "HeldEmpty"),
-    ("empty queue not held: hold", queue([], policy="None"), desired([]),
-     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("empty queue not held: straight to its rendered Hold, no record (nothing to drain)",
+     queue([], policy="None"), desired([], policy="Hold"),
+     Kind.HOLD, "Hold", None, False, "HeldEmpty"),
+    ("empty queue not held, rendered None: Hold", queue([], policy="None"), desired([]),
+     Kind.HOLD, "Hold", None, False, "HeldEmpty"),
+    ("empty queue under Hold, other settings change: in place, no eviction",
+     queue([], policy="Hold", reserving=2), _cohort(desired([], policy="Hold")),
+     Kind.APPLY, None, None, True, "HeldEmpty"),
+    ("switched, rendered HoldAndDrain: restored to it, not to the recorded None",
+     queue(A, policy=HOLD_AND_DRAIN, record="None"), desired(A, policy=HOLD_AND_DRAIN),
+     Kind.RESTORE, HOLD_AND_DRAIN, "", False, "Switched"),
+    ("switched, rendered Hold: restored to Hold", queue(A, policy=HOLD_AND_DRAIN, record="None"),
+     desired(A, policy="Hold"), Kind.RESTORE, "Hold", "", False, "Switched"),
+    ("a HoldAndDrain record (never the gate's) restores Hold",
+     queue(A, policy=HOLD_AND_DRAIN, record=HOLD_AND_DRAIN), desired(A),
+     Kind.RESTORE, "Hold", "", False, "Switched"),
     ("flavor returns to a queue emptied under Hold: switch, then restore",
      queue([], policy="Hold", record="None"), desired(A),
      Kind.SWITCH, None, None, True, "Switched"),
