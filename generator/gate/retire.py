@@ -163,7 +163,9 @@ def _topology_users(flavors: Iterable[Obj], retired: Mapping[str, Use | None]) -
         if topology:
             name = _name(flavor)
             own = retired.get(name)
-            passing = name in retired and (own is None or own.passing)
+            # one being deleted already (an engine's prune, an earlier run) goes by itself too
+            terminating = bool((flavor.get("metadata") or {}).get("deletionTimestamp"))
+            passing = terminating or (name in retired and (own is None or own.passing))
             _use(users, str(topology), Use(f"ResourceFlavor {name} names it", passing))
     return users
 

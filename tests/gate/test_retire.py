@@ -159,6 +159,13 @@ CASES = {
         ],
     ),
     "a Topology tasgen did not make is never touched": ([], [topology("t", labels={})], [], [], []),
+    "a retired Topology waits for a flavor being deleted already, which goes by itself": (
+        [flavor("old", "t-old", deletionTimestamp="2026-12-01T00:00:00Z")],
+        [topology("t-old")],
+        [],
+        [],
+        [(TOPOLOGIES, "t-old", "ResourceFlavor old names it", True)],
+    ),
 }
 
 
