@@ -71,6 +71,10 @@ def _source_levels(ctx: Context) -> Iterable[Hit]:
                 yield Hit(src.where.at("spec", "levels", i), message)
 
 
+#: Kueue's bound on a Topology level's nodeLabel (its CRD's maxLength)
+MAX_LEVEL_KEY = 316
+
+
 def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) -> str | None:
     if key in seen:
         return f"level {key!r} is listed twice; each level is one label key"
@@ -81,6 +85,8 @@ def _level_problem(key: str, seen: set[str], admin: str | None, writes: bool) ->
     syntax = label_key_error(key)
     if syntax:
         return f"level {key!r} is not a label key: {syntax}"
+    if len(key) > MAX_LEVEL_KEY:  # a valid key may have 317 characters
+        return f"level key of {len(key)} characters: Kueue's Topology takes at most {MAX_LEVEL_KEY}"
     if writes:
         refusal = level_refusal(key, admin)
         if refusal:
