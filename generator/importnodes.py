@@ -18,6 +18,8 @@ from generator.importfilter import LabelFilter
 from generator.load.files import ParseError, parse_text
 from generator.load.positions import PositionIndex
 from generator.model import API_VERSION
+from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
+from generator.validate.quantities import quantity_error
 
 HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
@@ -149,6 +151,12 @@ def _node(item: dict[str, Any]) -> dict[str, Any]:
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ImportProblem("a Node without metadata.name", at=("metadata",))
+    if not is_dns_subdomain(name) or len(name) > 63:
+        message = (
+            f"node name {_short(name)} is not a DNS-1123 subdomain of at most 63 characters "
+            "(lowercase letters, digits, '-' and '.'): tasgen cannot label it through NFD"
+        )
+        raise ImportProblem(message, at=("metadata", "name"))
     labels = _mapping(metadata, "labels", f"node {name!r}: metadata", ("metadata",))
     allocatable = _mapping(status, "allocatable", f"node {name!r}: status", ("status",))
     node: dict[str, Any] = {
@@ -179,7 +187,27 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
         {k: _taint_field(node, k, t[k], i) for k in ("key", "value", "effect") if t.get(k) not in (None, "")}
         for i, t in enumerate(taints)
     ]
+    for i, taint in enumerate(kept):
+        _taint_valid(node, taint, i)
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
+
+
+#: the effects a Node's taint may have (the API server's enum)
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _taint_valid(node: str, taint: dict[str, str], index: int) -> None:
+    """A taint as Kubernetes allows it: a label key, a label value, one of three effects."""
+    at: tuple[str | int, ...] = ("spec", "taints", index)
+    problem = (
+        "it has no key"
+        if "key" not in taint
+        else label_key_error(taint["key"]) or label_value_error(taint.get("value", ""))
+    )
+    if problem is None and taint.get("effect") not in _EFFECTS:
+        problem = f"its effect is {_short(taint.get('effect'))}, not one of {', '.join(_EFFECTS)}"
+    if problem:
+        raise ImportProblem(f"node {node!r}: taint {index}: {problem}", at=at)
 
 
 def _taint_field(node: str, field: str, value: Any, index: int) -> str:
@@ -207,22 +235,33 @@ def _keys(node: str, data: dict[Any, Any], at: tuple[str, ...]) -> list[str]:
 
 
 def _label(node: str, key: str, value: Any) -> str:
-    """Label values are strings in Kubernetes: null, true or 0123 would not round-trip."""
+    """Label values are strings in Kubernetes: null, true or 0123 would not round-trip; key
+    and value as Kubernetes allows them (what validate would refuse is refused here)."""
+    at = ("metadata", "labels", key)
     if not isinstance(value, str):
         raise ImportProblem(
             f"node {node!r}: label {key!r} has the value {_short(value)}, not a string; "
             "label values are strings (quote it)",
-            at=("metadata", "labels", key),
+            at=at,
         )
+    problem = label_key_error(key) or label_value_error(value)
+    if problem:
+        raise ImportProblem(f"node {node!r}: label {_short(key)}={_short(value)}: {problem}", at=at)
     return value
 
 
 def _quantity(node: str, key: str, value: Any) -> str:
     """Allocatable is a quantity string in kubectl's output; a plain integer is accepted."""
-    if isinstance(value, str):
-        return value
+    text = value if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**30:
-        return str(value)
+        text = str(value)
+    problem = quantity_error(text, key) if text is not None else None
+    if problem:
+        raise ImportProblem(
+            f"node {node!r}: allocatable {key!r}: {problem}", at=("status", "allocatable", key)
+        )
+    if text is not None:
+        return text
     message = f"node {node!r}: allocatable {key!r} is {_short(value)}, not a quantity string"
     raise ImportProblem(message, at=("status", "allocatable", key))
 
