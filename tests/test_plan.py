@@ -268,6 +268,15 @@ def test_an_invalid_base_says_why(repo: Repo) -> None:
     assert "main:inventories/nodes.yaml:1:" in plan(repo, Fleet()).output
 
 
+def test_cordoned_and_untolerated_nodes_hold_no_pod_in_the_fit(repo: Repo) -> None:
+    # Kueue's TAS places no pod on a cordoned node nor on one with a NoSchedule taint the
+    # flavor does not tolerate: zone z2 (h-4..h-7) is cordoned, h-0 and h-1 are tainted, so
+    # the fullest zone keeps h-2 and h-3 only.
+    data = report(repo, Fleet(cordoned=("h-4", "h-5", "h-6", "h-7"), tainted=("h-0", "h-1")))
+    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, {"pods": 2, "gpus": 16})
+    assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 2, "gpus": 16})
+
+
 def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) -> None:
     soon = Fleet(expires="2026-12-05T00:00:00Z")
     data = report(repo, soon)
@@ -419,9 +428,14 @@ def test_every_cut_list_says_how_much_it_left_out(repo: Repo) -> None:
     replaced = {"identity": {"p": "H100"}, "from": "a", "to": "b", "fromProfile": "x", "toProfile": "y"}
     queue(data, "training")["flavorsReplaced"] = [replaced] * 250
     data["profiles"]["moves"] = [{"nodes": 1, "from": "x", "to": "y"}] * 230
+    data["nodes"]["changed"] = 250
+    data["nodes"]["byDomain"] = [{"level": ZONE, "domain": f"z{i}", "nodes": 1} for i in range(250)]
     text = formats.text(data)
+    assert sum(line.startswith(f"  in {ZONE}=") for line in text.splitlines()) == formats.DOMAIN_ROWS
+    assert f"... and {250 - formats.DOMAIN_ROWS} more domain(s)" in text
     assert sum(line.startswith("fit ") for line in text.splitlines()) == 200
     assert "... and 50 more fit figure(s)" in text and "... and 30 more move(s)" in text
     markdown = formats.markdown(data)
+    assert markdown.count(f"`{ZONE}=z") == formats.DOMAIN_ROWS
     shown = markdown.count("`a` → `b`")
     assert 0 < shown < 250 and f"_and {250 - shown} more replaced flavor(s)" in markdown

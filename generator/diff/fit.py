@@ -1,6 +1,9 @@
 """Fit preview: per queue and hardware identity, the largest PodSet that fits inside one domain
 of each level, before and after.
 
+Only nodes Kueue's TAS places pods on count: not cordoned, and every NoSchedule or NoExecute
+taint tolerated by the flavor (kubernetes-sigs/kueue#4180, #3678).
+
 A PodSet here is pods of the flavor's node shape (the allocatable most of its nodes have, so
 one pod per node) that a workload asks Kueue to place in one domain of a level
 (``kueue.x-k8s.io/podset-required-topology``). Its size at a level is the number of nodes of
@@ -16,7 +19,9 @@ from decimal import Decimal
 from typing import Any
 
 from generator.diff.side import FlavorFacts, QueueFacts, Side
+from generator.model import Node
 from generator.validate.quantities import parse
+from generator.validate.rules.taints import BLOCKING, tolerates
 
 Fit = dict[str, int]  # pods, gpus
 
@@ -81,6 +86,8 @@ def _better(a: Fit, b: Fit) -> bool:
 
 
 def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[str]) -> dict[str, Fit]:
+    tolerations = flavor.spec.get("tolerations") or []
+    nodes = [n for n in nodes if _usable(side.nodes[n], tolerations)]
     resources = queue.covered or tuple(sorted({r for n in nodes for r in side.nodes[n].allocatable}))
     # Fleets repeat a few allocatable values: judge each distinct one once.
     signature = {n: tuple(map(side.nodes[n].allocatable.get, resources)) for n in nodes}
@@ -93,6 +100,16 @@ def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[
     for level, pods in zip(side.profiles[flavor.profile], largest_domains(side, fitting), strict=True):
         fits[level] = {"pods": pods, "gpus": pods * gpus}
     return fits
+
+
+def _usable(node: Node, tolerations: list[dict[str, Any]]) -> bool:
+    """Whether Kueue's TAS may place a pod of the flavor there: not cordoned, and every taint
+    that keeps pods off (NoSchedule, NoExecute) tolerated by the flavor's tolerations."""
+    if node.unschedulable:
+        return False
+    return all(
+        taint[2] not in BLOCKING or any(tolerates(t, taint) for t in tolerations) for taint in node.taints
+    )
 
 
 def largest_domains(side: Side, nodes: list[str]) -> list[int]:

@@ -27,6 +27,9 @@ class Budget:
 
 #: tried in order until the comment fits; the last one is bounded whatever the report's size
 BUDGETS = (Budget(200, True), Budget(40, True), Budget(10, False), Budget(3, False))
+#: domains listed under nodes: a source whose coarsest level is a rack has one per rack, and a
+#: large change would list hundreds of one-node domains (the JSON keeps them all)
+DOMAIN_ROWS = 20
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -52,7 +55,7 @@ def _markdown(report: dict[str, Any], budget: Budget) -> str:
         },
         "moves": _cut(report["profiles"]["moves"], budget.rows),
         "sources": _cut(report["nodes"]["bySource"], budget.rows),
-        "domains": _cut(report["nodes"]["byDomain"], budget.rows),
+        "domains": _cut(report["nodes"]["byDomain"], min(budget.rows, DOMAIN_ROWS)),
         "fit": _cut([f for f in report["fit"] if f["changed"]], budget.rows),
         "warnings": _cut(report["warnings"], budget.rows),
         "diagrams": budget.diagrams,
@@ -125,9 +128,8 @@ def text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _shown(lines: list[str], noun: str, indent: str = "") -> list[str]:
-    """At most the largest budget's rows, and a line that says how many more there are."""
-    limit = BUDGETS[0].rows
+def _shown(lines: list[str], noun: str, indent: str = "", limit: int = BUDGETS[0].rows) -> list[str]:
+    """At most ``limit`` rows (the largest budget's), and a line that says how many more."""
     more = (
         [f"{indent}... and {len(lines) - limit} more {noun}(s): see --format json"]
         if len(lines) > limit
@@ -224,7 +226,7 @@ def _node_lines(report: dict[str, Any]) -> list[str]:
         else f"  {d['level']}: {d['nodes']} node(s)"
         for d in n["byDomain"]
     ]
-    lines += _shown(domains, "domain", "  ")
+    lines += _shown(domains, "domain", "  ", DOMAIN_ROWS)
     for c in n["changes"] or []:
         changes = "; ".join(f"{x['key']} {x['before'] or '-'} -> {x['after'] or '-'}" for x in c["labels"])
         lines.append(f"  {c['node']}: {changes}")

@@ -31,6 +31,8 @@ class Fleet:
     stop_policy: str = ""  # training's stopPolicy (the default when empty)
     l40s_taints: str = ""  # nodeTaints of training's L40S flavor, as YAML flow
     future: bool = False  # a queue whose identity no node has (rendered empty and held)
+    cordoned: tuple[str, ...] = ()  # nodes marked unschedulable
+    tainted: tuple[str, ...] = ()  # nodes with the taint maintenance=true:NoSchedule
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -41,6 +43,7 @@ class Fleet:
     def _nodes(self) -> str:
         entries = [self._node(n, "H100", "z1" if i < 4 else "z2") for i, n in enumerate(H100)]
         entries += [self._node(n, "L40S", "z1") for n in L40S]
+        entries = [self._state(e, n) for e, n in zip(entries, [*H100, *L40S], strict=True)]
         return (
             "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\n"
             "metadata: {name: nodes}\nnodes:\n" + "".join(entries)
@@ -54,6 +57,13 @@ class Fleet:
             f"nvidia.com/gpu.product: {product}, pool: {product.lower()}}}\n"
             '    allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}\n'
         )
+
+    def _state(self, entry: str, name: str) -> str:
+        if name in self.cordoned:
+            entry += "    unschedulable: true\n"
+        if name in self.tainted:
+            entry += '    taints: [{key: maintenance, value: "true", effect: NoSchedule}]\n'
+        return entry
 
     def _source(self) -> str:
         stated = "".join(self._stated(n) for n in H100)
