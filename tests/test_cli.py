@@ -40,10 +40,28 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert tasgen(*args).exit_code == 2
 
 
+def _examples(kind: str) -> list[object]:
+    """The example inventory's documents of ``kind`` (its webhook snapshot for Snapshot)."""
+    if kind == "Snapshot":
+        return [json.loads(p.read_text()) for p in (REPO / "inventories" / "snapshots").glob("*.json")]
+    docs = [
+        d for p in sorted((REPO / "inventories").rglob("*.yaml")) for d in yaml.safe_load_all(p.read_text())
+    ]
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") == kind]
+
+
 @pytest.mark.parametrize("kind", [*KINDS, "Snapshot"])
-def test_schema_prints_a_valid_json_schema(kind: str) -> None:
+def test_schema_prints_the_json_schema_of_the_kind(kind: str) -> None:
     run = tasgen("schema", kind)
-    jsonschema.Draft202012Validator.check_schema(json.loads(run.output))
+    assert run.exit_code == 0
+    schema = json.loads(run.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    examples = _examples(kind)
+    assert examples, f"the example inventory has no {kind}"
+    for example in examples:
+        assert not list(validator.iter_errors(example)), kind  # the example fits it
+    assert list(validator.iter_errors({"kind": kind, "spec": 1})), kind  # and it refuses
 
 
 @pytest.mark.parametrize("format_", ["text", "json", "github"])

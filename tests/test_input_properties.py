@@ -131,7 +131,7 @@ _trees = st.recursive(
 )
 #: (file, the text the tree replaces) - each a place where the inventory expects a mapping
 _PLACES = [
-    ("queue.yaml", "{cohortName: team}"),
+    ("queue.yaml", "{cohortName: team, namespaceSelector: {}}"),
     ("queue.yaml", '{nvidia.com/gpu: "16"}'),
     ("nodes.yaml", "{kubernetes.io/hostname: b1, nvidia.com/gpu.product: L40S, pool: b}"),
     ("nodes.yaml", '{cpu: "32", memory: 256Gi, nvidia.com/gpu: "4"}'),
@@ -153,7 +153,9 @@ def test_arbitrary_yaml_trees(place: tuple[str, str], tree: Any) -> None:
         text = _flow(tree)
         if "\n" in text or text.startswith("..."):
             text = json.dumps(text)  # a multi-line scalar: keep the document's layout
-        path.write_bytes(path.read_text().replace(old, text, 1).encode("utf-8", "surrogatepass"))
+        before = path.read_text()
+        assert old in before, f"{name} no longer holds {old}: the property would test nothing"
+        path.write_bytes(before.replace(old, text, 1).encode("utf-8", "surrogatepass"))
         _render_and_check(root)
 
 

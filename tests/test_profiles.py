@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,12 +13,11 @@ from hypothesis import strategies as st
 from generator.load.files import read_inventory
 from generator.model import Inventory, Level, Selector, Settings, Source, Where
 from generator.pipeline import compile
-from generator.plan import queues
 from generator.plan.profiles import Profile, _collisions, profile_id
 from generator.plan.queues import flavor_name, largest_remainder
 from generator.validate.hierarchy import normalize_levels
 from generator.validate.rules import Context
-from tests.conftest import NOW, REPO
+from tests.conftest import NOW
 
 # The profile ID is a published contract (it names Topologies and flavors in clusters):
 # these values must never change between releases.
@@ -154,12 +154,34 @@ def test_flavor_names_hash_the_tolerations_when_there_are_any() -> None:
     assert plain == flavor_name(identity, "p", ())  # no tolerations: the name of earlier releases
 
 
-def test_a_flavor_name_collision_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Names of two identities that agree in their readable part and hash (forced here: the
-    hash ignores the identity) are reported, not one flavor silently given to both."""
-    files = read_inventory(REPO / "inventories")
-    now = datetime.fromisoformat(NOW)
-    assert "flavor-collision" not in {f.rule for f in compile(files, now).findings}
-    monkeypatch.setattr(queues, "flavor_name", lambda identity, profile, frozen=(): "gpustack-x")
-    found = [f for f in compile(files, now).findings if f.rule == "flavor-collision"]
+#: two GPU products whose flavor names agree (readable part lowercased, 24-bit hash): found by a
+#: search over letter cases (tests/test_profiles.py history)
+COLLIDING = ("h100sxMgPUaBcDeF", "H100SXmGpUabCDEF")
+
+
+def test_a_flavor_name_collision_is_an_error(tmp_path: Path) -> None:
+    """Two identities whose flavor names agree (readable part and hash) are reported, not one
+    flavor silently given to both."""
+    key = "nvidia.com/gpu.product"
+    assert flavor_name(((key, COLLIDING[0]),), "p") == flavor_name(((key, COLLIDING[1]),), "p")
+    nodes = "".join(
+        f"  - name: n{i}\n    labels: {{kubernetes.io/hostname: n{i}, {key}: {product}}}\n"
+        f'    allocatable: {{cpu: "8", nvidia.com/gpu: "8"}}\n'
+        for i, product in enumerate(COLLIDING)
+    )
+    hardware = "".join(f"    - identity: {{{key}: {product}}}\n" for product in COLLIDING)
+    (tmp_path / "nodes.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: NodeInventory\n"
+        f"metadata: {{name: n}}\nnodes:\n{nodes}"
+    )
+    (tmp_path / "queue.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: ClusterQueuePlan\nmetadata: {name: q}\n"
+        f"spec:\n  coveredResources: [cpu, nvidia.com/gpu]\n  hardware:\n{hardware}"
+        "  clusterQueue: {namespaceSelector: {}}\n"
+    )
+    found = [
+        f
+        for f in compile(read_inventory(tmp_path), datetime.fromisoformat(NOW)).findings
+        if f.rule == "flavor-collision"
+    ]
     assert found and all(f.level is Level.ERROR and "gets the flavor name" in f.message for f in found)

@@ -90,6 +90,7 @@ def test_flux_settings_come_from_the_config() -> None:
         interval="3m",
         sourceRef={"kind": "OCIRepository", "name": "fleet", "namespace": "sources"},
     )
+    assert len(found) == 5  # labels, kueue, gate, queues, retire
     for kustomization in found.values():
         assert kustomization["metadata"]["namespace"] == "gitops"
         assert kustomization["spec"]["interval"] == "3m"

@@ -14,6 +14,7 @@ from generator.gate.decision import (
     HOLD_AND_DRAIN,
     PREVIOUS_POLICY_ANNOTATION,
     Kind,
+    QueueStatus,
     decide,
     next_object,
     plan_matches,
@@ -261,7 +262,10 @@ def test_switch_requires_current_status_and_no_reservation() -> None:
         status = live["status"]
         active = status["conditions"][0]
         assert active["observedGeneration"] == live["metadata"]["generation"]
-        assert status["reservingWorkloads"] == 0 or action.kind is Kind.APPLY
+        if action.kind is Kind.APPLY:  # in place: only what Kueue reports idle is dropped
+            assert all(QueueStatus(live).idle(f) for f in action.dropped), row.id
+        else:  # switched under the hold: once nothing reserves
+            assert status["reservingWorkloads"] == 0, row.id
 
 
 def test_next_object_hold_records_policy_and_keeps_resource_version() -> None:
