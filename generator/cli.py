@@ -317,8 +317,8 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None, inventory: Path) -> None:
     """Turn `kubectl get nodes -o json|yaml` into a sorted NodeInventory.
 
-    Only names, labels and allocatable are kept, sorted, so that a refresh gives a small,
-    reviewable diff. Labels tasgen itself puts on nodes (the profile key, the levels of the
+    Only names, labels, allocatable, taints and a cordon are kept, sorted, so that a refresh
+    gives a small, reviewable diff. Labels tasgen itself puts on nodes (the profile key, the levels of the
     inventory's writing sources) and volatile ones (GeneratorConfig volatileLabelKeys,
     default nvidia.com/gfd.timestamp) are dropped: importing right after a sync changes
     nothing. Several files (one per cluster, say) make one inventory. Refreshing a file

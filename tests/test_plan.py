@@ -402,6 +402,9 @@ def test_plan_with_an_unusable_kubeconfig_is_a_usage_error(repo: Repo, tmp_path:
     config.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
     run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
     assert run.exit_code == 2 and str(config) in run.output
+    config.write_text("just a string\n")  # YAML, but no kubeconfig: the client's loader crashed on it
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
+    assert run.exit_code == 2 and "not a kubeconfig" in run.output and "internal error" not in run.output
 
 
 def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:

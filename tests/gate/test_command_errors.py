@@ -66,3 +66,12 @@ def test_dry_run_against_an_unreachable_api_server_retries_then_says_so(tmp_path
     events = [line["event"] for line in lines]
     assert events[0] == "start" and "retry" in events and events[-1] == "error"
     assert "stayed unreachable until the timeout" in lines[-1]["message"]
+
+
+def test_a_kubeconfig_that_is_no_mapping_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("just a string\n")
+    plan = str(REPO / "rendered" / "queues")
+    code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
+    assert code == 2 and "Traceback" not in stderr, stderr  # a configuration problem, as a bad plan
+    assert lines[-1]["event"] == "error" and "not a kubeconfig" in lines[-1]["message"]
