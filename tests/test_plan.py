@@ -17,6 +17,7 @@ import yaml
 from syrupy.assertion import SnapshotAssertion
 
 from generator.diff import formats
+from generator.diff.live import _live as live_figures
 from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 
@@ -442,3 +443,13 @@ def test_every_cut_list_says_how_much_it_left_out(repo: Repo) -> None:
     assert markdown.count(f"`{ZONE}=z") == formats.DOMAIN_ROWS
     shown = markdown.count("`a` → `b`")
     assert 0 < shown < 250 and f"_and {250 - shown} more replaced flavor(s)" in markdown
+
+
+def test_a_live_plain_hold_of_an_empty_queue_is_held_not_a_drain() -> None:
+    # The gate only sets the rendered Hold on a queue that has no flavor before or after:
+    # nothing is evicted, so --kubeconfig must not turn the offline "none" into a drain.
+    live = {"metadata": {"name": "q", "generation": 1}, "spec": {"stopPolicy": "None"}, "status": {}}
+    desired = {"metadata": {"name": "q"}, "spec": {"stopPolicy": "Hold"}}
+    entry = {"name": "q", "drain": {"action": "none", "reason": "no flavor before or after"}}
+    live_figures(entry, live, desired, [])
+    assert entry["drain"]["action"] == "held"

@@ -17,7 +17,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from generator.diff import queues as q
-from generator.gate.decision import Kind, decide
+from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
 from generator.gate.kube import GROUP, VERSION, Queues, load_client
 
 #: the gate's next step -> the report's drain action
@@ -63,9 +63,12 @@ def _live(
     action, offline = decide(live, desired), entry["drain"]["action"]
     # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
     # everything whatever the gate does, a new Hold stops admission when the gate drains none.
-    kept = offline == q.STOPPED or (offline == q.HELD and _ACTIONS[action.kind] in (q.NONE, q.IN_PLACE))
+    live_action = _ACTIONS[action.kind]
+    if action.kind is Kind.HOLD and action.stop_policy != HOLD_AND_DRAIN:
+        live_action = q.HELD  # a plain hold (an empty queue): nothing drains
+    kept = offline == q.STOPPED or (offline == q.HELD and live_action in (q.NONE, q.IN_PLACE))
     if not kept:
-        entry["drain"]["action"] = _ACTIONS[action.kind]
+        entry["drain"]["action"] = live_action
         if action.condition is not None:
             entry["drain"]["reason"] = f"live: {action.condition.message}"
     if live is None:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -57,22 +56,16 @@ def load_client(kubeconfig: str | None) -> client.ApiClient:
             return client.ApiClient()
         except config.ConfigException:
             pass  # not in a Pod: fall back to the usual kubeconfig search
-    else:
-        _mapping(kubeconfig)
-    api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    return cast(client.ApiClient, api)
-
-
-def _mapping(kubeconfig: str) -> None:
-    """The client's loader takes any YAML and fails with a TypeError deep inside on one that
-    is no mapping: say so as a configuration problem, which every caller reports."""
     try:
-        with open(kubeconfig, encoding="utf-8") as stream:
-            data = yaml.safe_load(stream)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise config.ConfigException(f"cannot read the kubeconfig: {err}") from err
-    if not isinstance(data, dict):
-        raise config.ConfigException("not a kubeconfig: a YAML mapping with clusters, users and contexts")
+        api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except (TypeError, AttributeError, KeyError, ValueError) as err:
+        # The client's loader takes any YAML and fails deep inside on a file of another
+        # shape (a list, `clusters: 5`), wherever it was found (--kubeconfig, KUBECONFIG,
+        # ~/.kube/config): a configuration problem, which every caller reports.
+        raise config.ConfigException(
+            f"not a kubeconfig: a YAML mapping with lists of clusters, users and contexts ({err})"
+        ) from err
+    return cast(client.ApiClient, api)
 
 
 def _transient(err: Exception) -> bool:

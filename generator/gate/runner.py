@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from generator.gate.decision import (
+    HOLD_AND_DRAIN,
     TERMINAL,
     WAITING,
     Action,
@@ -190,6 +191,8 @@ class Gate:
         )
         if live is not None and cond is not None and action.kind in EVENTS:
             reason, warning = EVENTS[action.kind]
+            if action.kind is Kind.HOLD and action.stop_policy != HOLD_AND_DRAIN:
+                reason = "Held"  # a plain hold of an empty queue: nothing drains
             self._try(lambda: self.queues.event(live, reason, cond.message, warning, utcnow()), name, "event")
 
     def _set_condition(self, name: str, live: dict[str, Any], cond: Condition) -> dict[str, Any] | None:

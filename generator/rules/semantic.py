@@ -88,7 +88,7 @@ GATE_NAMESPACE = Rule(
     "gate-namespace",
     _S,
     "gate.namespace is the gate's own: not default, kube-*, the NodeFeatures' namespace or the GitOps "
-    "engines' (renaming it would have the engine prune the old one with everything in it).",
+    "engines' (tasgen renders the gate's Namespace object, which the engine then manages).",
 )
 
 PLAN_LIMIT_COHORT = Rule(

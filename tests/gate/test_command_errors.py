@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -68,9 +70,10 @@ def test_dry_run_against_an_unreachable_api_server_retries_then_says_so(tmp_path
     assert "stayed unreachable until the timeout" in lines[-1]["message"]
 
 
-def test_a_kubeconfig_that_is_no_mapping_is_an_error_not_a_crash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["just a string\n", "clusters: 5\n", "- a\n"])
+def test_a_kubeconfig_of_another_shape_is_an_error_not_a_crash(tmp_path: Path, text: str) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("just a string\n")
+    kubeconfig.write_text(text)
     plan = str(REPO / "rendered" / "queues")
     code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
     assert code == 2 and "Traceback" not in stderr, stderr  # a configuration problem, as a bad plan

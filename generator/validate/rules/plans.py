@@ -179,9 +179,9 @@ def _gate_namespace(ctx: Context) -> Iterable[Hit]:
         whose = "a namespace of Kubernetes itself"
     if whose is not None:
         message = (
-            f"gate.namespace {namespace!r} is {whose}: tasgen renders the gate's Namespace, and "
-            "the engine would prune it, with everything in it, once gate.namespace changes; "
-            "give the gate a namespace of its own (default tasgen-system)"
+            f"gate.namespace {namespace!r} is {whose}: tasgen renders the gate's Namespace object, "
+            "which the GitOps engine would then manage (its labels, and its fate when tasgen is "
+            "removed) beside whoever owns it; give the gate a namespace of its own (default tasgen-system)"
         )
         yield Hit(settings.where.at("gate", "namespace"), message)
 
