@@ -29,6 +29,8 @@ LINKS = {
     "README.md": "../README.md",  # a file outside that is no inventory: not read, no problem
     "docs": "../docs",  # a folder outside: a problem
     "gone": "../nowhere",  # broken, and no inventory file by its name: nothing
+    "ext": "../other/linkdir",  # out to a link to a folder: a problem
+    "back2.yaml": "../alias/shared/extra.yaml",  # out, and back in through a link of the repository
 }
 
 
@@ -53,6 +55,10 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     (root / "README.md").write_text("# the repository\n")
     (root / "docs").mkdir()
     (root / "docs" / "more.yaml").write_text("kind: Outside\n")
+    (root / "other" / "realdir").mkdir(parents=True)
+    (root / "other" / "realdir" / "q.yaml").write_text("kind: Outside\n")
+    os.symlink("realdir", root / "other" / "linkdir")
+    os.symlink("inventories", root / "alias")
     for link, target in LINKS.items():
         os.symlink(target, inventory / link)
     _git(root, "init", "-q", "-b", "main")
@@ -67,6 +73,7 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     assert {f.relative: f.rule.id for f in at_head if f.data is None} == {
         "out.yaml": "symlink-outside",
         "docs": "symlink-outside",
+        "ext": "symlink-outside",
         "broken.yaml": "file-unreadable",
         "self.yaml": "file-unreadable",
         "shared/loop": "file-unreadable",
@@ -75,5 +82,5 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
         "here": "file-unreadable",
     }
     assert read["via.yaml"] == read["nodes.yaml"]
-    assert read["back.yaml"] == b"kind: TopologySource\n"
+    assert read["back.yaml"] == read["back2.yaml"] == b"kind: TopologySource\n"
     assert "README.md" not in read and "gone" not in read

@@ -11,6 +11,7 @@ import posixpath
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 from generator.load.files import SUFFIXES, InputFile
@@ -37,7 +38,7 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
         raise GitError(f"{folder} is not inside the git repository {top}") from e
     commit = _commit(top, ref)
     tree = _Tree.of(_git(top, "ls-tree", "-r", "-z", commit, "--", prefix), prefix)
-    tree.kind_outside = lambda path: _kind(top, commit, path)
+    tree.repository = cache(lambda: _Repository.of(top, commit))
     texts = _contents(top, list(tree.links.values()))
     tree.links = {
         path: text.decode("utf-8", "surrogateescape") for path, text in zip(tree.links, texts, strict=True)
@@ -83,8 +84,8 @@ class _Tree:
     blobs: dict[str, str]  # path -> object id
     links: dict[str, str]  # path -> object id of the link, then its target text
     prefix: str = ""  # the inventory folder, relative to the repository
-    #: a repository path outside the folder -> git's object type there (b"tree", b"blob")
-    kind_outside: Callable[[str], bytes | None] = lambda path: None
+    #: the whole revision, read only when a link leaves the folder
+    repository: Callable[[], _Repository] = lambda: _Repository(set(), {})
 
     @staticmethod
     def of(listing: bytes, prefix: str) -> _Tree:
@@ -115,7 +116,7 @@ class _Tree:
         if isinstance(target, _Outside):
             # As the working tree: a link out is a problem when it could hold inventory (a
             # file with an inventory suffix, or a folder); any other file there is not read.
-            if suffixed or self.kind_outside(target.path) == b"tree":
+            if suffixed or self.repository().is_folder(target.path):
                 message = (
                     f"{shown} is a symbolic link outside the inventory folder: tasgen reads nothing there"
                 )
@@ -159,8 +160,12 @@ class _Tree:
                     return _Outside(text)
                 resolved = posixpath.normpath(posixpath.join(_join(self.prefix, "/".join(done)), text))
                 inside = self._inside(resolved)
-                if inside is None:
-                    return _Outside(posixpath.join(resolved, *rest))
+                if inside is None:  # out of the folder: through the repository's links, maybe back
+                    final = self.repository().real(posixpath.join(resolved, *rest), hops + 1)
+                    back = None if final is None else self._inside(final)
+                    if final is None or back is None:
+                        return None if final is None else _Outside(final)
+                    return self._real(back, hops + 1)
                 return self._real(posixpath.join(inside, *rest), hops + 1)
             done.append(part)
         return "/".join(done)
@@ -176,6 +181,56 @@ class _Tree:
         return resolved[len(self.prefix) + 1 :] if resolved.startswith(f"{self.prefix}/") else None
 
 
+@dataclass
+class _Repository:
+    """The whole revision's files and links, by path relative to the repository: what a link
+    that leaves the inventory folder leads to (a folder, a file, a link back in)."""
+
+    blobs: set[str]
+    links: dict[str, str]  # path -> target text
+
+    @staticmethod
+    def of(top: Path, commit: str) -> _Repository:
+        blobs, shas = set(), {}
+        for entry in filter(None, _git(top, "ls-tree", "-r", "-z", commit).split(b"\0")):
+            meta, _, raw_path = entry.partition(b"\t")
+            mode, kind, sha = meta.split()
+            path = raw_path.decode("utf-8", "surrogateescape")
+            if kind == b"blob" and mode == _LINK_MODE:
+                shas[path] = sha.decode()
+            elif kind == b"blob":
+                blobs.add(path)
+        texts = _contents(top, list(shas.values()))
+        return _Repository(
+            blobs, {p: t.decode("utf-8", "surrogateescape") for p, t in zip(shas, texts, strict=True)}
+        )
+
+    def real(self, path: str, hops: int) -> str | None:
+        """``path`` with every link in it resolved; None when it loops. A path out of the
+        repository ("../x") or absolute is where it is: its target is on the machine."""
+        parts, done = path.split("/"), list[str]()
+        for i, part in enumerate(parts):
+            current = "/".join([*done, part])
+            if current in self.links:
+                if hops >= _MAX_HOPS:
+                    return None
+                text = self.links[current]
+                if text.startswith("/"):
+                    return text
+                resolved = posixpath.normpath(posixpath.join("/".join(done), text, *parts[i + 1 :]))
+                return (
+                    resolved
+                    if resolved.startswith("../") or resolved == ".."
+                    else self.real(resolved, hops + 1)
+                )
+            done.append(part)
+        return "/".join(done)
+
+    def is_folder(self, path: str) -> bool:
+        start = f"{path}/"
+        return any(p.startswith(start) for p in (*self.blobs, *self.links))
+
+
 def _commit(top: Path, ref: str) -> str:
     if ref.startswith("-"):  # never an option of git's
         raise GitError(f"{ref!r} is not a revision")
@@ -183,20 +238,6 @@ def _commit(top: Path, ref: str) -> str:
         return _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError as e:
         raise GitError(f"{ref!r} is not a commit of the repository {top}") from e
-
-
-def _kind(top: Path, commit: str, path: str) -> bytes | None:
-    """Git's object type at a repository path of the commit; None outside the repository
-    or where nothing is (a path through a link outside the folder is not followed)."""
-    if path == ".." or path.startswith(("../", "/")):
-        return None
-    listing = _git(top, "ls-tree", "-z", commit, "--", path)
-    entry = listing.split(b"\0")[0]
-    return (
-        entry.split()[1]
-        if entry and entry.partition(b"\t")[2].decode("utf-8", "surrogateescape") == path
-        else None
-    )
 
 
 def _relative(path: str, prefix: str) -> str:
