@@ -149,26 +149,24 @@ class _Tree:
         """The path with every link in it resolved (relative to the folder), where it
         leads when that is outside the folder, None when it loops. Resolved in the
         repository's paths, so that a link out and back in ("../inventories/x") stays in."""
-        parts, done = path.split("/"), list[str]()
-        for i, part in enumerate(parts):
-            current = "/".join([*done, part])
-            if current in self.links:
-                if hops >= _MAX_HOPS:
-                    return None
-                text, rest = self.links[current], parts[i + 1 :]
-                if text.startswith("/"):  # where it leads depends on the machine: not read
-                    return _Outside(text)
-                resolved = posixpath.normpath(posixpath.join(_join(self.prefix, "/".join(done)), text))
-                inside = self._inside(resolved)
-                if inside is None:  # out of the folder: through the repository's links, maybe back
-                    final = self.repository().real(posixpath.join(resolved, *rest), hops + 1)
-                    back = None if final is None else self._inside(final)
-                    if final is None or back is None:
-                        return None if final is None else _Outside(final)
-                    return self._real(back, hops + 1)
-                return self._real(posixpath.join(inside, *rest), hops + 1)
-            done.append(part)
-        return "/".join(done)
+        found = _first_link(path, self.links)
+        if found is None:
+            return path
+        done, text, rest = found
+        if hops >= _MAX_HOPS:
+            return None
+        if text.startswith("/"):  # where it leads depends on the machine: not read
+            return _Outside(text)
+        resolved = posixpath.normpath(posixpath.join(_join(self.prefix, done), text, *rest))
+        inside = self._inside(resolved)
+        if inside is not None:
+            return self._real(inside, hops + 1)
+        # out of the folder: through the repository's own links, perhaps back in
+        final = self.repository().real(resolved, hops + 1)
+        back = None if final is None else self._inside(final)
+        if final is None or back is None:
+            return None if final is None else _Outside(final)
+        return self._real(back, hops + 1)
 
     def _inside(self, resolved: str) -> str | None:
         """A normalised repository path relative to the folder ("" for the folder itself),
@@ -208,27 +206,31 @@ class _Repository:
     def real(self, path: str, hops: int) -> str | None:
         """``path`` with every link in it resolved; None when it loops. A path out of the
         repository ("../x") or absolute is where it is: its target is on the machine."""
-        parts, done = path.split("/"), list[str]()
-        for i, part in enumerate(parts):
-            current = "/".join([*done, part])
-            if current in self.links:
-                if hops >= _MAX_HOPS:
-                    return None
-                text = self.links[current]
-                if text.startswith("/"):
-                    return text
-                resolved = posixpath.normpath(posixpath.join("/".join(done), text, *parts[i + 1 :]))
-                return (
-                    resolved
-                    if resolved.startswith("../") or resolved == ".."
-                    else self.real(resolved, hops + 1)
-                )
-            done.append(part)
-        return "/".join(done)
+        found = _first_link(path, self.links)
+        if found is None:
+            return path
+        done, text, rest = found
+        if hops >= _MAX_HOPS:
+            return None
+        if text.startswith("/"):
+            return text
+        resolved = posixpath.normpath(posixpath.join(done, text, *rest))
+        return resolved if resolved == ".." or resolved.startswith("../") else self.real(resolved, hops + 1)
 
     def is_folder(self, path: str) -> bool:
         start = f"{path}/"
         return any(p.startswith(start) for p in (*self.blobs, *self.links))
+
+
+def _first_link(path: str, links: dict[str, str]) -> tuple[str, str, list[str]] | None:
+    """The first link along ``path``: (the folder it is in, its target text, the parts of the
+    path after it); None when no part of the path is a link."""
+    parts = path.split("/")
+    for i in range(1, len(parts) + 1):
+        current = "/".join(parts[:i])
+        if current in links:
+            return "/".join(parts[: i - 1]), links[current], parts[i:]
+    return None
 
 
 def _commit(top: Path, ref: str) -> str:
