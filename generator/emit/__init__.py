@@ -72,7 +72,7 @@ def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
 def compare(planned: Plan, out: OutputTree) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
     manifests = planned.manifests
-    apply.server_side_where_needed(manifests)
+    measured = apply.server_side_where_needed(manifests)
     tree = render_tree(manifests, planned.features, planned.synced)
     where = planned.repo_path_where
     old = out.owned
@@ -82,7 +82,7 @@ def compare(planned: Plan, out: OutputTree) -> Emission:
         mutated_nodes=mutated_nodes(tree, old),
         findings=[
             *drift(manifests, old, out.label),
-            *apply.oversized(manifests, out.label),
+            *apply.oversized(measured, out.label),
             *repository.sync_path(out.path, out.label, planned.repo_path, where),
         ],
         texts={f"{out.label}/{p}": t for p, t in old.items()},

@@ -25,17 +25,23 @@ OBJECT_LIMIT = 1_572_864
 _GO_ESCAPED = ("<", ">", "&")
 
 
-def server_side_where_needed(objects: Iterable[Manifest]) -> None:
+Measured = list[tuple[Manifest, int]]  # each object and its applied_size
+
+
+def server_side_where_needed(objects: Iterable[Manifest]) -> Measured:
     """Mark the objects too large for client-side apply (a gate plan of many queues and
     flavors) with Argo CD's ServerSideApply=true. Flux applies server-side always; NodeFeatures
-    are small by construction."""
-    for manifest in objects:
-        if applied_size(manifest.body) <= LAST_APPLIED_LIMIT:
+    are small by construction. Returns each object's size as measured (before the mark, which
+    adds under 100 bytes), for ``oversized``."""
+    measured = [(manifest, applied_size(manifest.body)) for manifest in objects]
+    for manifest, size in measured:
+        if size <= LAST_APPLIED_LIMIT:
             continue
         annotations = manifest.body["metadata"].setdefault("annotations", {})
         options = [o for o in annotations.get(SYNC_OPTIONS, "").split(",") if o]
         if SERVER_SIDE not in options:
             annotations[SYNC_OPTIONS] = ",".join([*options, SERVER_SIDE])
+    return measured
 
 
 def applied_size(body: dict[str, Any]) -> int:
@@ -49,15 +55,14 @@ def _text(value: Documents) -> str:
     return yaml.documents(value)
 
 
-def oversized(objects: Iterable[Manifest], out_label: str) -> list[Finding]:
+def oversized(measured: Measured, out_label: str) -> list[Finding]:
     """An object-size error per object the API server would refuse (the gate's plan of
     too many queues and flavors: the gate step, and every step after it, would never sync)."""
     found = []
-    for manifest in objects:
+    for manifest, size in measured:
         body = manifest.body
-        data = sum(len(k.encode()) + len(_value(v).encode()) for k, v in (body.get("data") or {}).items())
-        size = applied_size(body)
-        if body.get("kind") == "ConfigMap" and data > CONFIGMAP_DATA_LIMIT:
+        data = _data_size(body) if body.get("kind") == "ConfigMap" else 0
+        if data > CONFIGMAP_DATA_LIMIT:
             why = f"its data is {data:,} bytes, over the API server's {CONFIGMAP_DATA_LIMIT:,}"
         elif size > OBJECT_LIMIT:
             why = f"it is {size:,} bytes, over etcd's {OBJECT_LIMIT:,} per request"
@@ -71,5 +76,9 @@ def oversized(objects: Iterable[Manifest], out_label: str) -> list[Finding]:
     return found
 
 
-def _value(value: Any) -> str:
-    return yaml.documents(value) if isinstance(value, Documents) else str(value)
+def _data_size(body: dict[str, Any]) -> int:
+    """Bytes of a ConfigMap's data as the API server counts them: keys and values."""
+    values = (
+        yaml.documents(v) if isinstance(v, Documents) else str(v) for v in (body.get("data") or {}).values()
+    )
+    return sum(len(k.encode()) for k in body.get("data") or {}) + sum(len(v.encode()) for v in values)

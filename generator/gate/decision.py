@@ -13,8 +13,11 @@ The states a queue moves through, and the action that leaves each one::
     new plan, policy P             -> Done
 
 An emptied plan skips Restore: it stays held until a plan with a flavor comes back (then Restore
-runs with the recorded policy). Kueue v0.17 admits to a queue without resource groups only the
-workloads that request nothing; held, it admits none.
+runs with the recorded policy). Restore sets the rendered policy instead when that one holds
+(Hold, HoldAndDrain): the engine applies it next anyway. A queue with no flavor before or after
+is never drained (nothing is reserved on a flavor): at None it goes straight to its rendered
+Hold, without a record; already held, other settings are applied in place. Kueue v0.17 admits
+to a queue without resource groups only the workloads that request nothing; held, it admits none.
 """
 
 from __future__ import annotations

@@ -115,9 +115,16 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     config = (
         settings.where.at("sync", "path") if settings.where and "path" in settings.sync else settings.where
     )
-    planned = Plan(objects, assignment.findings + findings, summary, assignment, features, paths.folders)
-    planned.repo_path, planned.repo_path_where = paths.repo_path, config
-    return planned
+    return Plan(
+        objects,
+        assignment.findings + findings,
+        summary,
+        assignment,
+        features,
+        synced=paths.folders,
+        repo_path=paths.repo_path,
+        repo_path_where=config,
+    )
 
 
 def _gate_timeout(ctx: Context) -> int:
