@@ -46,3 +46,8 @@ def test_a_queue_without_namespace_selector_gets_the_fix(monkeypatch: pytest.Mon
     assert "admits workloads from no namespace" in training
     assert 'operator: In, values: ["team-a", "team-b"]' in training  # its LocalQueues' namespaces
     assert "Set namespaceSelector: {} for every namespace" in serving  # no LocalQueue to go by
+
+
+def test_an_unmatched_identity_says_its_limits_apply_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    [message] = messages("invalid/identity-unmatched-strict", monkeypatch)["identity-unmatched"]
+    assert message.endswith("matches no node: it gives no flavor, so its borrowingLimit applies to nothing")

@@ -166,7 +166,7 @@ class Planner:
             self.findings.append(QUOTA_UNPLACEABLE(hw.where.at("nominalQuota", resource), message))
         if not declared:
             message = f"identity {hw.identity} of queue {plan.name!r} matches no node: it gives no flavor"
-            self.findings.append(IDENTITY_UNMATCHED(hw.where.at("identity"), message))
+            self.findings.append(IDENTITY_UNMATCHED(hw.where.at("identity"), message + _dropped(hw)))
 
     def _flavor(self, hw: Hardware, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
         frozen: tuple[Any, ...] = hw.tolerations
@@ -324,3 +324,11 @@ def plan_queues(
     planner = Planner(nodes, assignment, version)
     queues = [planner.queue(plan) for plan in ordered]
     return queues, planner.flavors, planner.findings
+
+
+def _dropped(hw: Hardware) -> str:
+    """The limits an unmatched identity states: without a flavor they apply to nothing, which
+    the warning says rather than dropping them unmentioned."""
+    named = [field for field, limits in hw.limits if limits]
+    verb = "apply" if len(named) > 1 else "applies"
+    return f", so its {' and '.join(named)} {verb} to nothing" if named else ""
