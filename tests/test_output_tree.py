@@ -259,6 +259,28 @@ def test_an_output_folder_that_holds_the_inventory_is_refused(inventory: Path, t
     assert tree(tmp_path) == before
 
 
+def test_an_output_folder_inside_the_inventory_is_refused(inventory: Path, tmp_path: Path) -> None:
+    """Every file below the inventory folder is read as inventory: rendered/ there would make
+    the next validate fail on the ApplicationSet and NodeFeatures."""
+    before = tree(tmp_path)
+    for output in (inventory / "rendered", inventory / "queues" / "out"):
+        code, output_text = render(inventory, output)
+        assert code == 1 and "is inside the inventory folder" in output_text, output_text
+        assert "[output-unwritable]" in output_text
+        assert tree(tmp_path) == before
+        assert check(inventory, output)[0] == 1
+
+
+def test_an_output_path_through_a_looping_link_is_refused(inventory: Path, tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    before = tree(tmp_path)
+    for run in (render(inventory, tmp_path / "loop"), check(inventory, tmp_path / "loop" / "rendered")):
+        code, output = run
+        assert code == 1 and "a link on its way loops [output-unwritable]" in output, output
+        assert "internal error" not in output
+    assert tree(tmp_path) == before
+
+
 def test_check_of_a_folder_that_is_not_there_makes_nothing(inventory: Path, tmp_path: Path) -> None:
     code, output = check(inventory, tmp_path / "no" / "such" / "rendered")
     assert code == 1 and "is missing" in output

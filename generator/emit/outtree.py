@@ -130,11 +130,14 @@ def opened(
     """rendered/ read under an exclusive lock held until the block ends; leftovers of
     interrupted renders are removed first. Without ``create`` (check) a missing folder is
     read as empty and nothing is made."""
-    path = out_dir.resolve()
-    if inventory.resolve().is_relative_to(path):
+    path, inventory = _resolved(out_dir, label), _resolved(inventory, label)
+    if inventory.is_relative_to(path):
         raise OutputError(
             f"{label} holds the inventory; tasgen replaces {label} whole, give it its own folder"
         )
+    if path.is_relative_to(inventory):
+        # every file under the inventory is read as inventory: the next validate would fail
+        raise OutputError(f"{label} is inside the inventory folder; give it a folder of its own beside it")
     if not create and not path.parent.is_dir():
         yield OutputTree(path, label)
         return
@@ -151,6 +154,13 @@ def opened(
         except OSError as e:
             raise OutputError(f"cannot read {label}: {e.strerror} ({e.filename})") from e
         yield tree
+
+
+def _resolved(path: Path, label: str) -> Path:
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as e:  # Python 3.11 raises RuntimeError on a link loop
+        raise OutputError(f"cannot find {label}: a link on its way loops") from e
 
 
 @contextmanager
