@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from generator.load.files import InputFile, read_inventory
-from generator.load.git import read_revision
+from generator.load.git import GitError, read_revision
 
 #: link name -> target, relative to the link's folder
 LINKS = {
@@ -84,3 +84,54 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     assert read["via.yaml"] == read["nodes.yaml"]
     assert read["back.yaml"] == read["back2.yaml"] == b"kind: TopologySource\n"
     assert "README.md" not in read and "gone" not in read
+
+
+def _committed(root: Path, folder: str, text: str) -> Path:
+    """A repository at root with one inventory file in folder, committed."""
+    (root / folder).mkdir(parents=True)
+    (root / folder / "nodes.yaml").write_text(text)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    return root / folder
+
+
+def test_the_repository_is_the_inventory_folders_not_the_current_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository nested in another (or run from outside any): the base is read from the
+    repository that holds the inventory; the outer one's HEAD has no inventory at all."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    _git(outer, "init", "-q", "-b", "main")
+    _git(outer, "commit", "-q", "--allow-empty", "-m", "outer")
+    inventory = _committed(outer / "inner", "inventories", "kind: NodeInventory\n")
+    for cwd in (outer, tmp_path):
+        monkeypatch.chdir(cwd)
+        assert [(f.relative, f.data) for f in read_revision(inventory, "HEAD")] == [
+            ("nodes.yaml", b"kind: NodeInventory\n")
+        ]
+
+
+@pytest.mark.parametrize("folder", [":x", ":!x", ":(glob)*"])
+def test_a_folder_name_is_never_pathspec_magic(tmp_path: Path, folder: str) -> None:
+    inventory = _committed(tmp_path / "repo", folder, "kind: NodeInventory\n")
+    assert [(f.relative, f.data) for f in read_revision(inventory, "HEAD")] == [
+        ("nodes.yaml", b"kind: NodeInventory\n")
+    ]
+
+
+def test_a_missing_object_is_a_git_error(tmp_path: Path) -> None:
+    """A damaged clone (or a partial one without its remote): cat-file answers "<sha> missing"."""
+    inventory = _committed(tmp_path / "repo", "inventories", "kind: NodeInventory\n")
+    found = subprocess.run(
+        ["git", "rev-parse", "HEAD:inventories/nodes.yaml"],
+        cwd=inventory,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    sha = found.stdout.strip()
+    (tmp_path / "repo" / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+    with pytest.raises(GitError, match=f"the object {sha} is missing from the repository"):
+        read_revision(inventory, "HEAD")

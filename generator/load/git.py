@@ -7,6 +7,7 @@ Three git processes whatever the inventory's size: ``rev-parse`` resolves the re
 
 from __future__ import annotations
 
+import os
 import posixpath
 import subprocess
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
     empty list when the folder does not exist at that revision (a first adoption). Symbolic
     links are followed as the working tree's are (generator.load.discovery): to a file or a
     folder inside the inventory folder; one that leaves it, is broken or loops is a problem."""
-    top = Path(_git(Path.cwd(), "rev-parse", "--show-toplevel").decode().strip()).resolve()
+    top = _work_tree(folder)
     try:
         prefix = folder.resolve().relative_to(top).as_posix()
     except ValueError as e:
@@ -233,6 +234,14 @@ def _first_link(path: str, links: dict[str, str]) -> tuple[str, str, list[str]] 
     return None
 
 
+def _work_tree(folder: Path) -> Path:
+    """The git work tree holding the inventory folder: found from the folder, not from the
+    current directory (a nested repository or a submodule has a history of its own)."""
+    resolved = folder.resolve()
+    start = next((p for p in (resolved, *resolved.parents) if p.is_dir()), Path.cwd())
+    return Path(_git(start, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+
+
 def _commit(top: Path, ref: str) -> str:
     if ref.startswith("-"):  # never an option of git's
         raise GitError(f"{ref!r} is not a revision")
@@ -256,9 +265,12 @@ def _contents(top: Path, shas: list[str]) -> list[bytes]:
         return []
     out = _git(top, "cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in shas).encode())
     blobs, at = [], 0
-    for _ in shas:
+    for sha in shas:
         header_end = out.index(b"\n", at)
-        size = int(out[at:header_end].split()[2])
+        header = out[at:header_end].split()
+        if len(header) != 3:  # "<sha> missing": a damaged clone, or a partial one offline
+            raise GitError(f"the object {sha} is missing from the repository (a damaged or partial clone?)")
+        size = int(header[2])
         blobs.append(out[header_end + 1 : header_end + 1 + size])
         at = header_end + 1 + size + 1  # the contents are followed by a newline
     return blobs
@@ -266,7 +278,15 @@ def _contents(top: Path, shas: list[str]) -> list[bytes]:
 
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            check=False,
+            # the inventory folder is a path, never pathspec magic (a folder named ":x" or ":!x")
+            env={**os.environ, "GIT_LITERAL_PATHSPECS": "1"},
+        )
     except OSError as e:
         raise GitError(f"cannot run git: {e.strerror or e}") from e
     if done.returncode != 0:
