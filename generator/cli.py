@@ -8,6 +8,7 @@ import importlib
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.rules import catalogue
+from generator.sourcetypes import DNS_SUBDOMAIN
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -297,6 +299,21 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
         click.echo(f"wrote {(directory / path).as_posix()}")
 
 
+def _inventory_name(value: str | None) -> str | None:
+    """A name the NodeInventory schema takes (a DNS-1123 subdomain): what validate would refuse
+    is never written."""
+    if value is not None and not (len(value) <= 253 and re.fullmatch(DNS_SUBDOMAIN, value)):
+        raise click.BadParameter(f"{value!r} is not a DNS-1123 subdomain (lower case, digits, '-' and '.')")
+    return value
+
+
+def _yaml_file(value: Path | None) -> Path | None:
+    """tasgen writes YAML, and reads a .json file as JSON (another suffix: not at all)."""
+    if value is not None and value.suffix not in (".yaml", ".yml"):
+        raise click.BadParameter(f"{value} must end in .yaml or .yml (tasgen writes YAML)")
+    return value
+
+
 @cli.command("import-nodes")
 @click.argument(
     "sources", metavar="FILE|-...", nargs=-1, required=True, type=click.File("r", encoding="utf-8")
@@ -304,6 +321,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 @click.option(
     "--name",
     default=None,
+    callback=lambda _ctx, _param, value: _inventory_name(value),
     help="metadata.name of the NodeInventory [default: the refreshed file's, else nodes].",
 )
 @click.option(
@@ -311,7 +329,8 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write here (atomically) instead of to standard output.",
+    callback=lambda _ctx, _param, value: _yaml_file(value),
+    help="Write here (atomically) instead of to standard output; a .yaml or .yml file.",
 )
 @_inventory_option("Labels its writing sources and its GeneratorConfig's volatileLabelKeys name are dropped.")
 def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None, inventory: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,30 @@ def test_output_replaces_a_regular_file_only(nodes_json: str, tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nodes.yaml"]
 
 
+@pytest.mark.parametrize("target", ["nodes.json", "nodes", "nodes.yaml.txt"])
+def test_output_that_validate_would_not_read_as_yaml_is_a_usage_error(
+    nodes_json: str, tmp_path: Path, target: str
+) -> None:
+    """A .json file is read as JSON, a file of another suffix not at all: YAML written there
+    would fail validate, or vanish from the inventory without a word."""
+    run = import_nodes(nodes_json, "-o", str(tmp_path / target))
+    assert run.returncode == 2 and "must end in .yaml or .yml" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["Bad Name!", "a\nb: c", "x" * 254, "-lead", ""])
+def test_a_name_the_schema_refuses_is_a_usage_error(nodes_json: str, tmp_path: Path, name: str) -> None:
+    run = import_nodes(nodes_json, "--name", name, "-o", str(tmp_path / "nodes.yaml"))
+    assert run.returncode == 2 and "is not a DNS-1123 subdomain" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_name_the_schema_takes_is_written(nodes_json: str, tmp_path: Path) -> None:
+    run = import_nodes(nodes_json, "--name", "prod.gpu-1", "-o", str(tmp_path / "nodes.yml"))
+    assert run.returncode == 0, run.stderr
+    assert "  name: prod.gpu-1\n" in (tmp_path / "nodes.yml").read_text()
+
+
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
 def test_output_refuses_anything_but_a_regular_file(nodes_json: str, tmp_path: Path, kind: str) -> None:
     target, aimed = tmp_path / "nodes.yaml", tmp_path / "aimed.yaml"
@@ -121,8 +146,10 @@ def test_output_refuses_anything_but_a_regular_file(nodes_json: str, tmp_path: P
         target.symlink_to(aimed)
     elif kind == "fifo":
         os.mkfifo(target)
-    else:
-        target = Path("/dev/full")
+    elif os.geteuid() == 0:  # a character device named as -o must be (/dev/full's numbers)
+        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    else:  # mknod needs root: a link to the device, refused alike
+        target.symlink_to("/dev/full")
     run = import_nodes(nodes_json, "-o", str(target))
     assert run.returncode == 1 and "is not a regular file" in run.stderr
     assert "nothing was written" in run.stderr and "Traceback" not in run.stderr
@@ -130,6 +157,8 @@ def test_output_refuses_anything_but_a_regular_file(nodes_json: str, tmp_path: P
         assert target.is_symlink() and aimed.read_text() == "precious\n"
     if kind == "fifo":
         assert target.is_fifo()
+    if kind == "device" and os.geteuid() == 0:
+        assert target.is_char_device()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
