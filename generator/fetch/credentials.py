@@ -133,6 +133,9 @@ class ClusterSecrets:
                 api = config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
             except (config.ConfigException, OSError, TypeError) as e:
                 raise CredentialError(f"cannot use the kubeconfig: {e}") from None
+            except ImportError as e:  # a socks5:// proxy-url: urllib3 imports PySocks only then
+                needs = f"its proxy-url needs the module {e.name!r}, which is not installed"
+                raise CredentialError(f"cannot use the kubeconfig: {needs} (pip install pysocks)") from None
             self._api = client.CoreV1Api(api)
         return self._api
 

@@ -65,7 +65,14 @@ def load_client(kubeconfig: str | None) -> client.ApiClient:
         raise config.ConfigException(
             f"not a kubeconfig: a YAML mapping with lists of clusters, users and contexts ({err})"
         ) from err
+    except ImportError as err:  # a socks5:// proxy-url: urllib3 imports PySocks only then
+        raise config.ConfigException(f"cannot use the kubeconfig: {_missing(err)}") from err
     return cast(client.ApiClient, api)
+
+
+def _missing(err: ImportError) -> str:
+    """What a proxy-url the client cannot serve needs (the one optional module it imports)."""
+    return f"its proxy-url needs the module {err.name!r}, which is not installed (pip install pysocks)"
 
 
 def _transient(err: Exception) -> bool:

@@ -3,6 +3,7 @@ one JSON line saying why, never a traceback."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 
@@ -78,3 +80,50 @@ def test_a_kubeconfig_of_another_shape_is_an_error_not_a_crash(tmp_path: Path, t
     code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
     assert code == 2 and "Traceback" not in stderr, stderr  # a configuration problem, as a bad plan
     assert lines[-1]["event"] == "error" and "not a kubeconfig" in lines[-1]["message"]
+
+
+def test_a_socks_proxy_without_pysocks_is_a_configuration_error(tmp_path: Path) -> None:
+    """urllib3 imports PySocks only for a socks5:// proxy-url; without it the client's import
+    error was an internal error in gate, retire, plan and fetch."""
+    assert importlib.util.find_spec("socks") is None, "PySocks is installed: this case needs it absent"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": f"https://127.0.0.1:{closed_port()}",
+                            "proxy-url": f"socks5://127.0.0.1:{closed_port()}",
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    needs = "cannot use the kubeconfig: its proxy-url needs the module 'socks', which is not installed"
+    plan = str(REPO / "rendered" / "queues")
+    code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert lines[-1]["event"] == "error" and needs in lines[-1]["message"]
+    configmap = yaml.safe_load((REPO / "rendered" / "retire" / "configmap-keep.yaml").read_text())
+    (tmp_path / "keep.yaml").write_text(configmap["data"]["keep.yaml"])
+    retire = ("retire", "--keep", str(tmp_path / "keep.yaml"), "--kubeconfig", str(kubeconfig))
+    code, lines, stderr = command("generator.cli", *retire)
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert needs in lines[-1]["message"]
+    planned = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "plan", "--base", "HEAD", "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert planned.returncode == 2 and needs in planned.stderr and "internal error" not in planned.stderr
