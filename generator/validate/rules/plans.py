@@ -172,6 +172,9 @@ def _gate_namespace(ctx: Context) -> Iterable[Hit]:
     engines = {
         "the NodeFeatures' namespace (nodeFeatureNamespace)": settings.node_feature_namespace,
         "Flux's (sync.flux.namespace)": settings.sync.get("flux", {}).get("namespace", "flux-system"),
+        "the Flux source's (sync.flux.sourceRef.namespace)": settings.sync.get("flux", {})
+        .get("sourceRef", {})
+        .get("namespace"),
         "Argo CD's (sync.argocd.namespace)": settings.sync.get("argocd", {}).get("namespace", "argocd"),
     }
     whose = next((who for who, name in engines.items() if name == namespace), None)
