@@ -209,3 +209,21 @@ def test_rendered_elsewhere_in_the_repository_than_sync_path_is_a_warning(
     code, output = render(inventory, out, "--no-cache")
     assert code == 0 and "[sync-path]" not in output
     assert "./clusters/prod/rendered/kueue" in (out / "flux" / "kueue.yaml").read_text()
+
+
+def test_rendered_as_a_repository_of_its_own_syncs_from_its_root(inventory: Path, tmp_path: Path) -> None:
+    """A deploy repository that is rendered/ itself: sync.path "." (the schema took no path
+    for it, and the warning never looked at the output folder itself)."""
+    out = tmp_path / "deploy"
+    (out / ".git").mkdir(parents=True)
+    config = inventory / "config.yaml"
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0 and "is '.' in the git repository" in output and "set sync.path: . [sync-path]" in output
+    config.write_text(config.read_text().replace("path: rendered", 'path: "."'))
+    code, output = render(inventory, out, "--no-cache")
+    assert code == 0 and "[sync-path]" not in output, output
+    assert 'path: "./kueue"' in (out / "flux" / "kueue.yaml").read_text()
+    appset = yaml.safe_load((out / "argocd" / "applicationset.yaml").read_text())
+    directories = appset["spec"]["generators"][0]["git"]["directories"]
+    assert [d["path"] for d in directories] == ["labels", "kueue", "gate", "queues", "retire"]
+    assert (out / ".git").is_dir()

@@ -15,7 +15,8 @@ def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | Non
     """A sync-path warning when rendered/ is in a git work tree at another path than
     ``repo_path``; nothing outside a work tree (a render to a scratch folder)."""
     out = Path(os.path.abspath(out_path))  # as the repository has it: links not resolved
-    root = next((p for p in out.parents if (p / ".git").exists()), None)
+    # rendered/ may be a repository of its own (a deploy repository): then its path is "."
+    root = next((p for p in (out, *out.parents) if (p / ".git").exists()), None)
     if root is None:
         return []
     actual = out.relative_to(root).as_posix() or "."
