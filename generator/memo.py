@@ -62,9 +62,10 @@ def cache_file(out_dir: Path) -> Path:
     return Path(base) / f"render-{name}.json"
 
 
-def input_digest(files: list[InputFile], shown: tuple[str, str]) -> str:
-    """Digest of everything a render reads, but the time: the very bytes it parses."""
-    digest = hashlib.sha256(f"tasgen-memo/{_VERSION}\0{shown[0]}\0{shown[1]}\0".encode())
+def input_digest(files: list[InputFile], shown: tuple[str, ...]) -> str:
+    """Digest of everything a render reads, but the time: the very bytes it parses, and what
+    else its findings depend on (``shown``: the folders as shown, where rendered/ sits)."""
+    digest = hashlib.sha256(f"tasgen-memo/{_VERSION}\0{chr(0).join(shown)}\0".encode())
     digest.update(_code_digest().encode())
     for file in files:
         digest.update(file.relative.encode() + b"\0")

@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from generator import emit, memo, printable
-from generator.emit import outtree
+from generator.emit import outtree, repository
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
@@ -119,7 +119,8 @@ def _render(
 ) -> Result:
     # Keyed on the bytes that are parsed below, never re-read: an edit during the render
     # cannot pair old bytes with new output.
-    digest = memo.input_digest(files, (in_label, out.label))
+    # ...and on where rendered/ sits in a git work tree, which the sync-path warning judges
+    digest = memo.input_digest(files, (in_label, out.label, str(repository.in_work_tree(out.path))))
     recalled = memo.recall(out, digest, now) if use_memo else None
     if recalled is not None:
         return Result(*recalled, inputs=files).reported(report)

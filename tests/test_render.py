@@ -227,3 +227,16 @@ def test_rendered_as_a_repository_of_its_own_syncs_from_its_root(inventory: Path
     directories = appset["spec"]["generators"][0]["git"]["directories"]
     assert [d["path"] for d in directories] == ["labels", "kueue", "gate", "queues", "retire"]
     assert (out / ".git").is_dir()
+
+
+def test_a_remembered_render_warns_once_a_repository_appears_around_it(
+    inventory: Path, tmp_path: Path
+) -> None:
+    """The memo replays a render's findings; the sync-path warning depends on where rendered/
+    sits in a git work tree, which the inventory's bytes do not tell, so the key holds it."""
+    out = tmp_path / "deploy" / "out"
+    assert "[sync-path]" not in render(inventory, out)[1]  # no repository yet: nothing to judge
+    (tmp_path / ".git").mkdir()
+    code, output = render(inventory, out)
+    assert code == 0 and "set sync.path: deploy/out [sync-path]" in output, output
+    assert "0 file(s) written" in output  # the same tree: nothing rewritten

@@ -11,17 +11,22 @@ from generator.model import Finding, Where
 from generator.rules.emit import SYNC_PATH
 
 
-def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | None) -> list[Finding]:
-    """A sync-path warning when rendered/ is in a git work tree at another path than
-    ``repo_path``; nothing outside a work tree (a render to a scratch folder)."""
+def in_work_tree(out_path: Path) -> tuple[Path, str] | None:
+    """The git work tree holding rendered/ and rendered/'s path in it; None outside any.
+    A render's warnings depend on it, so the memo's key holds it too."""
     out = Path(os.path.abspath(out_path))  # as the repository has it: links not resolved
     # rendered/ may be a repository of its own (a deploy repository): then its path is "."
     root = next((p for p in (out, *out.parents) if (p / ".git").exists()), None)
-    if root is None:
+    return None if root is None else (root, out.relative_to(root).as_posix() or ".")
+
+
+def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | None) -> list[Finding]:
+    """A sync-path warning when rendered/ is in a git work tree at another path than
+    ``repo_path``; nothing outside a work tree (a render to a scratch folder)."""
+    found = in_work_tree(out_path)
+    if found is None or found[1] == repo_path:
         return []
-    actual = out.relative_to(root).as_posix() or "."
-    if actual == repo_path:
-        return []
+    root, actual = found
     message = (
         f"{out_label} is {actual!r} in the git repository {root.as_posix()}, but Argo CD and Flux "
         f"are told to sync {repo_path!r} (GeneratorConfig sync.path): they would find nothing "
