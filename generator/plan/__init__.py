@@ -12,8 +12,8 @@ from generator.plan import gate_wiring, manifests, sync_wiring
 from generator.plan.manifests import FeatureFile
 from generator.plan.profiles import Assignment, assign
 from generator.plan.queues import Queue, QueueFlavor, plan_queues
-from generator.plan.shards import Sharding, objects_per_folder, oversized
-from generator.rules.plan import SHARD_SIZE
+from generator.plan.shards import Sharding, crowded, objects_per_folder, oversized
+from generator.rules.plan import PATH_SIZE, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.rules import Context
 from generator.validate.rules.hierarchy import conflicts
@@ -100,13 +100,17 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
+    local_queues = manifests.local_queues(queues, version)
     control = [
         *kueue,
         *_gate(ctx, [m.body for m in queue_objects]),
         *_retire(ctx, [m.body for m in kueue]),
         *queue_objects,
-        *manifests.local_queues(queues, version),
+        *local_queues,
     ]
+    # the folders that grow with the inventory (the gate's and retire's hold a fixed few)
+    growing = [*kueue, *queue_objects, *local_queues]
+    findings += [PATH_SIZE.of(h) for h in crowded(sharding, growing, inventory)]
     objects = control
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
     objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))

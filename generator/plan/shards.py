@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import not_
 
-from generator.model import Inventory, Source, Where
+from generator.model import Inventory, Manifest, Source, Where
 from generator.rules import Hit
 
 DEFAULT_SHARDS = 1
@@ -96,6 +96,23 @@ def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) ->
         f"(now {sharding.count}; {sum(counts.values())} NodeFeatures in all)"
     )
     return [Hit(_where(inventory), message)]
+
+
+def crowded(sharding: Sharding, objects: Iterable[Manifest], inventory: Inventory) -> list[Hit]:
+    """A hit of PATH_SIZE per synced folder besides the labels shards (Topologies and flavors,
+    queues and LocalQueues) over the bound: it cannot be sharded, so a warning that says what
+    it costs and what shrinks it."""
+    counts = Counter(manifest.file.partition("/")[0] for manifest in objects)
+    return [
+        Hit(
+            _where(inventory),
+            f"{folder}/ would hold {count} objects, over maxObjectsPerShard {sharding.max_objects}: "
+            "kustomize build, which Argo CD and Flux run on every synced folder, slows down steeply "
+            "past it (fewer LocalQueues or hardware entries per ClusterQueuePlan keep it small)",
+        )
+        for folder, count in sorted(counts.items())
+        if count > sharding.max_objects
+    ]
 
 
 def _where(inventory: Inventory) -> Where:

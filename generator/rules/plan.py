@@ -43,6 +43,13 @@ SHARD_SIZE = Rule(
     "A labels shard holds at most maxObjectsPerShard NodeFeatures (raise nodeFeatureShards).",
 )
 
+PATH_SIZE = Rule(
+    "path-size",
+    _S,
+    "Every other synced folder (kueue/, queues/) holds at most maxObjectsPerShard objects.",
+    Level.WARNING,
+)
+
 RULES = (
     NODE_AMBIGUOUS,
     PROFILE_COLLISION,
@@ -53,4 +60,5 @@ RULES = (
     FLAVOR_LIMIT,
     QUEUE_EMPTY,
     SHARD_SIZE,
+    PATH_SIZE,
 )
