@@ -137,10 +137,12 @@ def _catalog_meta(name: str, wave: str) -> dict[str, Any]:
     """Topologies and flavors are never pruned by the engine: the retire step (rendered/retire/,
     after the queues) deletes a retired one once nothing refers to it. An engine's prune would
     come before the gate has switched the queues, and leave the object Terminating under Kueue's
-    finalizer, where a revert during the drain cannot apply it again (docs/gate.md)."""
+    finalizer, where a revert during the drain cannot apply it again (docs/gate.md). Nor are they
+    deleted with their Application (Argo CD's resources finalizer cascades, say when
+    sync.argocd.name changes): a flavor deleted under its queues stays Terminating alike."""
     annotations = {
         WAVE: wave,
-        SYNC_OPTIONS: "Prune=false",
+        SYNC_OPTIONS: "Prune=false,Delete=false",
         # ... and a retired one kept by Prune=false must not hold its Application OutOfSync
         # (Progressive Syncs would never reach the gate, queues and retire steps)
         COMPARE_OPTIONS: "IgnoreExtraneous",
