@@ -472,6 +472,7 @@ def main() -> None:
     # (_exit_now), and a collection once the pipeline re-enables it would walk them all
     # (0.15 s at 100k nodes). The gate's and retire's loops poll a few hundred times at most.
     gc.disable()
+    _refuse_closed_streams()
     try:
         cli.main(standalone_mode=True)
     except SystemExit as e:
@@ -492,6 +493,21 @@ def main() -> None:
             err=True,
         )
         sys.exit(EXIT_PROBLEMS)
+
+
+def _refuse_closed_streams() -> None:
+    """Python makes a stream None when its descriptor was closed at start (``tasgen render
+    >&-``): the report could not be printed, after rendered/ was written. Refused before
+    anything is done, on whichever stream is open."""
+    closed = [name for name in ("output", "error") if getattr(sys, f"std{name[:3]}") is None]
+    if not closed:
+        return
+    stream = sys.stderr or sys.stdout
+    if stream is not None:
+        with contextlib.suppress(OSError):
+            stream.write(f"tasgen: standard {' and '.join(closed)} is closed; nothing was done\n")
+            stream.flush()
+    os._exit(EXIT_USAGE)
 
 
 def _exit_now(code: int | str | None) -> NoReturn:

@@ -203,3 +203,23 @@ def test_a_report_that_cannot_be_written_is_said_so_not_called_a_bug(args: list[
         )
     assert done.returncode == 1
     assert done.stderr == "tasgen: standard output: No space left on device\n"
+
+
+@pytest.mark.parametrize(("closed", "said"), [("1", "output"), ("2", "error")])
+def test_a_closed_standard_stream_is_refused_before_anything_is_written(
+    tmp_path: Path, closed: str, said: str
+) -> None:
+    """`tasgen render >&-`: Python makes sys.stdout None; the render wrote rendered/ and then
+    failed on the report with an internal error (a closed stderr gave exit 1 for usage errors)."""
+    command = [sys.executable, "-m", "generator.cli", "render", "-o", str(tmp_path / "out"), "--now", NOW]
+    done = subprocess.run(
+        ["bash", "-c", f'exec "$@" {closed}>&-', "tasgen", *command],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert done.returncode == 2
+    shown = done.stdout + done.stderr
+    assert shown == f"tasgen: standard {said} is closed; nothing was done\n", shown
+    assert not (tmp_path / "out").exists()
