@@ -8,7 +8,6 @@ import importlib
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.rules import catalogue
-from generator.sourcetypes import DNS_SUBDOMAIN
+from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -302,7 +301,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
 def _inventory_name(value: str | None) -> str | None:
     """A name the NodeInventory schema takes (a DNS-1123 subdomain): what validate would refuse
     is never written."""
-    if value is not None and not (len(value) <= 253 and re.fullmatch(DNS_SUBDOMAIN, value)):
+    if value is not None and not is_dns_subdomain(value):
         raise click.BadParameter(f"{value!r} is not a DNS-1123 subdomain (lower case, digits, '-' and '.')")
     return value
 

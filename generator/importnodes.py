@@ -16,8 +16,9 @@ from typing import Any
 from generator.emit import yaml
 from generator.importfilter import LabelFilter
 from generator.load.files import ParseError, parse_text
-from generator.load.positions import PositionIndex
+from generator.load.positions import PositionIndex, find_duplicate_key
 from generator.model import API_VERSION
+from generator.rules.load import DUPLICATE_KEY
 from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
 from generator.validate.quantities import quantity_error
 
@@ -77,18 +78,24 @@ def _nodes(text: str) -> list[dict[str, Any]]:
     try:
         documents = parse_text(text, data_checks=False)
     except ParseError as e:
-        line, col = e.position or (1, 1)
+        # the parsers name no position for a repeated key; the scan validate uses finds it
+        duplicate = find_duplicate_key(text) if e.rule == DUPLICATE_KEY else None
+        line, col = e.position or (duplicate[0] if duplicate else (1, 1))
         raise ImportProblem(e.message, line, col) from e
     nodes = []
     for index, document in enumerate(documents):
-        for prefix, item in _items(document):
-            try:
-                nodes.append(_node(item))
-            except ImportProblem as e:
-                e.line, e.col = PositionIndex(text, [(index, (*prefix, *e.at))]).position(
-                    index, (*prefix, *e.at)
-                )
-                raise
+        if document is None and any(d is not None for d in documents):
+            continue  # an empty document beside others (a stream ending in '---') lists no node
+        try:
+            for prefix, item in _items(document):
+                try:
+                    nodes.append(_node(item))
+                except ImportProblem as e:
+                    e.at = (*prefix, *e.at)
+                    raise
+        except ImportProblem as e:
+            e.line, e.col = PositionIndex(text, [(index, e.at)]).position(index, e.at)
+            raise
     return nodes
 
 
@@ -140,9 +147,10 @@ def _items(document: Any) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
     items = document.get("items")
     if document.get("kind") not in ("List", "NodeList") or not isinstance(items, list):
         raise ImportProblem(f"expected a List of Nodes, got kind {document.get('kind')!r}")
-    for item in items:
+    for i, item in enumerate(items):
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-            raise ImportProblem("every item must be a Node")
+            what = f"kind {item.get('kind')!r}" if isinstance(item, dict) else f"a {type(item).__name__}"
+            raise ImportProblem(f"items[{i}] is {what}; every item must be a Node", at=("items", i))
     return [(("items", i), item) for i, item in enumerate(items)]
 
 

@@ -215,3 +215,40 @@ def test_a_wrong_value_is_reported_where_the_input_has_it(tmp_path: Path) -> Non
         )
         assert run.returncode == 1
         assert run.stderr.startswith(f"{tmp_path / 'nodes.json'}:{line}:{col}: error: {message}"), run.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            'kind: Node\nmetadata:\n  name: a\n  labels:\n    x: "1"\n    x: "2"\n',
+            "6:5",
+            "duplicate mapping key: 'x'",
+        ),
+        (
+            '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "a", "labels": {"x": "1",\n'
+            '  "x": "2"}}}]}\n',
+            "2:3",
+            "duplicate mapping key: 'x'",
+        ),
+        (
+            "kind: List\nitems:\n  - kind: Node\n    metadata: {name: a}\n"
+            "  - kind: Pod\n    metadata: {name: p}\n",
+            "5:5",
+            "items[1] is kind 'Pod'; every item must be a Node",
+        ),
+        ("kind: List\nitems:\n  - kind: Node\n    metadata: {name: a}\n  - 7\n", "5:5", "items[1] is a int"),
+        ("kind: Node\nmetadata: {name: a}\n---\n- 1\n", "4:1", "expected the output of `kubectl get nodes"),
+    ],
+)
+def test_a_problem_of_the_input_is_reported_at_its_place(text: str, where: str, message: str) -> None:
+    """import-nodes problems at 1:1 named neither the key nor the item (found in review)."""
+    run = import_nodes(text)
+    assert run.returncode == 1 and f"<stdin>:{where}: error: {message}" in run.stderr, run.stderr
+
+
+def test_an_empty_document_beside_nodes_lists_no_node() -> None:
+    run = import_nodes("kind: Node\nmetadata:\n  name: a\n---\n")
+    assert run.returncode == 0 and "  - name: a\n" in run.stdout, run.stderr
+    empty = import_nodes("")  # kubectl printed nothing: never an empty inventory
+    assert empty.returncode == 1 and "expected the output of `kubectl get nodes" in empty.stderr
