@@ -197,6 +197,23 @@ def test_init_refuses_an_inventory_that_has_a_generator_config(tmp_path: Path) -
     assert "nothing was written" in run.output and tree(tmp_path) == before
 
 
+@pytest.mark.parametrize("target", ["elsewhere", "gone", "loop"])
+def test_init_writes_nothing_through_a_link_that_leads_out(tmp_path: Path, target: str) -> None:
+    """A .github link out of the repository (to a folder, broken, looping): init wrote the
+    workflows outside the folder it was given (found in review)."""
+    repo, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    outside.mkdir()
+    (repo / ".github").symlink_to(
+        {"elsewhere": outside, "gone": tmp_path / "gone", "loop": repo / ".github"}[target]
+    )
+    before = tree(tmp_path)
+    run = tasgen("init", str(repo))
+    assert run.exit_code == 1, run.output
+    assert "would be written outside" in run.output and "nothing was written" in run.output
+    assert tree(tmp_path) == before and list(outside.iterdir()) == []
+
+
 def test_every_workflow_step_fails_when_a_piped_command_fails(scaffolded: Path) -> None:
     # GitHub runs a step without `shell:` as `bash -e`, without pipefail: `tasgen fetch | tee`
     # would then pass whatever fetch did. `shell: bash` adds -o pipefail.

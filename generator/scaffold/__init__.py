@@ -64,6 +64,9 @@ def scaffold(root: Path, options: Options) -> list[str]:
     taken = [path for path in FILES if (root / path).exists() or (root / path).is_symlink()]
     if taken:
         raise Exists(taken)
+    escaping = [path for path in FILES if not _inside(root, (root / path).parent)]
+    if escaping:
+        raise Unusable(f"{escaping[0]} would be written outside {root}: a link on its way leads out of it")
     configured = _generator_config(root / "inventories")
     if configured:
         raise Unusable(f"{configured} holds the inventory's GeneratorConfig already (at most one)")
@@ -77,6 +80,14 @@ def scaffold(root: Path, options: Options) -> list[str]:
             done.rmdir() if done.is_dir() else done.unlink(missing_ok=True)
         raise Unwritable(f"cannot write {e.filename or root}: {e.strerror or e}") from e
     return list(texts)
+
+
+def _inside(root: Path, folder: Path) -> bool:
+    """Whether the folder, links on its way followed (even broken ones), is below root."""
+    try:
+        return folder.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a link that loops (RuntimeError in Python 3.11)
+        return False
 
 
 def _write_new(target: Path, text: str, written: list[Path]) -> None:
