@@ -31,6 +31,9 @@ LINKS = {
     "gone": "../nowhere",  # broken, and no inventory file by its name: nothing
     "ext": "../other/linkdir",  # out to a link to a folder: a problem
     "back2.yaml": "../alias/shared/extra.yaml",  # out, and back in through a link of the repository
+    "deep": "shared/sub",  # a folder two levels down...
+    "up.yaml": "deep/../extra.yaml",  # ...and up from where it leads: shared/extra.yaml, not ./extra.yaml
+    "outup.yaml": "../alias/deep/../nodes.yaml",  # the same through the repository's link: shared/nodes.yaml
 }
 
 
@@ -51,6 +54,9 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     (inventory / "nodes.yaml").write_text("kind: NodeInventory\n")
     (inventory / "shared" / "training.yaml.tmpl").write_text("kind: ClusterQueuePlan\n")
     (inventory / "shared" / "extra.yaml").write_text("kind: TopologySource\n")
+    (inventory / "shared" / "nodes.yaml").write_text("kind: NodeInventory  # shared\n")
+    (inventory / "shared" / "sub").mkdir()
+    (inventory / "shared" / "sub" / "q.yaml").write_text("kind: ClusterQueuePlan\n")
     (tmp_path / "outside.yaml").write_text("kind: Outside\n")
     (root / "README.md").write_text("# the repository\n")
     (root / "docs").mkdir()
@@ -84,6 +90,10 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
     assert read["via.yaml"] == read["nodes.yaml"]
     assert read["back.yaml"] == read["back2.yaml"] == b"kind: TopologySource\n"
     assert "README.md" not in read and "gone" not in read
+    assert (
+        read["up.yaml"] == b"kind: TopologySource\n"
+        and read["outup.yaml"] == b"kind: NodeInventory  # shared\n"
+    )
 
 
 def _committed(root: Path, folder: str, text: str) -> Path:

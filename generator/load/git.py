@@ -8,7 +8,6 @@ Three git processes whatever the inventory's size: ``rev-parse`` resolves the re
 from __future__ import annotations
 
 import os
-import posixpath
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -158,7 +157,7 @@ class _Tree:
             return None
         if text.startswith("/"):  # where it leads depends on the machine: not read
             return _Outside(text)
-        resolved = posixpath.normpath(posixpath.join(_join(self.prefix, done), text, *rest))
+        resolved = _physical_join(_join(self.prefix, done), [*text.split("/"), *rest], self._is_link)
         inside = self._inside(resolved)
         if inside is not None:
             return self._real(inside, hops + 1)
@@ -168,6 +167,12 @@ class _Tree:
         if final is None or back is None:
             return None if final is None else _Outside(final)
         return self._real(back, hops + 1)
+
+    def _is_link(self, path: str) -> bool:
+        """Whether a repository path is a link (the repository's links read only for a path
+        outside the folder)."""
+        inside = self._inside(path)
+        return inside in self.links if inside is not None else path in self.repository().links
 
     def _inside(self, resolved: str) -> str | None:
         """A normalised repository path relative to the folder ("" for the folder itself),
@@ -215,12 +220,31 @@ class _Repository:
             return None
         if text.startswith("/"):
             return text
-        resolved = posixpath.normpath(posixpath.join(done, text, *rest))
+        resolved = _physical_join(done, [*text.split("/"), *rest], self.links.__contains__)
         return resolved if resolved == ".." or resolved.startswith("../") else self.real(resolved, hops + 1)
 
     def is_folder(self, path: str) -> bool:
         start = f"{path}/"
         return any(p.startswith(start) for p in (*self.blobs, *self.links))
+
+
+def _physical_join(folder: str, parts: list[str], is_link: Callable[[str], bool]) -> str:
+    """``folder``/``parts`` normalised as the kernel walks it, not as text: ".." after a path
+    that passes through a link goes up from where the link leads, so the walk stops there and
+    returns the rest as it is ("lnk/../x"), for the next round to resolve the link first."""
+    walked = [part for part in folder.split("/") if part not in ("", ".")]
+    for i, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            walked.append(part)
+        elif any(is_link("/".join(walked[:j])) for j in range(1, len(walked) + 1)):
+            return "/".join([*walked, *parts[i:]])
+        elif walked and walked[-1] != "..":
+            walked.pop()
+        else:  # above the repository: where that is, is the machine's
+            walked.append("..")
+    return "/".join(walked) or "."
 
 
 def _first_link(path: str, links: dict[str, str]) -> tuple[str, str, list[str]] | None:
