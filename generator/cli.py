@@ -23,6 +23,7 @@ from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.rules import catalogue
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
+from generator.validate.snapshots import rfc3339
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -30,19 +31,19 @@ EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 def _parse_now(value: str | None) -> datetime:
     """--now, else SOURCE_DATE_EPOCH (reproducible builds), else the clock."""
     if value is not None:
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as e:
-            raise click.BadParameter(f"{value!r} is not an RFC 3339 time, e.g. 2026-11-30T00:00:00Z") from e
-        if moment.tzinfo is None:
-            raise click.BadParameter(f"{value!r} needs an offset, e.g. 2026-11-30T00:00:00Z")
+        moment = rfc3339(value)
+        if moment is None:  # the same form as a snapshot's expiresAt
+            message = f"{value!r} is not an RFC 3339 time with an offset, e.g. 2026-11-30T00:00:00Z"
+            raise click.BadParameter(message, param_hint="'--now'")
         return moment
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
-        try:
-            return datetime.fromtimestamp(int(epoch), UTC)
-        except (ValueError, OverflowError) as e:
-            raise click.UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds") from e
+        # ASCII digits only, as the reproducible-builds specification has it (int() takes more)
+        seconds = int(epoch) if epoch.isascii() and epoch.isdigit() else None
+        with contextlib.suppress(OverflowError, OSError, ValueError):
+            if seconds is not None:
+                return datetime.fromtimestamp(seconds, UTC)
+        raise click.UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds")
     return datetime.now(UTC)
 
 

@@ -40,6 +40,34 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert tasgen(*args).exit_code == 2
 
 
+@pytest.mark.parametrize(
+    "now",
+    [
+        "2026-W48-1T00:00Z",
+        "2026-11-30 00:00:00Z",
+        "2026-11-30T00Z",
+        "2026-02-30T00:00:00Z",
+        "2026-11-30T00:00:00",
+    ],
+)
+def test_now_takes_rfc_3339_only_as_expiresat_does(now: str) -> None:
+    """Python's fromisoformat also takes week dates, a space, hours alone: a snapshot's
+    expiresAt in those forms is refused, so --now is too, and the message names --now."""
+    run = tasgen("validate", "--now", now)
+    assert run.exit_code == 2 and "Invalid value for '--now'" in run.output, run.output
+    assert "is not an RFC 3339 time with an offset" in run.output
+    assert tasgen("validate", "--now", "2026-11-30T00:00:00.5+01:00").exit_code == 0
+
+
+@pytest.mark.parametrize("epoch", ["\u0663", "1_700_000_000", "+5", " 5", "99999999999999999999"])
+def test_source_date_epoch_is_ascii_digits_in_range(epoch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    run = tasgen("validate")
+    assert run.exit_code == 2 and "is not a number of seconds" in run.output, run.output
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1814400000")
+    assert tasgen("validate").exit_code == 0
+
+
 def _examples(kind: str) -> list[object]:
     """The example inventory's documents of ``kind`` (its webhook snapshot for Snapshot)."""
     if kind == "Snapshot":

@@ -115,14 +115,21 @@ def _build(raw: Any, where: Where) -> tuple[Snapshot | None, list[Finding]]:
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
 
 
+def rfc3339(raw: str) -> datetime | None:
+    """The moment an RFC 3339 date-time with an offset names; None for anything else."""
+    if not _RFC3339.fullmatch(raw):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:  # the right shape, an impossible date (2026-02-30)
+        return None
+
+
 def _expiry(raw: str | None, where: Where) -> tuple[datetime | None, Finding | None]:
     if raw is None:
         return None, None
-    try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        moment = None
-    if moment is None or not _RFC3339.fullmatch(raw):
+    moment = rfc3339(raw)
+    if moment is None:
         message = f"expiresAt {raw!r} is not an RFC 3339 time with an offset, e.g. 2026-12-31T00:00:00Z"
         return None, SNAPSHOT_EXPIRY(where, message)
     return moment, None
