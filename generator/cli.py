@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from generator import fetch as fetching
 from generator.fetch.credentials import ClusterSecrets, SecretsDir
@@ -349,6 +350,9 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     """
     from generator import importfilter, importnodes  # noqa: PLC0415 - not every render's start
 
+    given = click.get_current_context().get_parameter_source("inventory") is ParameterSource.COMMANDLINE
+    if given and not inventory.is_dir():  # without one, the default filter; a named one must be there
+        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
     inputs: list[tuple[str, str]] = []
     for source in sources:
         shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name

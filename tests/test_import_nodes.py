@@ -252,3 +252,12 @@ def test_an_empty_document_beside_nodes_lists_no_node() -> None:
     assert run.returncode == 0 and "  - name: a\n" in run.stdout, run.stderr
     empty = import_nodes("")  # kubectl printed nothing: never an empty inventory
     assert empty.returncode == 1 and "expected the output of `kubectl get nodes" in empty.stderr
+
+
+def test_an_inventory_folder_named_but_missing_is_a_usage_error(nodes_json: str, tmp_path: Path) -> None:
+    """-i names where the filter's sources are; a typo silently fell back to the defaults,
+    importing back the labels tasgen's own sources write."""
+    run = import_nodes(nodes_json, "-i", str(tmp_path / "nope"), "-o", str(tmp_path / "nodes.yaml"))
+    assert run.returncode == 2 and "is not a folder" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert import_nodes(nodes_json, cwd=tmp_path).returncode == 0  # no -i, no inventories/: defaults
