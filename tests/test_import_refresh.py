@@ -76,11 +76,13 @@ def test_importing_right_after_a_sync_changes_nothing(example: Path, tmp_path: P
 
 
 def test_without_the_inventory_only_the_profile_key_and_the_timestamp_are_dropped(
-    example: Path, tmp_path: Path
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = tmp_path / "nodes.json"
     source.write_text(json.dumps(synced_cluster(example, REPO / "rendered")))
-    run = tasgen("import-nodes", str(source), "-i", str(tmp_path / "no-inventory"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # no inventories/ here, and no -i: the default filter
+    run = tasgen("import-nodes", str(source))
     assert run.exit_code == 0
     assert "topology.gpustack.ai/rack" in run.output  # no inventory names it as tasgen's
     assert "topology.gpustack.ai/profile" not in run.output and "gfd.timestamp" not in run.output
