@@ -278,6 +278,16 @@ def test_cordoned_and_untolerated_nodes_hold_no_pod_in_the_fit(repo: Repo) -> No
     assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 2, "gpus": 16})
 
 
+def test_a_flavor_with_no_usable_node_fits_nothing(repo: Repo) -> None:
+    """Every H100 node cordoned or tainted against the flavor: the fit is zero at every level
+    (it was an internal error: the allocatable shape of no node is empty)."""
+    h100 = ("h-0", "h-1", "h-2", "h-3", "h-4", "h-5", "h-6", "h-7")
+    data = report(repo, Fleet(cordoned=h100[:4], tainted=h100[4:]))
+    for level, before in ((ZONE, {"pods": 4, "gpus": 32}), (RACK, {"pods": 2, "gpus": 16})):
+        assert fit(data, "training", "H100", level) == (before, {"pods": 0, "gpus": 0})
+    assert plan(repo, Fleet(cordoned=h100[:4], tainted=h100[4:]), "--format", "markdown").exit_code == 0
+
+
 def test_a_source_expiring_soon_is_a_warning_in_plan_and_validate(repo: Repo) -> None:
     soon = Fleet(expires="2026-12-05T00:00:00Z")
     data = report(repo, soon)

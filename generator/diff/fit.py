@@ -88,6 +88,8 @@ def _better(a: Fit, b: Fit) -> bool:
 def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[str]) -> dict[str, Fit]:
     tolerations = flavor.spec.get("tolerations") or []
     nodes = [n for n in nodes if _usable(side.nodes[n], tolerations)]
+    if not nodes:  # every node cordoned or tainted against the flavor: nothing fits anywhere
+        return {level: {"pods": 0, "gpus": 0} for level in side.profiles[flavor.profile]}
     resources = queue.covered or tuple(sorted({r for n in nodes for r in side.nodes[n].allocatable}))
     # Fleets repeat a few allocatable values: judge each distinct one once.
     signature = {n: tuple(map(side.nodes[n].allocatable.get, resources)) for n in nodes}
