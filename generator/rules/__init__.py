@@ -1,9 +1,10 @@
 """The one registry of rules: every problem tasgen reports is raised through a :class:`Rule`.
 
 A rule is declared once, in the module of the stage that checks it (:mod:`.load`,
-:mod:`.schema`, :mod:`.semantic`, :mod:`.plan`, :mod:`.emit`), with its ID, level and the
-one-line summary of the catalogue. Checks never spell a rule ID or a level: they call the
-rule (``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
+:mod:`.schema`, :mod:`.semantic`, :mod:`.plan`, :mod:`.emit`, :mod:`.diff`,
+:mod:`.importing`), with its ID, level and the one-line summary of the catalogue. Checks
+never spell a rule ID or a level: they call the rule
+(``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
 :class:`Hit`s that the validate engine hands to the rule the check is registered with. The
 README's catalogue is generated from :data:`REGISTRY` (``tasgen rules``), and a test keeps
 the two equal.
@@ -13,7 +14,7 @@ This package sits just above :mod:`generator.model`, so that every stage may imp
 
 from __future__ import annotations
 
-from generator.rules import diff, emit, load, plan, schema, semantic
+from generator.rules import diff, emit, importing, load, plan, schema, semantic
 from generator.rules.base import Hit, Rule, Stage
 
 #: every rule, in catalogue order (the order of the stages, then of declaration)
@@ -24,6 +25,7 @@ REGISTRY: tuple[Rule, ...] = (
     *plan.RULES,
     *emit.RULES,
     *diff.RULES,
+    *importing.RULES,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
 

@@ -16,6 +16,7 @@ class Stage(StrEnum):
     PLAN = "plan"
     EMIT = "emit"
     DIFF = "plan (diff)"  # tasgen plan, comparing two revisions
+    IMPORT = "import-nodes"  # tasgen import-nodes, reading kubectl's node list
 
 
 class Hit(NamedTuple):
