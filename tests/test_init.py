@@ -5,6 +5,7 @@ this repository's pre-commit hooks."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,6 +41,22 @@ def test_init_writes_the_scaffold(scaffolded: Path) -> None:
 def test_the_scaffolded_inventory_is_valid(scaffolded: Path) -> None:
     run = tasgen("validate", "-i", str(scaffolded / "inventories"), "--strict")
     assert run.exit_code == 0, run.output
+
+
+def test_the_scaffolded_config_names_every_field_of_the_schema(scaffolded: Path) -> None:
+    """Every GeneratorConfig field is in the scaffolded config, set or commented out, and the
+    file with every comment marker of a commented-out field removed is still valid."""
+    text = (scaffolded / "inventories" / "config.yaml").read_text()
+    schema = yaml.safe_load(tasgen("schema", "GeneratorConfig").output)["properties"]["spec"]["properties"]
+    fields = [*schema, *schema["output"]["properties"], *schema["gate"]["properties"]]
+    for engine in ("flux", "argocd"):
+        fields += schema["sync"]["properties"][engine]["properties"]
+    assert [f for f in fields if f"{f}:" not in text] == []
+    uncommented = re.sub(r"(?m)^( +)# ([A-Za-z]+: )", r"\1\2", text)  # "  # image: x" -> "  image: x"
+    assert uncommented.count("\n") == text.count("\n") and uncommented != text
+    (scaffolded / "inventories" / "config.yaml").write_text(uncommented)
+    run = tasgen("validate", "-i", str(scaffolded / "inventories"))
+    assert run.exit_code == 0, (run.output, uncommented)
 
 
 @pytest.mark.parametrize("existing", sorted(scaffold.FILES))
