@@ -235,7 +235,12 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     show_default=True,
     help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
 )
-@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry.")
+@click.option(
+    "--now",
+    default=None,
+    metavar="RFC3339",
+    help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
+)
 @click.option(
     "--kubeconfig",
     default=None,
@@ -412,7 +417,12 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     metavar="N",
     help="The largest answer accepted (enforced while reading).",
 )
-@click.option("--now", default=None, metavar="RFC3339", help="The time used for expiry when validating.")
+@click.option(
+    "--now",
+    default=None,
+    metavar="RFC3339",
+    help="The time used for expiry when validating [default: $SOURCE_DATE_EPOCH, else the clock].",
+)
 def fetch(
     inventory: Path,
     names: tuple[str, ...],

@@ -53,11 +53,12 @@ def convert(
     origin: dict[str, str] = {}
     for shown, text in inputs:
         try:
-            for node in _nodes(text):
+            for node, (index, pointer) in _nodes(text):
                 node_name = node["name"]
                 if node_name in origin:
                     message = f"node {node_name!r} is listed again; the first is in {origin[node_name]}"
-                    raise ImportProblem(message)
+                    line, col = PositionIndex(text, [(index, pointer)]).position(index, pointer)
+                    raise ImportProblem(message, line, col)
                 origin[node_name], nodes[node_name] = shown, node
         except ImportProblem as e:
             e.file = shown
@@ -74,7 +75,8 @@ def convert(
     return Imported(header + yaml.dump(inventory), len(nodes))
 
 
-def _nodes(text: str) -> list[dict[str, Any]]:
+def _nodes(text: str) -> list[tuple[dict[str, Any], tuple[int, tuple[str | int, ...]]]]:
+    """Each node of the text, with where it is: (document, pointer)."""
     try:
         documents = parse_text(text, data_checks=False)
     except ParseError as e:
@@ -89,7 +91,7 @@ def _nodes(text: str) -> list[dict[str, Any]]:
         try:
             for prefix, item in _items(document):
                 try:
-                    nodes.append(_node(item))
+                    nodes.append((_node(item), (index, prefix)))
                 except ImportProblem as e:
                     e.at = (*prefix, *e.at)
                     raise

@@ -172,14 +172,17 @@ def test_several_node_lists_make_one_sorted_inventory(tmp_path: Path) -> None:
 def test_a_node_in_two_lists_is_an_error_naming_both(tmp_path: Path) -> None:
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text(json.dumps(kubectl_list([_node("n1")])))
-    second.write_text(json.dumps(kubectl_list([_node("n1")])))
+    second.write_text(json.dumps(kubectl_list([_node("n0"), _node("n1")]), indent=2))
+    lines = second.read_text().splitlines()
+    # at the second item: the line after the first item's closing brace at its indentation
+    line = next(i for i, text in enumerate(lines, 1) if text == "    },") + 1
     target = tmp_path / "nodes.yaml"
     run = tasgen("import-nodes", str(first), str(second), "-o", str(target))
     assert run.exit_code == 1
     assert (
-        f"{second}:1:1: error: node 'n1' is listed again; the first is in {first} [import-nodes]"
+        f"{second}:{line}:5: error: node 'n1' is listed again; the first is in {first} [import-nodes]"
         in run.output
-    )
+    ), run.output
     assert not target.exists()
 
 
