@@ -22,7 +22,7 @@ from generator.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.pipeline import Mode, Result, run
 from generator.report import REPORTERS, Reporter, fetch_report, step_summary
 from generator.rules import catalogue
-from generator.rules.importing import IMPORT_NODES
+from generator.rules.importing import NODE_LIST
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 from generator.validate.snapshots import rfc3339
@@ -365,14 +365,14 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
         try:
             inputs.append((shown, source.read()))
         except UnicodeDecodeError:
-            click.echo(f"{shown}:1:1: error: not UTF-8 text [{IMPORT_NODES.id}]", err=True)
+            click.echo(f"{shown}:1:1: error: not UTF-8 text [{NODE_LIST.id}]", err=True)
             sys.exit(EXIT_PROBLEMS)
     header = importnodes.header_of(output) if output else importnodes.HEADER
     name = name or (importnodes.name_of(output) if output else None) or importnodes.DEFAULT_NAME
     try:
         imported = importnodes.convert(inputs, name, importfilter.of_inventory(inventory), header)
     except importnodes.ImportProblem as e:
-        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [{IMPORT_NODES.id}]", err=True)
+        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [{NODE_LIST.id}]", err=True)
         sys.exit(EXIT_PROBLEMS)
     if imported.nodes == 0:
         click.echo("warning: the input lists no nodes (an empty cluster, or the wrong context?)", err=True)

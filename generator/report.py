@@ -33,7 +33,7 @@ def _summary_text(result: Result) -> str:
         flags += ["expired"] if s["expired"] else []
         lines.append(
             f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
-            f"revision={_one_line(s['revision'] or '-')} nodes={s['nodes']}"
+            f"revision={_one_line(s['revision'] or '-')} nodes={'-' if s['nodes'] is None else s['nodes']}"
         )
     if data["profiles"]:
         lines.append("profiles:")

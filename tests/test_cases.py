@@ -27,7 +27,7 @@ ELSEWHERE = {
     "sync-path": "tests/test_render.py",
     "level-removed": "tests/test_plan.py",
     "level-added-uncarried": "tests/test_plan.py",
-    "import-nodes": "tests/test_import_nodes.py",
+    "node-list": "tests/test_import_nodes.py",
 }
 
 

@@ -96,7 +96,7 @@ def test_wrong_types_and_huge_values_are_clear_errors(text: str, message: str) -
     run = import_nodes(text)
     assert run.returncode == 1, run.stdout[:300]
     assert len(run.stderr) < 2_000  # a 10 MB value is not repeated
-    assert message in run.stderr and "[import-nodes]" in run.stderr
+    assert message in run.stderr and "[node-list]" in run.stderr
     assert "Traceback" not in run.stderr and "internal error" not in run.stderr
     assert run.stdout == ""
 

@@ -180,7 +180,7 @@ def test_a_node_in_two_lists_is_an_error_naming_both(tmp_path: Path) -> None:
     run = tasgen("import-nodes", str(first), str(second), "-o", str(target))
     assert run.exit_code == 1
     assert (
-        f"{second}:{line}:5: error: node 'n1' is listed again; the first is in {first} [import-nodes]"
+        f"{second}:{line}:5: error: node 'n1' is listed again; the first is in {first} [node-list]"
         in run.output
     ), run.output
     assert not target.exists()

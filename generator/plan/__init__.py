@@ -35,7 +35,7 @@ class SourceStatus:
     ownership_conflict: bool
     expired: bool
     revision: str | None
-    nodes: int  # nodes whose profile it gives
+    nodes: int | None  # nodes whose profile it gives; None when nothing was planned (errors)
 
 
 def _camel(data: dict[str, Any]) -> dict[str, Any]:
@@ -193,13 +193,18 @@ def source_statuses(
     then, but the statuses say which sources are at fault)."""
     contended = {name for _, _, first, second in conflicts(ctx) for name in (first, second)}
     return [
-        _status(ctx, ctx.inventory.sources[name], findings, name in contended, (counts or {}).get(name, 0))
+        _status(ctx, ctx.inventory.sources[name], findings, name in contended, _count(counts, name))
         for name in sorted(ctx.inventory.sources)
     ]
 
 
+def _count(counts: dict[str, int] | None, name: str) -> int | None:
+    """How many nodes a source places; unknown (None) when the inventory was not planned."""
+    return None if counts is None else counts.get(name, 0)
+
+
 def _status(
-    ctx: Context, source: Source, findings: list[Finding], contended: bool, nodes: int
+    ctx: Context, source: Source, findings: list[Finding], contended: bool, nodes: int | None
 ) -> SourceStatus:
     valid = source.name not in ctx.unloaded and not any(
         f.level is Level.ERROR

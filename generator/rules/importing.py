@@ -2,11 +2,11 @@
 
 from generator.rules.base import Rule, Stage
 
-IMPORT_NODES = Rule(
-    "import-nodes",
+NODE_LIST = Rule(
+    "node-list",
     Stage.IMPORT,
-    "import-nodes reads a List of Nodes (kubectl get nodes -o json|yaml) with valid names, labels, "
+    "import-nodes reads a List of Nodes (kubectl get nodes -o json, or -o yaml) with valid names, labels, "
     "quantities and taints, each node once.",
 )
 
-RULES = (IMPORT_NODES,)
+RULES = (NODE_LIST,)
