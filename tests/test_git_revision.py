@@ -145,3 +145,20 @@ def test_a_missing_object_is_a_git_error(tmp_path: Path) -> None:
     (tmp_path / "repo" / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
     with pytest.raises(GitError, match=f"the object {sha} is missing from the repository"):
         read_revision(inventory, "HEAD")
+
+
+@pytest.mark.parametrize("git_dir", ["absolute", "relative"])
+def test_git_s_own_repository_variables_do_not_move_the_work_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_dir: str
+) -> None:
+    """In a hook git sets GIT_DIR; with it alone, rev-parse took the current directory (the
+    inventory folder) for the top, and the whole repository was read as the inventory."""
+    inventory = _committed(tmp_path / "repo", "inventories", "kind: NodeInventory\n")
+    (tmp_path / "repo" / "README.yaml").write_text("kind: NotInventory\n")
+    _git(tmp_path / "repo", "add", "-A")
+    _git(tmp_path / "repo", "commit", "-q", "-m", "more")
+    monkeypatch.chdir(tmp_path / "repo" if git_dir == "relative" else inventory)
+    monkeypatch.setenv("GIT_DIR", ".git" if git_dir == "relative" else str(tmp_path / "repo" / ".git"))
+    assert [(f.relative, f.data) for f in read_revision(inventory, "HEAD")] == [
+        ("nodes.yaml", b"kind: NodeInventory\n")
+    ]

@@ -263,7 +263,10 @@ def _work_tree(folder: Path) -> Path:
     current directory (a nested repository or a submodule has a history of its own)."""
     resolved = folder.resolve()
     start = next((p for p in (resolved, *resolved.parents) if p.is_dir()), Path.cwd())
-    return Path(_git(start, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+    try:
+        return Path(_git(start, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+    except GitError as e:
+        raise GitError(f"{folder} is not in a git work tree ({e})") from e
 
 
 def _commit(top: Path, ref: str) -> str:
@@ -300,6 +303,18 @@ def _contents(top: Path, shas: list[str]) -> list[bytes]:
     return blobs
 
 
+#: Set by git for hooks and by scripts: they name one repository whatever the directory, and
+#: with GIT_DIR alone rev-parse takes the current directory for the top of the work tree. The
+#: repository is the inventory folder's, found from the folder.
+_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    env["GIT_LITERAL_PATHSPECS"] = "1"  # the folder is a path, never pathspec magic (":x", ":!x")
+    return env
+
+
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
     try:
         done = subprocess.run(
@@ -308,8 +323,7 @@ def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
             input=stdin,
             capture_output=True,
             check=False,
-            # the inventory folder is a path, never pathspec magic (a folder named ":x" or ":!x")
-            env={**os.environ, "GIT_LITERAL_PATHSPECS": "1"},
+            env=_environment(),
         )
     except OSError as e:
         raise GitError(f"cannot run git: {e.strerror or e}") from e
