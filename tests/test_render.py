@@ -240,3 +240,20 @@ def test_a_remembered_render_warns_once_a_repository_appears_around_it(
     code, output = render(inventory, out)
     assert code == 0 and "set sync.path: deploy/out [sync-path]" in output, output
     assert "0 file(s) written" in output  # the same tree: nothing rewritten
+
+
+def test_path_size_without_a_config_or_a_node_is_reported_at_the_plan(tmp_path: Path) -> None:
+    """No GeneratorConfig and no node to place the warning at: it crashed (StopIteration)."""
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    namespaces = "".join(f"    - {{namespace: team-{i:04d}}}\n" for i in range(2001))
+    (inventory / "queue.yaml").write_text(
+        "apiVersion: topology.gpustack.ai/v1alpha1\nkind: ClusterQueuePlan\nmetadata: {name: q}\n"
+        "spec:\n  coveredResources: [cpu]\n  hardware:\n    - identity: {nvidia.com/gpu.product: H100}\n"
+        f"  clusterQueue: {{namespaceSelector: {{}}}}\n  localQueues:\n{namespaces}"
+    )
+    run = tasgen("validate", "-i", str(inventory), "--now", NOW, "--format", "json")
+    assert "internal error" not in run.output, run.output
+    crowded = [p for p in run.json()["problems"] if p["rule"] == "path-size"]
+    assert [(p["path"].endswith("queue.yaml"), p["line"]) for p in crowded] == [(True, 1)], run.output
+    assert "queues/ would hold 2002 objects" in crowded[0]["message"]

@@ -119,4 +119,6 @@ def _where(inventory: Inventory) -> Where:
     settings = inventory.settings
     if settings.where is not None:
         return settings.where.at("output") if settings.output else settings.where
-    return next(iter(inventory.nodes.values())).where
+    # no GeneratorConfig: the first node, else (queues/ crowded by LocalQueues alone) the first plan
+    first = next(iter(inventory.nodes.values()), None) or next(iter(inventory.plans.values()))
+    return first.where
