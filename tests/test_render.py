@@ -229,6 +229,17 @@ def test_rendered_as_a_repository_of_its_own_syncs_from_its_root(inventory: Path
     assert (out / ".git").is_dir()
 
 
+def test_rendered_as_a_submodule_is_judged_in_the_outer_repository(inventory: Path, tmp_path: Path) -> None:
+    """A submodule's .git is a file: Argo CD and Flux (recurseSubmodules) sync the outer
+    repository, where rendered/ is at its path; sync.path "." would point at its root."""
+    (tmp_path / ".git").mkdir()
+    out = tmp_path / "rendered"
+    out.mkdir()
+    (out / ".git").write_text("gitdir: ../.git/modules/rendered\n")
+    code, output = render(inventory, out, "--no-cache", "--strict")
+    assert code == 0 and "[sync-path]" not in output, output
+
+
 def test_a_remembered_render_warns_once_a_repository_appears_around_it(
     inventory: Path, tmp_path: Path
 ) -> None:

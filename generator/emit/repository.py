@@ -15,8 +15,10 @@ def in_work_tree(out_path: Path) -> tuple[Path, str] | None:
     """The git work tree holding rendered/ and rendered/'s path in it; None outside any.
     A render's warnings depend on it, so the memo's key holds it too."""
     out = Path(os.path.abspath(out_path))  # as the repository has it: links not resolved
-    # rendered/ may be a repository of its own (a deploy repository): then its path is "."
-    root = next((p for p in (out, *out.parents) if (p / ".git").exists()), None)
+    # rendered/ may be a repository of its own (a deploy repository): then its path is "." -
+    # but not a submodule (a .git file): the engines sync the outer repository, with it inside
+    own = (out / ".git").is_dir()
+    root = out if own else next((p for p in out.parents if (p / ".git").exists()), None)
     return None if root is None else (root, out.relative_to(root).as_posix() or ".")
 
 
