@@ -317,7 +317,7 @@ def _inventory_name(value: str | None) -> str | None:
 def _yaml_file(value: Path | None) -> Path | None:
     """tasgen writes YAML, and reads a .json file as JSON (another suffix: not at all)."""
     if value is not None and value.suffix not in (".yaml", ".yml"):
-        raise click.BadParameter(f"{value} must end in .yaml or .yml (tasgen writes YAML)")
+        raise click.BadParameter(f"{value} must be a file name ending in .yaml or .yml (tasgen writes YAML)")
     return value
 
 
@@ -514,6 +514,9 @@ def _refuse_closed_streams() -> None:
     """Python makes a stream None when its descriptor was closed at start (``tasgen render
     >&-``): the report could not be printed, after rendered/ was written. Refused before
     anything is done, on whichever stream is open."""
+    if sys.stdin is None:  # only import-nodes - reads it: then it reads nothing, and says so
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's own stream
+        sys.stdin.buffer.raw.name = "<stdin>"  # type: ignore[attr-defined]
     closed = [name for name in ("output", "error") if getattr(sys, f"std{name[:3]}") is None]
     if not closed:
         return

@@ -151,9 +151,17 @@ def _items(document: Any) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
         raise ImportProblem(f"expected a List of Nodes, got kind {document.get('kind')!r}")
     for i, item in enumerate(items):
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-            what = f"kind {item.get('kind')!r}" if isinstance(item, dict) else f"a {type(item).__name__}"
+            what = f"kind {item.get('kind')!r}" if isinstance(item, dict) else _json_kind(item)
             raise ImportProblem(f"items[{i}] is {what}; every item must be a Node", at=("items", i))
     return [(("items", i), item) for i, item in enumerate(items)]
+
+
+def _json_kind(value: Any) -> str:
+    """What a value is, in the words of the JSON or YAML it came from."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    kinds = {str: "a string", list: "a list", int: "a number", float: "a number"}
+    return kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def _node(item: dict[str, Any]) -> dict[str, Any]:

@@ -251,3 +251,16 @@ def test_a_closed_standard_stream_is_refused_before_anything_is_written(
     shown = done.stdout + done.stderr
     assert shown == f"tasgen: standard {said} is closed; nothing was done\n", shown
     assert not (tmp_path / "out").exists()
+
+
+def test_import_nodes_from_a_closed_standard_input_reads_nothing_and_says_so() -> None:
+    done = subprocess.run(
+        ["bash", "-c", 'exec "$@" <&-', "tasgen", sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert done.returncode == 1 and "internal error" not in done.stderr, done.stderr
+    said = "<stdin>:1:1: error: expected the output of `kubectl get nodes"
+    assert done.stderr.startswith(said), done.stderr

@@ -114,14 +114,14 @@ def test_output_replaces_a_regular_file_only(nodes_json: str, tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nodes.yaml"]
 
 
-@pytest.mark.parametrize("target", ["nodes.json", "nodes", "nodes.yaml.txt"])
+@pytest.mark.parametrize("target", ["nodes.json", "nodes", "nodes.yaml.txt", ".yaml"])
 def test_output_that_validate_would_not_read_as_yaml_is_a_usage_error(
     nodes_json: str, tmp_path: Path, target: str
 ) -> None:
     """A .json file is read as JSON, a file of another suffix not at all: YAML written there
     would fail validate, or vanish from the inventory without a word."""
     run = import_nodes(nodes_json, "-o", str(tmp_path / target))
-    assert run.returncode == 2 and "must end in .yaml or .yml" in run.stderr, run.stderr
+    assert run.returncode == 2 and "must be a file name ending in .yaml or .yml" in run.stderr, run.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -237,7 +237,12 @@ def test_a_wrong_value_is_reported_where_the_input_has_it(tmp_path: Path) -> Non
             "5:5",
             "items[1] is kind 'Pod'; every item must be a Node",
         ),
-        ("kind: List\nitems:\n  - kind: Node\n    metadata: {name: a}\n  - 7\n", "5:5", "items[1] is a int"),
+        (
+            "kind: List\nitems:\n  - kind: Node\n    metadata: {name: a}\n  - 7\n",
+            "5:5",
+            "items[1] is a number",
+        ),
+        ("kind: List\nitems:\n  - kind: Node\n    metadata: {name: a}\n  -\n", "5:4", "items[1] is null"),
         ("kind: Node\nmetadata: {name: a}\n---\n- 1\n", "4:1", "expected the output of `kubectl get nodes"),
     ],
 )
