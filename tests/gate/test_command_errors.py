@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -127,3 +128,14 @@ def test_a_socks_proxy_without_pysocks_is_a_configuration_error(tmp_path: Path) 
         timeout=120,
     )
     assert planned.returncode == 2 and needs in planned.stderr and "internal error" not in planned.stderr
+    shutil.copytree(REPO / "inventories", tmp_path / "inventories")  # its webhook source's secret
+    fetched = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "fetch", "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=120,
+    )
+    assert fetched.returncode == 1 and "internal error" not in fetched.stdout + fetched.stderr
+    assert f"l40s-inventory: failed: {needs}" in fetched.stdout + fetched.stderr
