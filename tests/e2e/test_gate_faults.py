@@ -84,30 +84,43 @@ def faulty(kubeconfig: Path, scene: Scene, fault: str, k: int = 0) -> GateRun:
 
 
 def faults(run: GateRun) -> list[dict[str, Any]]:
-    return [ln for ln in run.lines if ln["event"] == "fault"]
+    """What the faulty gate says of its fault (``count`` lines apart)."""
+    return [ln for ln in run.lines if ln["event"] == "fault" and ln["fault"] != "count"]
+
+
+def writes(run: GateRun) -> int:
+    """How many writes a run that ended made."""
+    [counted] = [ln["writes"] for ln in run.lines if ln["event"] == "fault" and ln["fault"] == "count"]
+    return int(counted)
 
 
 def writes_of_a_clean_run(kueue: Kueue, kubeconfig: Path, tmp_path: Path, **kind: Any) -> int:
     """How many writes the gate makes in this scene without a fault (at least hold, switch and
-    restore when busy)."""
+    restore when busy). Another run may make fewer (this one met a conflict with Kueue's own
+    status writes) or more: a fault at a k it never reaches is checked as such."""
     [scene] = scenes(kueue, tmp_path, 1, **kind)
     run = faulty(kubeconfig, scene, "count")
     assert run.code == 0, run
-    [counted] = faults(run)
-    assert counted["writes"] >= (3 if kind["busy"] else 1), run
-    return int(counted["writes"])
+    assert writes(run) >= (3 if kind["busy"] else 1), run
+    return writes(run)
 
 
 def assert_settled(kueue: Kueue, scene: Scene, policy: str) -> None:
-    """On the plan, the policy in force, no record, nothing stranded on b."""
-    live = kueue.get(scene.queue)
+    """On the plan, the policy in force, no record, nothing stranded on b (no workload
+    admitted there, and Kueue's current status reports no reservation on it)."""
+    live = wait_for("Kueue's status of the settled queue", lambda: kueue.current(scene.queue))
     assert flavors_of(live) == {scene.a: "4"}, live["spec"]
     assert live["spec"]["stopPolicy"] == policy, live["spec"]
     assert recorded(live) is None, live["metadata"]
     stranded = [w["metadata"]["name"] for w in kueue.workloads(scene.namespace) if admitted_on(w) == scene.b]
     assert stranded == [], f"admitted on the dropped flavor {scene.b}: {stranded}"
-    reported = {f["name"] for f in (live.get("status") or {}).get("flavorsReservation") or []}
-    assert scene.b not in reported, live["status"]
+    on_b = [
+        r["total"]
+        for f in (live.get("status") or {}).get("flavorsReservation") or []
+        if f["name"] == scene.b
+        for r in f["resources"]
+    ]
+    assert all(total in ("0", 0) for total in on_b), live["status"]
 
 
 @pytest.mark.parametrize(
@@ -121,7 +134,8 @@ def test_gate_killed_at_every_write_then_run_again_converges(
     total = writes_of_a_clean_run(kueue, kubeconfig, tmp_path, busy=True, policy=policy)
     for k, scene in enumerate(scenes(kueue, tmp_path, total, busy=True, policy=policy), start=1):
         killed = faulty(kubeconfig, scene, when, k)
-        assert killed.code == -9, f"write {k}: {killed}"
+        if killed.code != -9:  # this run settled in fewer writes: it never came to the k-th
+            assert killed.code == 0 and k > 3 and writes(killed) < k, f"write {k}: {killed}"
         again = run_gate(kubeconfig, scene.plan, "--timeout", "90")
         assert again.code == 0, f"killed {when} write {k}: {again}"
         assert_settled(kueue, scene, policy)
@@ -143,8 +157,11 @@ def test_gate_decides_again_after_a_change_before_any_write(
     for k, scene in enumerate(scenes(kueue, tmp_path, total, busy=busy), start=1):
         run = faulty(kubeconfig, scene, meddler, k)
         assert run.code == 0, f"meddled at write {k}: {run}"
-        [fault] = faults(run)  # the k-th write came
-        assert fault["write"] == k
+        if not faults(run):  # this run settled in fewer writes: it never came to the k-th
+            assert k > 1 and writes(run) < k, f"write {k}: {run}"
+            assert_settled(kueue, scene, "None")
+            continue
+        [fault] = faults(run)
         assert_settled(kueue, scene, "Hold" if fault["applied"] == "Hold" else "None")
         if fault["applied"] == scene.b:  # admitted on the flavor the plan drops: a drain, always
             assert "Hold" in run.updates(), f"admitted on b before write {k}, yet no drain: {run}"

@@ -4,7 +4,7 @@ the real API server, for tests/e2e/test_gate_faults.py:
     python -m tests.gate.faulty_gate FAULT K NAMESPACE -- <the gate's options>
 
 FAULT is one of
-- ``count``: no fault; the number of writes is printed when the run ends;
+- ``count``: no fault (every run that ends prints its number of writes);
 - ``kill-before`` / ``kill-after``: SIGKILL just before the k-th write is sent, or just after
   its answer arrived (the write landed, the gate never learnt it);
 - ``admit``: just before the k-th write, a Job is submitted to the queue's LocalQueue in
@@ -118,9 +118,8 @@ def main(argv: list[str]) -> None:
     kube.Queues.set_condition = faults.wrap(kube.Queues.set_condition)  # type: ignore[method-assign]
     try:
         gate.main(options, prog_name="tasgen gate")
-    finally:
-        if fault == "count":
-            _say(fault=fault, writes=faults.writes)
+    finally:  # a run that ends (was not killed) says how many writes it made
+        _say(fault="count", writes=faults.writes)
 
 
 if __name__ == "__main__":
