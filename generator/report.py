@@ -26,7 +26,7 @@ def text(result: Result, command: str, out: TextIO) -> None:
 def _summary_text(result: Result) -> str:
     assert result.summary is not None
     data = result.summary.as_data()
-    lines = ["", "sources:"]
+    lines = ["", "sources:" if data["sources"] else "sources: none"]
     for s in data["sources"]:
         state = "Ready" if s["ready"] else "NotReady"
         flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownershipConflict']}"]

@@ -264,3 +264,9 @@ def test_import_nodes_from_a_closed_standard_input_reads_nothing_and_says_so() -
     assert done.returncode == 1 and "internal error" not in done.stderr, done.stderr
     said = "<stdin>:1:1: error: expected the output of `kubectl get nodes"
     assert done.stderr.startswith(said), done.stderr
+
+
+def test_a_summary_without_sources_says_none(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("a: [\n")  # nothing loads: no source to list
+    run = tasgen("validate", "-i", str(tmp_path), "--now", NOW)
+    assert run.exit_code == 1 and "\nsources: none\n1 error(s)" in run.output, run.output
