@@ -29,6 +29,7 @@ WEBHOOK_CREDENTIALS = Rule("webhook-credentials", _S, "A webhook source names ex
 NODE_NAME = Rule("node-name", _S, "Node names are DNS-1123 subdomains of at most 63 characters.")
 NODE_HOSTNAME = Rule("node-hostname", _S, "Every node has a kubernetes.io/hostname label.")
 LABEL_SYNTAX = Rule("label-syntax", _S, "Label keys and values follow Kubernetes syntax.")
+NODE_TAINT = Rule("node-taint", _S, "A node's taint keys and values follow Kubernetes syntax.")
 QUANTITY = Rule(
     "quantity",
     _S,
@@ -161,6 +162,7 @@ RULES = (
     NODE_NAME,
     NODE_HOSTNAME,
     LABEL_SYNTAX,
+    NODE_TAINT,
     QUANTITY,
     SNAPSHOT_UNKNOWN_NODE,
     SNAPSHOT_UNSELECTED_NODE,

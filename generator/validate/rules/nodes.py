@@ -8,7 +8,7 @@ from operator import attrgetter, contains
 
 from generator.model import HOSTNAME_KEY, Node
 from generator.rules import Hit, Rule
-from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, QUANTITY
+from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, NODE_TAINT, QUANTITY
 from generator.validate.labels import (
     dns_names_valid,
     is_dns_subdomain,
@@ -82,6 +82,27 @@ def each_node_labels(nodes: Iterable[Node]) -> Iterable[Hit]:
                 yield Hit(node.where.at("labels", key), f"label {key}={value!r}: {problem}")
 
 
+def _node_taints(ctx: Context) -> Iterable[Hit]:
+    """Kubernetes' syntax for a taint's key and value (the schema checks the effect): a
+    NodeInventory written by hand is not import-nodes', and a taint's text reaches the
+    flavors' nodeTaints and every report."""
+    nodes = ctx.inventory.nodes.values()
+    stated = set(chain.from_iterable(map(attrgetter("taints"), nodes)))  # a fleet has few
+    if any(_taint_error(key, value) for key, value, _ in stated):
+        for node in nodes:
+            for j, (key, value, _) in enumerate(node.taints):
+                if problem := _taint_error(key, value):
+                    yield Hit(node.where.at("taints", j), f"node {node.name!r}: {problem}")
+
+
+def _taint_error(key: str, value: str) -> str | None:
+    if problem := label_key_error(key):
+        return f"taint key {key!r}: {problem}"
+    if value and (problem := label_value_error(value)):
+        return f"taint {key} value {value!r}: {problem}"
+    return None
+
+
 def _node_quantities(ctx: Context) -> Iterable[Hit]:
     nodes = ctx.inventory.nodes.values()
     # Fleets repeat a few allocatable values: judge each once before looking at any node.
@@ -103,5 +124,6 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (NODE_NAME, _node_name),
     (NODE_HOSTNAME, _node_hostname),
     (LABEL_SYNTAX, _node_labels),
+    (NODE_TAINT, _node_taints),
     (QUANTITY, _node_quantities),
 )
