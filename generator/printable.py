@@ -12,6 +12,14 @@ from generator.model import Problem
 from generator.rules.load import JSON_SYNTAX, YAML_SYNTAX
 
 
+def one_line(value: str) -> str:
+    """A value from outside (a file name, a revision from an endpoint, a quoted value) on one
+    line, control characters escaped: a line break in it could otherwise start a line of its
+    own, which GitHub reads as a workflow command (an annotation, or ::stop-commands::), and an
+    escape sequence would drive the terminal."""
+    return value if value.isprintable() else value.encode("unicode_escape").decode("ascii")
+
+
 def unpaired_surrogate(text: str) -> str | None:
     """Half of a UTF-16 surrogate pair: what a JSON or YAML escape such as \\ud800 decodes to.
     It is not a character: it cannot be printed, and kubectl refuses it in a rendered file."""

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from generator.fetch import Outcome, Status
 from generator.model import Problem
 from generator.pipeline import Result
+from generator.printable import one_line
 
 Reporter = Callable[[Result, str, TextIO], None]
 
@@ -33,7 +34,7 @@ def _summary_text(result: Result) -> str:
         flags += ["expired"] if s["expired"] else []
         lines.append(
             f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
-            f"revision={_one_line(s['revision'] or '-')} nodes={'-' if s['nodes'] is None else s['nodes']}"
+            f"revision={one_line(s['revision'] or '-')} nodes={'-' if s['nodes'] is None else s['nodes']}"
         )
     if data["profiles"]:
         lines.append("profiles:")
@@ -130,20 +131,15 @@ def fetch_report(outcomes: list[Outcome]) -> str:
     # Sources refused for the same inventory errors share them: each is shown once.
     lines = [_problem_line(p) for p in dict.fromkeys(p for o in outcomes for p in o.problems)]
     for o in outcomes:
-        revision = f" (revision {_one_line(o.revision)})" if o.revision else ""
-        reason = f": {_one_line(o.reason)}" if o.status is Status.FAILED else ""
+        revision = f" (revision {one_line(o.revision)})" if o.revision else ""
+        reason = f": {one_line(o.reason)}" if o.status is Status.FAILED else ""
         lines.append(f"{o.source}: {o.status}{revision}{reason}")
     if not outcomes:
         lines.append("no webhook sources in the inventory")
     return "\n".join(lines) + "\n"
 
 
-def _one_line(value: str) -> str:
-    """A value from outside (a snapshot's revision, from an endpoint) on one line, control
-    characters escaped: a line break in it could otherwise start a line of its own, which
-    GitHub reads as a workflow command (an annotation, or ::stop-commands::)."""
-    return value if value.isprintable() else value.encode("unicode_escape").decode("ascii")
-
-
 def _problem_line(p: Problem) -> str:
-    return f"{p.path}:{p.line}:{p.col}: {p.level}: {p.message} [{p.rule}]"
+    """One line whatever the path and message hold (a file name or a taint with a line break
+    would start a line of its own: in a CI log, a workflow command)."""
+    return f"{one_line(p.path)}:{p.line}:{p.col}: {p.level}: {one_line(p.message)} [{p.rule}]"

@@ -4,6 +4,7 @@ template, always under GitHub's 65,536 characters), JSON as it is."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -11,6 +12,8 @@ from importlib import resources
 from typing import Any
 
 import jinja2
+
+from generator.printable import one_line
 
 #: GitHub refuses a comment body of 65,536 characters or more
 COMMENT_LIMIT = 65_536
@@ -82,9 +85,29 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _cell(text: str) -> str:
-    """A table cell on one line, its pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+#: Markdown's inline syntax and HTML, and the table's pipe: escaped in text from outside
+_MARKUP = {c: f"\\{c}" for c in "\\`*_[]<>|!~"}
+#: an @mention, an #issue reference and a bare link are made by GitHub from plain text:
+#: a zero-width space (as an entity: visible in no copy) after the sign keeps them text
+_LINKING = re.compile(r"(@)(?=\w)|(#)(?=\d)|(:)(?=//)|(www)(?=\.)", re.IGNORECASE)
+
+
+def _cell(text: object) -> str:
+    """Text from anywhere (a message quoting a value, a file name) as a table cell or a list
+    item: one line, control characters escaped, markup escaped, nothing that links or
+    notifies. A value in the inventory can then neither format the comment nor break its
+    table, nor ping anyone."""
+    value = _LINKING.sub(lambda m: f"{m.group(0)}&#8203;", " ".join(one_line(str(text)).split()))
+    return "".join(_MARKUP.get(c, c) for c in value)
+
+
+def _code(text: object) -> str:
+    """A code span that holds any text: one line, pipes escaped for tables (GitHub reads
+    \\| inside a cell's code span as |), fenced by more backticks than it holds."""
+    value = one_line(str(text)).replace("|", "\\|") or " "  # `` is no code span: ` ` is
+    fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
 
 
 def _identity(identity: dict[str, str]) -> str:
@@ -92,9 +115,11 @@ def _identity(identity: dict[str, str]) -> str:
 
 
 def _fit(value: dict[str, int] | None) -> str:
-    if value is None or value["pods"] == 0:
+    if value is None:  # no flavor of the identity has this level (a queue or level added or gone)
+        return "no flavor"
+    if value["pods"] == 0:
         return "**does not fit**"
-    return f"{value['gpus']} GPUs ({value['pods']} pods)"
+    return f"{value['gpus']} GPUs ({value['pods']} pod{'' if value['pods'] == 1 else 's'})"
 
 
 def _levels(levels: list[str] | None) -> str:
@@ -107,7 +132,7 @@ def _live(live: dict[str, Any]) -> str:
 
 FILTERS: dict[str, Callable[..., str]] = {
     "cell": _cell,
-    "code": lambda text: f"`{text}`",
+    "code": _code,
     "identity": _identity,
     "fit": _fit,
     "levels": _levels,
@@ -125,7 +150,7 @@ def text(report: dict[str, Any]) -> str:
     lines = [_headline(report)]
     for section in (_base_lines, _queue_lines, _profile_lines, _node_lines, _fit_lines, _warning_lines):
         lines += section(report)
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(one_line, lines)) + "\n"  # a value's line break stays in its line
 
 
 def _shown(lines: list[str], noun: str, indent: str = "", limit: int = BUDGETS[0].rows) -> list[str]:

@@ -1,0 +1,90 @@
+"""Text from the inventory in the plan's pull-request comment (a file name, a value a message
+quotes, the base ref) can neither format it, break its tables, link, notify anyone, nor start
+a line: judged by a real CommonMark parser with GFM tables (markdown-it-py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from generator.diff.formats import _cell, _code
+from generator.printable import one_line
+from tests.conftest import NOW, examples, tasgen
+from tests.plan.fleet import Fleet, Repo
+
+PARSER = MarkdownIt("commonmark").enable("table")
+HOSTILE = "a|b `c` <img src=x> @octocat #1 [l](https://e) www.e.com *x* _y_ ~z~ \\| \x1b[31m\nl2::error::x"
+
+
+def _cells(text: str) -> list[Token]:
+    """The inline tokens of each body cell of a one-row table holding ``text``'s cells."""
+    tokens = PARSER.parse(f"| a | b |\n|---|---|\n{text}\n")
+    body = tokens[tokens.index(next(t for t in tokens if t.type == "tbody_open")) :]
+    return [t for t in body if t.type == "inline"]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.text())
+@example(HOSTILE)
+@example("``")
+@example(" ` ")
+def test_a_value_in_a_table_stays_in_its_cell_as_plain_text(value: str) -> None:
+    code, cell = _cells(f"| {_code(value)} | {_cell(value)} |")
+    [span] = code.children or []
+    assert span.type == "code_inline"
+    expected = one_line(value)
+    # a code span's content is its text, one line (the table unescapes its pipes); CommonMark
+    # strips one space of padding, and a span of spaces only is shown as it is
+    assert span.content in (expected, expected[1:-1]) or not expected.strip(" "), span.content
+    kinds = {t.type for t in cell.children or []}
+    assert kinds <= {"text"}, kinds  # no link, image, HTML, emphasis or code
+    shown = "".join(t.content for t in cell.children or []).replace("\u200b", "")
+    assert shown == " ".join(expected.split())
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.text())
+@example(HOSTILE)
+def test_nothing_in_a_cell_mentions_references_or_links(value: str) -> None:
+    [_, cell] = _cells(f"| x | {_cell(value)} |")
+    shown = "".join(t.content for t in cell.children or [])
+    assert not re.search(r"@\w|#\d", shown), shown  # GitHub's mentions and issue references
+    assert "://" not in shown and "www." not in shown.lower()
+    assert shown.replace("\u200b", "").isprintable()  # no line break, no control character
+
+
+def test_a_hostile_file_name_stays_in_its_line_and_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan whose warnings sit in a file named with a pipe, a backtick, HTML, a mention and a
+    line break that starts a workflow command: text keeps it on its line, Markdown in its cell
+    as code, and both reports still say where the warning is."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit(Fleet(), "base")
+    monkeypatch.chdir(repo.root)
+    repo.git("checkout", "-q", "-b", "change")
+    repo.write(Fleet(selector=False))  # a namespace-selector-missing warning per queue
+    hostile = "q|`x` <b>@octocat\n::error::pwn.yaml"
+    (repo.root / "inventories" / "queues.yaml").rename(repo.root / "inventories" / hostile)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "change")
+    text = tasgen("plan", "--base", "main", "--now", NOW).output
+    assert not [line for line in text.splitlines() if line.startswith("::")], text
+    assert "q|`x` <b>@octocat\\n::error::pwn.yaml:" in text
+    markdown = tasgen("plan", "--base", "main", "--now", NOW, "--format", "markdown").output
+    warnings = markdown[markdown.index("### Warnings") :]
+    tokens = PARSER.parse(warnings)
+    body = tokens[[t.type for t in tokens].index("tbody_open") :]
+    rows = [t for t in body if t.type == "tr_open"]
+    cells = [t for t in body if t.type == "inline"]
+    assert len(rows) == 2 and len(cells) == 6, warnings  # one row of three cells per queue
+    where = [(c.children or [])[0] for c in cells[1::3]]  # the second cell of each row
+    assert {(w.type, w.content.rsplit(":", 2)[0]) for w in where} == {
+        ("code_inline", "inventories/q|`x` <b>@octocat\\n::error::pwn.yaml")
+    }
