@@ -15,11 +15,22 @@ def in_work_tree(out_path: Path) -> tuple[Path, str] | None:
     """The git work tree holding rendered/ and rendered/'s path in it; None outside any.
     A render's warnings depend on it, so the memo's key holds it too."""
     out = Path(os.path.abspath(out_path))  # as the repository has it: links not resolved
-    # rendered/ may be a repository of its own (a deploy repository): then its path is "." -
-    # but not a submodule (a .git file): the engines sync the outer repository, with it inside
-    own = (out / ".git").is_dir()
+    # rendered/ may be a repository (or a worktree) of its own: then its path is "." - but not
+    # a submodule: the engines sync the outer repository, with it inside
+    own = (out / ".git").exists() and not _submodule(out / ".git")
     root = out if own else next((p for p in out.parents if (p / ".git").exists()), None)
     return None if root is None else (root, out.relative_to(root).as_posix() or ".")
+
+
+def _submodule(dot_git: Path) -> bool:
+    """A submodule's .git is a file naming its git folder under the outer repository's
+    .git/modules/ (a worktree's names .git/worktrees/, a separate git folder any other)."""
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace") if dot_git.is_file() else ""
+    except OSError:
+        return False
+    gitdir = text.partition("gitdir:")[2].strip()
+    return "modules" in Path(gitdir).parts
 
 
 def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | None) -> list[Finding]:
