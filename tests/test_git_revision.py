@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.load import git as git_module
 from generator.load.files import InputFile, read_inventory
 from generator.load.git import GitError, read_revision
 
@@ -34,6 +35,8 @@ LINKS = {
     "deep": "shared/sub",  # a folder two levels down...
     "up.yaml": "deep/../extra.yaml",  # ...and up from where it leads: shared/extra.yaml, not ./extra.yaml
     "outup.yaml": "../alias/deep/../nodes.yaml",  # the same through the repository's link: shared/nodes.yaml
+    "selfx": "selfx",  # a loop without an inventory suffix: it could have been a folder
+    "b": "b/..",  # a loop through its own '..'
 }
 
 
@@ -86,6 +89,8 @@ def test_a_revision_is_read_as_its_checkout_is(tmp_path: Path, monkeypatch: pyte
         "more/loop": "file-unreadable",
         "queues/nested/loop": "file-unreadable",
         "here": "file-unreadable",
+        "selfx": "file-unreadable",
+        "b": "file-unreadable",
     }
     assert read["via.yaml"] == read["nodes.yaml"]
     assert read["back.yaml"] == read["back2.yaml"] == b"kind: TopologySource\n"
@@ -162,3 +167,44 @@ def test_git_s_own_repository_variables_do_not_move_the_work_tree(
     assert [(f.relative, f.data) for f in read_revision(inventory, "HEAD")] == [
         ("nodes.yaml", b"kind: NodeInventory\n")
     ]
+
+
+def test_a_bare_repository_with_its_work_tree_set_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_DIR and GIT_WORK_TREE both set, no .git in the tree (as dotfile managers keep a
+    repository): they name the work tree that holds the inventory, so they are kept."""
+    bare, tree = tmp_path / "repo.git", tmp_path / "tree"
+    _git(tmp_path, "init", "-q", "--bare", str(bare))
+    (tree / "inventories").mkdir(parents=True)
+    (tree / "inventories" / "nodes.yaml").write_text("kind: NodeInventory\n")
+    monkeypatch.setenv("GIT_DIR", str(bare))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tree))
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(tree)
+    assert [(f.relative, f.data) for f in read_revision(tree / "inventories", "HEAD")] == [
+        ("nodes.yaml", b"kind: NodeInventory\n")
+    ]
+
+
+def test_a_link_that_stays_inside_never_reads_the_whole_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repository's listing (every path and link of the revision) is read only for a link
+    that leaves the folder; a nested folder's own ancestors are no links to look up."""
+    inventory = _committed(tmp_path / "repo", "deploy/inventories/shared", "kind: NodeInventory\n").parent
+    (inventory / "queues").mkdir()
+    os.symlink("../shared/nodes.yaml", inventory / "queues" / "nodes.yaml")
+    _git(tmp_path / "repo", "add", "-A")
+    _git(tmp_path / "repo", "commit", "-q", "-m", "link")
+
+    def whole(*_: object) -> None:
+        raise AssertionError("the whole repository was read")
+
+    monkeypatch.setattr(git_module._Repository, "of", staticmethod(whole))
+    read = {f.relative: f.data for f in read_revision(inventory, "HEAD")}
+    assert read == {
+        "queues/nodes.yaml": b"kind: NodeInventory\n",
+        "shared/nodes.yaml": b"kind: NodeInventory\n",
+    }

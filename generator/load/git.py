@@ -26,6 +26,10 @@ class GitError(Exception):
     """The revision cannot be read (no repository, unknown ref, no git): a usage problem."""
 
 
+class _NoGit(GitError):
+    """git itself cannot be run."""
+
+
 def read_revision(folder: Path, ref: str) -> list[InputFile]:
     """The inventory files below ``folder`` at ``ref``, shown as ``REF:path/in/repo``; an
     empty list when the folder does not exist at that revision (a first adoption). Symbolic
@@ -126,7 +130,7 @@ class _Tree:
                 yield _Found(shown, target)
         elif target is not None and self._is_folder(target):
             yield from self._folder(target, path, shown, ancestors)
-        elif suffixed:
+        elif suffixed or target is None:  # broken: only this file; a loop: a folder too
             yield _Found(shown, problem=f"cannot read {shown}: the link is broken or loops")
 
     def _folder(self, folder: str, link: str, shown: str, ancestors: frozenset[str]) -> Iterator[_Found]:
@@ -170,9 +174,11 @@ class _Tree:
 
     def _is_link(self, path: str) -> bool:
         """Whether a repository path is a link (the repository's links read only for a path
-        outside the folder)."""
+        outside the folder: the folder's own ancestors are physical, found resolved)."""
         inside = self._inside(path)
-        return inside in self.links if inside is not None else path in self.repository().links
+        if inside is not None:
+            return inside in self.links
+        return not self.prefix.startswith(f"{path}/") and path in self.repository().links
 
     def _inside(self, resolved: str) -> str | None:
         """A normalised repository path relative to the folder ("" for the folder itself),
@@ -265,6 +271,8 @@ def _work_tree(folder: Path) -> Path:
     start = next((p for p in (resolved, *resolved.parents) if p.is_dir()), Path.cwd())
     try:
         return Path(_git(start, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+    except _NoGit:
+        raise
     except GitError as e:
         raise GitError(f"{folder} is not in a git work tree ({e})") from e
 
@@ -303,14 +311,25 @@ def _contents(top: Path, shas: list[str]) -> list[bytes]:
     return blobs
 
 
-#: Set by git for hooks and by scripts: they name one repository whatever the directory, and
-#: with GIT_DIR alone rev-parse takes the current directory for the top of the work tree. The
-#: repository is the inventory folder's, found from the folder.
-_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+#: Set by git for hooks and by scripts (git rev-parse --local-env-vars, the -c options aside):
+#: they name one repository whatever the directory, and with GIT_DIR alone rev-parse takes the
+#: current directory for the top of the work tree.
+_REPOSITORY_VARIABLES = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+    "GIT_PREFIX", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_CONFIG",
+    "GIT_INTERNAL_SUPER_PREFIX",
+)  # fmt: skip
 
 
-def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+def _environment(cwd: Path) -> dict[str, str]:
+    """The repository is the inventory folder's, found from the folder: git's variables are
+    dropped, unless they name a work tree that holds it (a bare repository with its work tree
+    set, as dotfile managers use)."""
+    env = dict(os.environ)
+    tree = env.get("GIT_WORK_TREE")
+    if not (tree and cwd.resolve().is_relative_to(Path(tree).resolve())):
+        env = {k: v for k, v in env.items() if k not in _REPOSITORY_VARIABLES}
     env["GIT_LITERAL_PATHSPECS"] = "1"  # the folder is a path, never pathspec magic (":x", ":!x")
     return env
 
@@ -323,10 +342,10 @@ def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
             input=stdin,
             capture_output=True,
             check=False,
-            env=_environment(),
+            env=_environment(cwd),
         )
     except OSError as e:
-        raise GitError(f"cannot run git: {e.strerror or e}") from e
+        raise _NoGit(f"cannot run git: {e.strerror or e}") from e
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip() or f"git {args[0]} failed"
         raise GitError(reason)
