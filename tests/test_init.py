@@ -116,6 +116,8 @@ def test_the_workflow_pins_this_release_and_updates_one_comment(scaffolded: Path
     script = steps[-1]["with"]["script"]
     assert MARKER in script and "updateComment" in script and "createComment" in script
     assert scaffold.PLAN_MARKER == MARKER
+    # only the workflow's own comment is updated: anyone can paste the marker into theirs
+    assert 'c.user.login === "github-actions[bot]"' in script
 
 
 def _tool(module: str, version: str) -> Path:
