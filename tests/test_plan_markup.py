@@ -4,6 +4,7 @@ a line: judged by a real CommonMark parser with GFM tables (markdown-it-py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from generator.diff.formats import _cell, _code
+from generator.diff import formats
+from generator.diff.formats import COMMENT_LIMIT, _cell, _code, markdown
 from generator.printable import one_line
 from tests.conftest import NOW, examples, tasgen
 from tests.plan.fleet import Fleet, Repo
@@ -88,3 +90,30 @@ def test_a_hostile_file_name_stays_in_its_line_and_cell(
     assert {(w.type, w.content.rsplit(":", 2)[0]) for w in where} == {
         ("code_inline", "inventories/q|`x` <b>@octocat\\n::error::pwn.yaml")
     }
+
+
+def test_an_oversized_quota_cell_is_cut_and_every_cut_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One queue's quota changes outgrew every budget (60 identities x 8 resources): the last
+    budget dropped every table and every 'and N more' line. Now a row's quota cell is cut
+    like a table, the queues to drain are named, and each cut says what it left out."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit(Fleet(), "base")
+    monkeypatch.chdir(repo.root)
+    repo.git("checkout", "-q", "-b", "change")
+    repo.commit(Fleet(training=("H100",), quota="48"), "drop L40S, less H100")
+    report = json.loads(tasgen("plan", "--base", "main", "--now", NOW, "--format", "json").output)
+    training = next(q for q in report["queues"] if q["name"] == "training")
+    assert training["drain"]["action"] == "hold-and-drain" and training["quota"]
+    training["quota"] = training["quota"] * 4000  # a cell of ~300 KB
+    text = markdown(report)
+    assert len(text) < COMMENT_LIMIT
+    assert "hold and drain `training`" in text  # the alert names it
+    tokens = PARSER.parse(text)
+    cells = [t.content for t in tokens if t.type == "inline" and "more_" in t.content]
+    assert any(re.search(r"_and \d+ more_$", c) for c in cells), text  # the quota cell's cut
+    lines = formats.text(report).splitlines()  # the terminal's report makes the same cuts
+    assert len([ln for ln in lines if ln.startswith("  quota ")]) == formats.BUDGETS[0].rows
+    cut = r"  \.\.\. and \d+ more quota change\(s\): see --format json"
+    assert any(re.fullmatch(cut, ln) for ln in lines)

@@ -33,6 +33,8 @@ BUDGETS = (Budget(200, True), Budget(40, True), Budget(10, False), Budget(3, Fal
 #: domains listed under nodes: a source whose coarsest level is a rack has one per rack, and a
 #: large change would list hundreds of one-node domains (the JSON keeps them all)
 DOMAIN_ROWS = 20
+#: queues named in the drain and stop alerts even when the tables show fewer rows
+ALERT_ROWS = 10
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -44,13 +46,15 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def _markdown(report: dict[str, Any], budget: Budget) -> str:
-    queues = [q for q in report["queues"] if q["change"] != "unchanged"]
+    queues = [_quota_cut(q, budget.rows) for q in report["queues"] if q["change"] != "unchanged"]
     replaced = [{"queue": q["name"], **r} for q in queues for r in q["flavorsReplaced"]]
+    # the queues a merge drains or stops are named whatever the budget: the alert is the point
+    alerted = max(budget.rows, ALERT_ROWS)
     context = {
         "report": report,
         "queues": _cut(queues, budget.rows),
-        "drains": _cut(report["summary"]["drains"], budget.rows),
-        "stopped": _cut(report["summary"]["stopped"], budget.rows),
+        "drains": _cut(report["summary"]["drains"], alerted),
+        "stopped": _cut(report["summary"]["stopped"], alerted),
         "replaced": _cut(replaced, budget.rows),
         "base_problems": _cut(report["base"].get("problems", []), budget.rows),
         "hierarchy": {
@@ -68,6 +72,12 @@ def _markdown(report: dict[str, Any], budget: Budget) -> str:
 
 def _cut(rows: list[Any], limit: int) -> dict[str, Any]:
     return {"rows": rows[:limit], "more": max(0, len(rows) - limit)}
+
+
+def _quota_cut(queue: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A queue row whose quota cell holds at most ``limit`` changes (a queue of 60 identities
+    and 8 resources has 480: one such cell outgrew every budget)."""
+    return {**queue, "quota": queue["quota"][:limit], "quotaMore": max(0, len(queue["quota"]) - limit)}
 
 
 @cache
@@ -201,11 +211,12 @@ def _queue_lines(report: dict[str, Any]) -> list[str]:
         if q["flavorOrder"]:
             order = q["flavorOrder"]
             lines.append(f"  flavor order: {', '.join(order['before'])} -> {', '.join(order['after'])}")
-        lines += [
+        quota = [
             f"  quota {_identity_text(d['identity'])}{' ' + d['flavor'] if 'flavor' in d else ''} "
             f"{d['resource']} {d['field']}: {d['before'] or '-'} -> {d['after'] or '-'}"
             for d in q["quota"]
         ]
+        lines += _shown(quota, "quota change", "  ")
         if q["settingsChanged"]:
             lines.append(f"  settings changed: {', '.join(q['settingsChanged'])}")
         lines += [f"  + LocalQueue {lq}" for lq in q["localQueuesAdded"]]
