@@ -17,7 +17,9 @@ def one_line(value: str) -> str:
     line, control characters escaped: a line break in it could otherwise start a line of its
     own, which GitHub reads as a workflow command (an annotation, or ::stop-commands::), and an
     escape sequence would drive the terminal."""
-    return value if value.isprintable() else value.encode("unicode_escape").decode("ascii")
+    if value.isprintable():
+        return value
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value)
 
 
 def unpaired_surrogate(text: str) -> str | None:

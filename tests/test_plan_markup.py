@@ -47,12 +47,13 @@ def test_a_value_in_a_table_stays_in_its_cell_as_plain_text(value: str) -> None:
     kinds = {t.type for t in cell.children or []}
     assert kinds <= {"text"}, kinds  # no link, image, HTML, emphasis or code
     shown = "".join(t.content for t in cell.children or []).replace("\u200b", "")
-    assert shown == " ".join(expected.split())
+    assert shown == one_line(" ".join(value.split()))
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(st.text())
 @example(HOSTILE)
+@example("&commat;octocat &#x40;octocat &#64;octocat &#x23;1 https&colon;//e.com")  # entities
 def test_nothing_in_a_cell_mentions_references_or_links(value: str) -> None:
     [_, cell] = _cells(f"| x | {_cell(value)} |")
     shown = "".join(t.content for t in cell.children or [])
@@ -117,3 +118,46 @@ def test_an_oversized_quota_cell_is_cut_and_every_cut_is_counted(
     assert len([ln for ln in lines if ln.startswith("  quota ")]) == formats.BUDGETS[0].rows
     cut = r"  \.\.\. and \d+ more quota change\(s\): see --format json"
     assert any(re.fullmatch(cut, ln) for ln in lines)
+
+
+def test_the_last_budget_keeps_the_headings_the_counts_and_the_alert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no row fits (the last budget), each section keeps its heading and says how many
+    it left out, and the alert still names the queue the merge drains."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit(Fleet(), "base")
+    monkeypatch.chdir(repo.root)
+    repo.git("checkout", "-q", "-b", "change")
+    repo.commit(Fleet(training=("H100",), quota="48", selector=False), "drop L40S, less H100")
+    report = json.loads(tasgen("plan", "--base", "main", "--now", NOW, "--format", "json").output)
+    text = formats._markdown(report, formats.Budget(0, False))
+    assert "hold and drain `training`" in text
+    for heading, noun in (
+        ("### Queues", "queue"),
+        ("### Fit preview", "changed figure"),
+        ("### Warnings", "warning"),
+    ):
+        assert heading in text and re.search(rf"_and \d+ more {noun}\(s\): see", text), (heading, text)
+    assert "| queue |" not in text  # no table without a row
+
+
+def test_the_summary_line_stays_out_of_the_base_problems_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.commit(Fleet(), "base")
+    (repo.root / "inventories" / "broken.yaml").write_text("a: [\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "a base that does not compile")
+    monkeypatch.chdir(repo.root)
+    repo.git("checkout", "-q", "-b", "change")
+    repo.commit(Fleet(), "fixed")
+    text = tasgen("plan", "--base", "main", "--now", NOW, "--format", "markdown").output
+    tokens = PARSER.parse(text)
+    depth, summary_depth = 0, None
+    for token in tokens:
+        depth += token.nesting if token.type in ("list_item_open", "list_item_close") else 0
+        if token.type == "inline" and "queue(s) changed" in token.content:
+            summary_depth = depth
+    assert "broken.yaml" in text and summary_depth == 0, text

@@ -238,10 +238,12 @@ def test_rendered_as_a_submodule_is_judged_in_the_outer_repository(inventory: Pa
     (out / ".git").write_text("gitdir: ../.git/modules/rendered\n")
     code, output = render(inventory, out, "--no-cache", "--strict")
     assert code == 0 and "[sync-path]" not in output, output
-    # a worktree's .git is a file too, naming .git/worktrees/: a checkout of its own
-    (out / ".git").write_text("gitdir: ../.git/worktrees/rendered\n")
-    code, output = render(inventory, out, "--no-cache")
-    assert code == 0 and "is '.' in the git repository" in output, output
+    # a worktree's .git is a file too, naming .git/worktrees/: a checkout of its own (even
+    # when its repository sits in a folder named modules)
+    for gitdir in ("../.git/worktrees/rendered", "/srv/modules/deploy/.git/worktrees/rendered"):
+        (out / ".git").write_text(f"gitdir: {gitdir}\n")
+        code, output = render(inventory, out, "--no-cache")
+        assert code == 0 and "is '.' in the git repository" in output, output
 
 
 def test_a_remembered_render_warns_once_a_repository_appears_around_it(

@@ -95,10 +95,11 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-#: Markdown's inline syntax and HTML, and the table's pipe: escaped in text from outside
-_MARKUP = {c: f"\\{c}" for c in "\\`*_[]<>|!~"}
-#: an @mention, an #issue reference and a bare link are made by GitHub from plain text:
-#: a zero-width space (as an entity: visible in no copy) after the sign keeps them text
+#: Markdown's inline syntax, HTML and its entities, and the table's pipe: escaped in text from
+#: outside (an entity such as &commat; would otherwise spell what the escapes keep out)
+_MARKUP = {c: f"\\{c}" for c in "\\`*_[]<>|!~&"}
+#: an @mention, an #issue reference and a bare link are made by GitHub from plain text: a
+#: zero-width space after the sign keeps them text (it is invisible, but copied with the text)
 _LINKING = re.compile(r"(@)(?=\w)|(#)(?=\d)|(:)(?=//)|(www)(?=\.)", re.IGNORECASE)
 
 
@@ -107,14 +108,15 @@ def _cell(text: object) -> str:
     item: one line, control characters escaped, markup escaped, nothing that links or
     notifies. A value in the inventory can then neither format the comment nor break its
     table, nor ping anyone."""
-    value = _LINKING.sub(lambda m: f"{m.group(0)}&#8203;", " ".join(one_line(str(text)).split()))
-    return "".join(_MARKUP.get(c, c) for c in value)
+    value = one_line(" ".join(str(text).split()))
+    return "".join(_MARKUP.get(c, c) for c in _LINKING.sub(lambda m: f"{m.group(0)}\u200b", value))
 
 
-def _code(text: object) -> str:
-    """A code span that holds any text: one line, pipes escaped for tables (GitHub reads
-    \\| inside a cell's code span as |), fenced by more backticks than it holds."""
-    value = one_line(str(text)).replace("|", "\\|") or " "  # `` is no code span: ` ` is
+def _code(text: object, table: bool = True) -> str:
+    """A code span that holds any text: one line, fenced by more backticks than it holds; in a
+    table its pipes escaped (GitHub reads \\| inside a cell's code span as |)."""
+    value = one_line(str(text))
+    value = (value.replace("|", "\\|") if table else value) or " "  # `` is no code span: ` ` is
     fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
     return f"{fence}{pad}{value}{pad}{fence}"

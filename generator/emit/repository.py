@@ -29,8 +29,8 @@ def _submodule(dot_git: Path) -> bool:
         text = dot_git.read_text(encoding="utf-8", errors="replace") if dot_git.is_file() else ""
     except OSError:
         return False
-    gitdir = text.partition("gitdir:")[2].strip()
-    return "modules" in Path(gitdir).parts
+    parts = Path(text.partition("gitdir:")[2].strip()).parts
+    return any(parts[i : i + 2] == (".git", "modules") for i in range(len(parts) - 1))
 
 
 def sync_path(out_path: Path, out_label: str, repo_path: str, where: Where | None) -> list[Finding]:

@@ -13,7 +13,6 @@ is a problem of its own.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -79,8 +78,7 @@ class _Walk:
         try:
             info = target.stat()
         except OSError as e:
-            # A broken link could only have been this file; a loop could have been a folder too.
-            if path.suffix in self.suffixes or e.errno == errno.ELOOP:
+            if path.suffix in self.suffixes:  # a broken link could only have been this file
                 message = f"cannot read {relative}: the link is broken or loops ({_why(e)})"
                 yield Entry(path, relative, message)
             return

@@ -130,7 +130,7 @@ class _Tree:
                 yield _Found(shown, target)
         elif target is not None and self._is_folder(target):
             yield from self._folder(target, path, shown, ancestors)
-        elif suffixed or target is None:  # broken: only this file; a loop: a folder too
+        elif suffixed:
             yield _Found(shown, problem=f"cannot read {shown}: the link is broken or loops")
 
     def _folder(self, folder: str, link: str, shown: str, ancestors: frozenset[str]) -> Iterator[_Found]:
@@ -322,6 +322,9 @@ _REPOSITORY_VARIABLES = (
 )  # fmt: skip
 
 
+_PATHS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
 def _environment(cwd: Path) -> dict[str, str]:
     """The repository is the inventory folder's, found from the folder: git's variables are
     dropped, unless they name a work tree that holds it (a bare repository with its work tree
@@ -330,6 +333,9 @@ def _environment(cwd: Path) -> dict[str, str]:
     tree = env.get("GIT_WORK_TREE")
     if not (tree and cwd.resolve().is_relative_to(Path(tree).resolve())):
         env = {k: v for k, v in env.items() if k not in _REPOSITORY_VARIABLES}
+    for name in _PATHS:  # kept: git reads a relative one from its own directory, not ours
+        if env.get(name):
+            env[name] = os.path.abspath(env[name])
     env["GIT_LITERAL_PATHSPECS"] = "1"  # the folder is a path, never pathspec magic (":x", ":!x")
     return env
 
