@@ -322,6 +322,7 @@ _REPOSITORY_VARIABLES = (
 )  # fmt: skip
 
 
+#: the variables above that name a path
 _PATHS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 
 
