@@ -17,12 +17,13 @@ from typing import Any, ClassVar, NoReturn
 import click
 from click.core import ParameterSource
 
-from generator import fetch as fetching
-from generator.fetch.credentials import ClusterSecrets, SecretsDir
+from generator.commands import fetch as fetching
+from generator.commands.fetch.credentials import ClusterSecrets, SecretsDir
+from generator.commands.fetch.report import fetch_report
 from generator.pipeline import Mode, Result, run
-from generator.report import REPORTERS, Reporter, fetch_report, step_summary
+from generator.reporters import REPORTERS, Reporter, step_summary
 from generator.rules import catalogue
-from generator.rules.importing import NODE_LIST
+from generator.rules.import_nodes import NODE_LIST
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 from generator.validate.snapshots import rfc3339
@@ -257,7 +258,7 @@ def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: 
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
     validate prints them), 2 usage error (e.g. an unknown REF).
     """
-    from generator.diff import command as plan_command  # noqa: PLC0415 - not every render's start
+    from generator.commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
 
     try:
         text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig)
@@ -286,20 +287,20 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
       git init fleet && tasgen init fleet --repo-url https://github.com/acme/fleet.git
     Exit 1, writing nothing, when any of these files exists.
     """
-    from generator import scaffold  # noqa: PLC0415 - not every render's start
+    from generator.commands import init as init_command  # noqa: PLC0415 - not every render's start
 
     for value, option in ((repo_url, "--repo-url"), (branch, "--branch")):
         if not value.strip() or not value.isprintable():
             raise click.BadParameter("must be a non-empty line of printable text", param_hint=f"'{option}'")
-    options = scaffold.Options(repo_url, branch, scaffold.installed_version())
+    options = init_command.Options(repo_url, branch, init_command.installed_version())
     try:
-        written = scaffold.scaffold(directory, options)
-    except scaffold.Exists as e:
+        written = init_command.scaffold(directory, options)
+    except init_command.Exists as e:
         click.echo(
             f"tasgen init: {', '.join(e.paths)} exist(s) in {directory}; nothing was written", err=True
         )
         sys.exit(EXIT_PROBLEMS)
-    except (scaffold.Unwritable, scaffold.Unusable) as e:
+    except (init_command.Unwritable, init_command.Unusable) as e:
         click.echo(f"tasgen init: {e}; nothing was written", err=True)
         sys.exit(EXIT_PROBLEMS)
     for path in written:
@@ -354,7 +355,7 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     Example:
       kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
     """
-    from generator import importfilter, importnodes  # noqa: PLC0415 - not every render's start
+    from generator.commands.import_nodes import label_filter, nodes  # noqa: PLC0415 - not every render's start
 
     given = click.get_current_context().get_parameter_source("inventory") is ParameterSource.COMMANDLINE
     if given and not inventory.is_dir():  # without one, the default filter; a named one must be there
@@ -367,11 +368,11 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
         except UnicodeDecodeError:
             click.echo(f"{shown}:1:1: error: not UTF-8 text [{NODE_LIST.id}]", err=True)
             sys.exit(EXIT_PROBLEMS)
-    header = importnodes.header_of(output) if output else importnodes.HEADER
-    name = name or (importnodes.name_of(output) if output else None) or importnodes.DEFAULT_NAME
+    header = nodes.header_of(output) if output else nodes.HEADER
+    name = name or (nodes.name_of(output) if output else None) or nodes.DEFAULT_NAME
     try:
-        imported = importnodes.convert(inputs, name, importfilter.of_inventory(inventory), header)
-    except importnodes.ImportProblem as e:
+        imported = nodes.convert(inputs, name, label_filter.of_inventory(inventory), header)
+    except nodes.ImportProblem as e:
         click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [{NODE_LIST.id}]", err=True)
         sys.exit(EXIT_PROBLEMS)
     if imported.nodes == 0:
@@ -380,8 +381,8 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
         sys.stdout.write(imported.text)
     else:
         try:
-            importnodes.write_atomically(output, imported.text)
-        except importnodes.OutputProblem as e:
+            nodes.write_atomically(output, imported.text)
+        except nodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)
 

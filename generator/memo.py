@@ -28,10 +28,10 @@ from typing import Any
 
 import jsonschema_rs
 
+from generator.compile import Summary
 from generator.emit.outtree import OutputTree
 from generator.load.files import InputFile
 from generator.model import Level, Problem
-from generator.plan import Summary
 
 _VERSION = 2
 

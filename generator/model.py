@@ -2,7 +2,7 @@
 
 Stages only exchange these types, so each stage can be read (and tested) on its own:
 ``load`` turns files into :class:`Document`s, ``validate`` turns documents into an
-:class:`Inventory` plus :class:`Finding`s, ``plan`` turns an inventory into manifests,
+:class:`Inventory` plus :class:`Finding`s, ``compile`` turns an inventory into manifests,
 ``emit`` writes them.
 """
 
@@ -247,7 +247,7 @@ class Inventory:
 @dataclass(frozen=True)
 class Documents:
     """YAML documents that an object holds as one string value (a ConfigMap's file, such as the
-    gate's plan): the plan stage says which, the emit stage writes them with its one YAML
+    gate's plan): the compile stage says which, the emit stage writes them with its one YAML
     writer (generator.emit.yaml)."""
 
     items: tuple[dict[str, Any], ...]

@@ -12,14 +12,14 @@ from enum import StrEnum
 from pathlib import Path
 
 from generator import emit, memo, printable
+from generator.compile import Plan, Summary, plan, source_statuses
 from generator.emit import outtree, repository
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
-from generator.plan import Plan, Summary, plan, source_statuses
 from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.validate import validate
-from generator.validate.rules import Context
+from generator.validate.checks import Context
 
 
 class Mode(StrEnum):

@@ -1,4 +1,4 @@
-"""generator.columns.group: what a loop per item makes, at C speed."""
+"""generator.util.columns.group: what a loop per item makes, at C speed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.columns import group
+from generator.util.columns import group
 
 
 @given(st.lists(st.tuples(st.sampled_from("abcde"), st.integers())))

@@ -1,4 +1,4 @@
-"""The source-expiring warning (generator/validate/rules/risks.py) as the scheduled refresh relies
+"""The source-expiring warning (generator/validate/checks/risks.py) as the scheduled refresh relies
 on it: its window is configurable, it names the date, and a recorded render does not outlive
 the moment the warning starts."""
 

@@ -15,10 +15,10 @@ from generator.emit import yaml
 from generator.load.files import load_files, read_inventory
 from generator.model import Inventory, Node, Selector, Settings, Source, Where
 from generator.validate import validate
+from generator.validate.checks import Context, base, hierarchy, nodes, snapshots
+from generator.validate.checks.snapshots import Verdict, label_problem, placed_labels
 from generator.validate.hierarchy import stated_values
 from generator.validate.labels import selects
-from generator.validate.rules import Context, base, hierarchy, nodes, snapshots
-from generator.validate.rules.snapshots import Verdict, label_problem, placed_labels
 from tests.conftest import NOW, examples
 
 API = "topology.gpustack.ai/v1alpha1"

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generator.compile.profiles import assign, assign_one_by_one
 from generator.emit import yaml
 from generator.load.files import read_inventory
 from generator.pipeline import compile
-from generator.plan.profiles import assign, assign_one_by_one
-from generator.validate.rules import nodes
+from generator.validate.checks import nodes
 from tests.conftest import NOW, examples
 from tests.test_fast_rules import API, at_once, context, node_by_node
 

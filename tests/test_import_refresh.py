@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator import importnodes
 from generator.cli import cli
+from generator.commands.import_nodes import nodes
 from tests.conftest import NOW, REPO, tasgen
 
 NODE_NAME = "nfd.node.kubernetes.io/node-name"
@@ -216,7 +216,7 @@ def test_tasgen_own_header_is_refreshed_in_its_current_wording(tmp_path: Path) -
     source = tmp_path / "nodes.json"
     source.write_text(json.dumps(kubectl_list([_node("n1")])))
     assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
-    assert target.read_text().startswith(importnodes.HEADER)
+    assert target.read_text().startswith(nodes.HEADER)
 
 
 def test_lines_a_person_added_under_tasgen_header_are_kept(tmp_path: Path) -> None:
@@ -226,9 +226,9 @@ def test_lines_a_person_added_under_tasgen_header_are_kept(tmp_path: Path) -> No
     source.write_text(json.dumps(kubectl_list([_node("n1")])))
     assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
     owner = "# Owner: team-infra; refreshed by the weekly job (ticket OPS-123)\n"
-    target.write_text(target.read_text().replace(importnodes.HEADER, importnodes.HEADER + owner))
+    target.write_text(target.read_text().replace(nodes.HEADER, nodes.HEADER + owner))
     assert tasgen("import-nodes", str(source), "-o", str(target)).exit_code == 0
-    assert target.read_text().startswith(importnodes.HEADER + owner + "apiVersion:")
+    assert target.read_text().startswith(nodes.HEADER + owner + "apiVersion:")
     target.write_text(
         "\ufeff# Frankfurt fleet; owner infra-team\napiVersion: topology.gpustack.ai/v1alpha1\n"
     )

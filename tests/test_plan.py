@@ -16,8 +16,8 @@ import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
-from generator.diff import formats
-from generator.diff.live import _live as live_figures
+from generator.commands.plan import formats
+from generator.commands.plan.live import _live as live_figures
 from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 

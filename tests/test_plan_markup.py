@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from generator.diff import formats
-from generator.diff.formats import COMMENT_LIMIT, _cell, _code, markdown
+from generator.commands.plan import formats
+from generator.commands.plan.formats import COMMENT_LIMIT, _cell, _code, markdown
 from generator.printable import one_line
 from tests.conftest import NOW, examples, tasgen
 from tests.plan.fleet import Fleet, Repo

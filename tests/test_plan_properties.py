@@ -13,8 +13,8 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.diff.formats import COMMENT_LIMIT, markdown
-from generator.diff.report import build
+from generator.commands.plan.formats import COMMENT_LIMIT, markdown
+from generator.commands.plan.report import build
 from generator.load.files import InputFile
 from generator.pipeline import Compilation, compile
 from tests.conftest import NOW, examples

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench.fleet import write_fleet
-from generator.diff.formats import COMMENT_LIMIT, MARKER, markdown
+from generator.commands.plan.formats import COMMENT_LIMIT, MARKER, markdown
 from tests.conftest import NOW, tasgen
 from tests.plan.fleet import Fleet, Repo
 

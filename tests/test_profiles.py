@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from generator.compile.profiles import Profile, _collisions, profile_id
+from generator.compile.queues import flavor_name, largest_remainder
 from generator.load.files import read_inventory
 from generator.model import Inventory, Level, Selector, Settings, Source, Where
 from generator.pipeline import compile
-from generator.plan.profiles import Profile, _collisions, profile_id
-from generator.plan.queues import flavor_name, largest_remainder
+from generator.validate.checks import Context
 from generator.validate.hierarchy import normalize_levels
-from generator.validate.rules import Context
 from tests.conftest import NOW
 
 # The profile ID is a published contract (it names Topologies and flavors in clusters):

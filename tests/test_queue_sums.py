@@ -12,7 +12,7 @@ from fractions import Fraction
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from generator.plan.queues import _allocatable
+from generator.compile.queues import _allocatable
 from generator.validate.quantities import parse
 from tests.conftest import examples
 

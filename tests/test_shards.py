@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.fleet import write_fleet
+from generator.compile.shards import Sharding, objects_per_folder, oversized
 from generator.emit import yaml as tasgen_yaml
 from generator.model import Inventory, Settings, Where
-from generator.plan.shards import Sharding, objects_per_folder, oversized
 from tests.conftest import NOW, examples, tasgen
 
 NODES = 1200

@@ -11,11 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.emit import yaml as writer
-from generator.emit.apply import applied_size, server_side_where_needed
-from generator.model import Documents, Manifest
-from generator.plan.engines import SYNC_OPTIONS
-from generator.plan.sync_wiring import (
+from generator.compile.engines import SYNC_OPTIONS
+from generator.compile.sync_wiring import (
     DEFAULT_RETRY,
     LAST_APPLIED_LIMIT,
     STEP_LABEL,
@@ -24,6 +21,9 @@ from generator.plan.sync_wiring import (
     flux_kustomizations,
     wiring,
 )
+from generator.emit import yaml as writer
+from generator.emit.apply import applied_size, server_side_where_needed
+from generator.model import Documents, Manifest
 from generator.validate.schema import schema_of
 from tests.conftest import NOW, REPO, Run, tasgen
 

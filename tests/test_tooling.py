@@ -18,7 +18,7 @@ CHECKS = {
         sys.executable,
         "-c",
         "import sys; from importlinter.cli import lint_imports_command; "
-        "sys.argv = ['lint-imports']; lint_imports_command()",
+        "sys.argv = ['lint-imports', '--no-cache']; lint_imports_command()",
     ],
 }
 

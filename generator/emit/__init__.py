@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from generator.compile import Plan
 from generator.emit import apply, repository
 from generator.emit.drift import drift
 from generator.emit.output import Changes, changes, first_difference, mutated_nodes
 from generator.emit.outtree import OutputTree
 from generator.emit.tree import render_tree
 from generator.model import Finding, Where
-from generator.plan import Plan
 from generator.rules.emit import STALE_RENDER
 
 __all__ = ["Emission", "compare"]

@@ -10,10 +10,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from generator.compile.engines import SYNC_OPTIONS
+from generator.compile.sync_wiring import LAST_APPLIED_LIMIT
 from generator.emit import yaml
 from generator.model import Documents, Finding, Manifest, Where
-from generator.plan.engines import SYNC_OPTIONS
-from generator.plan.sync_wiring import LAST_APPLIED_LIMIT
 from generator.rules.emit import OBJECT_SIZE
 
 SERVER_SIDE = "ServerSideApply=true"

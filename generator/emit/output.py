@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
+from generator.compile.manifests import NODE_NAME_LABEL
 from generator.emit.tree import Tree
 from generator.load.files import ParseError, parse_text
-from generator.plan.manifests import NODE_NAME_LABEL
 
 FEATURE_FILES = "nodefeatures-"
 

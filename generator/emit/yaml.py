@@ -1,6 +1,6 @@
 """A small deterministic YAML writer for Kubernetes objects.
 
-Output depends only on the data (insertion order of mappings, which the plan stage makes
+Output depends only on the data (insertion order of mappings, which the compile stage makes
 deterministic), never on the library version installed, so the same inventory gives
 byte-identical files on every machine. Strings are plain only when no YAML 1.1 or 1.2
 reader could take them for anything but a string; otherwise they are double-quoted, or

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 import yaml_rs
 
-from generator.lazyimport import on_first_use
 from generator.rules import Rule
 from generator.rules.load import (
     JSON_SYNTAX,
@@ -43,11 +42,12 @@ from generator.rules.load import (
     YAML_SYNTAX,
     YAML_TAG,
 )
+from generator.util.lazyimport import on_first_use
 
 if TYPE_CHECKING:
     import yaml
 else:
-    yaml = on_first_use("yaml")  # rarely needed: see generator.lazyimport
+    yaml = on_first_use("yaml")  # rarely needed: see generator.util.lazyimport
 
 Position = tuple[int, int]
 

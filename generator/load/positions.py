@@ -14,13 +14,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from generator.lazyimport import on_first_use
 from generator.model import Pointer
+from generator.util.lazyimport import on_first_use
 
 if TYPE_CHECKING:
     import yaml
 else:
-    yaml = on_first_use("yaml")  # rarely needed: see generator.lazyimport
+    yaml = on_first_use("yaml")  # rarely needed: see generator.util.lazyimport
 
 #: 1-based (line, column)
 Position = tuple[int, int]

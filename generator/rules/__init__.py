@@ -1,8 +1,8 @@
 """The one registry of rules: every problem tasgen reports is raised through a :class:`Rule`.
 
 A rule is declared once, in the module of the stage that checks it (:mod:`.load`,
-:mod:`.schema`, :mod:`.semantic`, :mod:`.plan`, :mod:`.emit`, :mod:`.diff`,
-:mod:`.importing`), with its ID, level and the one-line summary of the catalogue. Checks
+:mod:`.schema`, :mod:`.semantic`, :mod:`.compile`, :mod:`.emit`, :mod:`.plan`,
+:mod:`.import_nodes`), with its ID, level and the one-line summary of the catalogue. Checks
 never spell a rule ID or a level: they call the rule
 (``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
 :class:`Hit`s that the validate engine hands to the rule the check is registered with. The
@@ -14,7 +14,7 @@ This package sits just above :mod:`generator.model`, so that every stage may imp
 
 from __future__ import annotations
 
-from generator.rules import diff, emit, importing, load, plan, schema, semantic
+from generator.rules import compile, emit, import_nodes, load, plan, schema, semantic
 from generator.rules.base import Hit, Rule, Stage
 
 #: every rule, in catalogue order (the order of the stages, then of declaration)
@@ -22,10 +22,10 @@ REGISTRY: tuple[Rule, ...] = (
     *load.RULES,
     *schema.RULES,
     *semantic.RULES,
-    *plan.RULES,
+    *compile.RULES,
     *emit.RULES,
-    *diff.RULES,
-    *importing.RULES,
+    *plan.RULES,
+    *import_nodes.RULES,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
 

@@ -12,10 +12,10 @@ from generator.model import Finding, Level, Problem, Where
 class Stage(StrEnum):
     LOAD = "load"
     SCHEMA = "schema"
-    RULES = "rules"
-    PLAN = "plan"
+    VALIDATE = "validate"  # the semantic checks over the typed inventory
+    COMPILE = "compile"
     EMIT = "emit"
-    DIFF = "plan (diff)"  # tasgen plan, comparing two revisions
+    PLAN = "plan"  # tasgen plan, comparing two revisions
     IMPORT = "import-nodes"  # tasgen import-nodes, reading kubectl's node list
 
 

@@ -1,10 +1,10 @@
-"""Rules of the validate stage over the typed inventory (checks: generator/validate/rules)."""
+"""Rules of the validate stage over the typed inventory (checks: generator/validate/checks)."""
 
 from generator.model import PROFILES_FEATURE_NAME, Level
 from generator.rules.base import Rule, Stage
 from generator.sourcetypes import SOURCE_TYPES
 
-_S = Stage.RULES
+_S = Stage.VALIDATE
 
 _KINDS = ", ".join(t.key for t in SOURCE_TYPES)
 SOURCE_TYPE = Rule("source-type", _S, f"A TopologySource has exactly one of {_KINDS}.")

@@ -11,8 +11,8 @@ from generator import sourcetypes
 from generator.load.files import LoadedFile
 from generator.model import Document, Finding, Inventory, Level
 from generator.validate import documents
-from generator.validate.rules import Context, run_checks
-from generator.validate.rules.sources import selector_problems
+from generator.validate.checks import Context, run_checks
+from generator.validate.checks.sources import selector_problems
 from generator.validate.snapshots import SnapshotFiles, load_snapshot
 
 

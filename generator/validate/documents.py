@@ -2,7 +2,7 @@
 
 Every document is checked before anything is built, so that one run reports the schema
 problems of every file. Objects are only built from documents that passed their schema;
-semantic rules (:mod:`generator.validate.rules`) then run on the typed inventory.
+semantic rules (:mod:`generator.validate.checks`) then run on the typed inventory.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from generator.plan.gate_wiring import JOB_TTL_SECONDS
-from generator.plan.gate_wiring import NAME as GATE_JOB
+from generator.compile.gate_wiring import JOB_TTL_SECONDS
+from generator.compile.gate_wiring import NAME as GATE_JOB
 from tests.e2e import flux, harness, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet

@@ -22,8 +22,8 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 
+from generator.compile.gate_wiring import gate_manifests, retire_manifests
 from generator.model import Manifest
-from generator.plan.gate_wiring import gate_manifests, retire_manifests
 from tests.e2e import harness
 from tests.e2e.fleet import Fleet
 from tests.e2e.kubelet import Kubelet

@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
+from generator.compile.gate_wiring import KEEP_KEY, retire_manifests
 from generator.gate.kube import Catalog, Conflict
-from generator.plan.gate_wiring import KEEP_KEY, retire_manifests
 from tests.conftest import REPO
 from tests.e2e.test_gate_rbac import _token_client
 from tests.gate.support import GROUP, VERSION, Kueue, as_rendered, kubeconfig_for, unique, wait_for

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.fetch.snapshotfile import canonical
+from generator.commands.fetch.snapshotfile import canonical
 from generator.load.files import parse_text
 from tests.conftest import examples
 

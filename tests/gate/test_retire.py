@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from generator.compile.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
 from generator.emit.yaml import documents
 from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose, read_keep
-from generator.plan.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
 from tests.conftest import REPO
 from tests.gate.test_command_errors import command
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from generator.gate.plan import read_plan
 from generator.model import Manifest
-from generator.plan.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
 from tests.gate.support import as_rendered
 
 WAVE = "argocd.argoproj.io/sync-wave"

@@ -1,0 +1,55 @@
+"""``tasgen plan`` from the command line's options to the printed report and its exit code (the
+command line prints and exits)."""
+
+from __future__ import annotations
+
+import importlib
+import io
+from datetime import datetime
+from pathlib import Path
+
+from generator.commands.plan.formats import FORMATS
+from generator.commands.plan.run import Outcome, plan_change
+from generator.load.git import GitError
+from generator.pipeline import Result
+from generator.reporters import REPORTERS
+
+EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
+
+
+class UsageProblem(Exception):
+    """An option's value cannot be used (a usage error, exit 2)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option, self.message = option, message
+
+
+def execute(
+    base: str, inventory: Path, format_: str, now: datetime, kubeconfig: Path | None
+) -> tuple[str, int]:
+    """The text to print and the exit code; raises :class:`UsageProblem`."""
+    if not inventory.is_dir():
+        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    try:
+        outcome = plan_change(inventory, base, now)
+    except GitError as e:
+        raise UsageProblem("--base", str(e)) from e
+    if outcome.report is None:
+        # As validate prints them: the working tree's inventory is what the change must fix.
+        out = io.StringIO()
+        REPORTERS["text"](Result(outcome.problems), "plan", out)
+        return out.getvalue(), EXIT_PROBLEMS
+    if kubeconfig is not None:
+        _add_live(outcome, kubeconfig)
+    return FORMATS[format_](outcome.report), EXIT_CLEAN
+
+
+def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
+    # The API client costs a second of start-up: imported only when asked for.
+    live = importlib.import_module("generator.commands.plan.live")
+    assert outcome.report is not None
+    try:
+        live.add_live_figures(outcome.report, outcome.desired, kubeconfig)
+    except live.LiveError as e:
+        raise UsageProblem("--kubeconfig", str(e)) from e

@@ -1,0 +1,117 @@
+"""``tasgen plan --kubeconfig``: the live figures behind each drain, read-only.
+
+For every queue of the plan, the live ClusterQueue is read and the drain gate's own decision
+(generator/gate/decision.py) is taken against the new rendered queue, so the report says what
+the gate would do now; for the flavors the new plan drops, Kueue's ``flavorsReservation`` and the
+Workloads whose admission uses them say what a drain would evict. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
+
+from generator.commands.plan import queues as q
+from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
+from generator.gate.kube import GROUP, VERSION, Queues, load_client
+
+#: the gate's next step -> the report's drain action
+_ACTIONS = {
+    Kind.ABSENT: q.CREATED,
+    Kind.DONE: q.NONE,
+    Kind.RESTORE: q.NONE,
+    Kind.HELD_EMPTY: q.HELD_EMPTY,
+    Kind.APPLY: q.IN_PLACE,
+    Kind.AWAIT_STATUS: q.HOLD_AND_DRAIN,
+    Kind.HOLD: q.HOLD_AND_DRAIN,
+    Kind.DRAIN: q.HOLD_AND_DRAIN,
+    Kind.SWITCH: q.HOLD_AND_DRAIN,
+}
+
+
+class LiveError(Exception):
+    """The cluster cannot be read."""
+
+
+def add_live_figures(report: dict[str, Any], desired: dict[str, dict[str, Any]], kubeconfig: Path) -> None:
+    """Adds ``drain.live`` to each queue the new plan keeps (``desired``: name -> the rendered
+    ClusterQueue)."""
+    try:
+        api = load_client(str(kubeconfig))
+        queues, workloads = Queues(api), _admitted(api)
+        for entry in report["queues"]:
+            if entry["name"] in desired:
+                _live(entry, queues.get(entry["name"]), desired[entry["name"]], workloads)
+    except (ApiException, HTTPError, OSError) as e:
+        raise LiveError(f"cannot read the cluster of {kubeconfig}: {_reason(e)}") from e
+    except ConfigException as e:  # a kubeconfig the client cannot use
+        raise LiveError(f"{kubeconfig}: {e}") from e
+
+
+def _reason(e: Exception) -> str:
+    return f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
+
+
+def _live(
+    entry: dict[str, Any], live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
+) -> None:
+    action, offline = decide(live, desired), entry["drain"]["action"]
+    # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
+    # everything whatever the gate does, a new Hold stops admission when the gate drains none.
+    live_action = _ACTIONS[action.kind]
+    if action.kind is Kind.HOLD and action.stop_policy != HOLD_AND_DRAIN:
+        live_action = q.HELD  # a plain hold (an empty queue): nothing drains
+    kept = offline == q.STOPPED or (offline == q.HELD and live_action in (q.NONE, q.IN_PLACE))
+    if not kept:
+        entry["drain"]["action"] = live_action
+        if action.condition is not None:
+            entry["drain"]["reason"] = f"live: {action.condition.message}"
+    if live is None:
+        return
+    dropped = [f for f in _flavor_names(live) if f not in _flavor_names(desired)]
+    reservation = _reservation(live)
+    flavors = [
+        {"name": f, "workloads": _using(workloads, entry["name"], f), "reservation": reservation.get(f, {})}
+        for f in dropped
+    ]
+    status = live.get("status") or {}
+    entry["drain"]["live"] = {
+        "reservingWorkloads": int(status.get("reservingWorkloads") or 0),
+        "flavors": flavors,
+    }
+
+
+def _flavor_names(queue: dict[str, Any]) -> list[str]:
+    groups = (queue.get("spec") or {}).get("resourceGroups") or []
+    return [str(f["name"]) for g in groups for f in g.get("flavors") or []]
+
+
+def _reservation(live: dict[str, Any]) -> dict[str, dict[str, str]]:
+    entries = (live.get("status") or {}).get("flavorsReservation") or []
+    return {
+        str(e["name"]): {str(r["name"]): str(r.get("total", 0)) for r in e.get("resources") or []}
+        for e in entries
+    }
+
+
+def _admitted(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every Workload that holds a quota reservation (its admission names queue and flavors)."""
+    custom = client.CustomObjectsApi(api)
+    found = cast(dict[str, Any], custom.list_cluster_custom_object(GROUP, VERSION, "workloads"))
+    return [w for w in found.get("items", []) if (w.get("status") or {}).get("admission")]
+
+
+def _using(workloads: list[dict[str, Any]], queue: str, flavor: str) -> int:
+    def uses(workload: dict[str, Any]) -> bool:
+        admission = workload["status"]["admission"]
+        assignments = admission.get("podSetAssignments") or []
+        return admission.get("clusterQueue") == queue and any(
+            flavor in (a.get("flavors") or {}).values() for a in assignments
+        )
+
+    return sum(uses(w) for w in workloads)

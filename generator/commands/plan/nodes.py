@@ -1,0 +1,126 @@
+"""Nodes: the labels tasgen writes (through NodeFeatures) that change, summarised by the source
+that writes them and by coarse domain (the node's first level), with the nodes' names and
+changes only when they are few - never a line per node at scale.
+
+Compared source by source: a snapshot's per-node mapping is compared as a whole first (most
+nodes of a change are untouched), label by label only where it differs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from generator.commands.plan.side import Side
+from generator.model import PROFILE_KEY
+from generator.validate.labels import READ_ONLY_PARENTS
+
+#: up to this many changed nodes, the report names them and lists their changes
+NAMED_NODES = 20
+#: the profile label is tasgen's own, not a source's
+PROFILE_WRITER = "(profile)"
+
+Change = dict[str, Any]  # key, before, after
+
+
+def compare_nodes(base: Side, head: Side) -> dict[str, Any]:
+    changes: dict[str, list[Change]] = {}
+    by_source: dict[str, tuple[int, Counter[str]]] = {}
+    per_source = {
+        source: _source_changes(base.stated.get(source, {}), head.stated.get(source, {}))
+        for source in sorted(base.stated.keys() | head.stated.keys())
+    }
+    for source, found in _net(per_source).items():
+        _record(changes, by_source, source, found)
+    _record(changes, by_source, PROFILE_WRITER, _profile_changes(base, head))
+    named = len(changes) <= NAMED_NODES
+    return {
+        "total": len(head.nodes),
+        "changed": len(changes),
+        "bySource": [
+            {"source": s, "nodes": n, "keys": dict(sorted(keys.items()))}
+            for s, (n, keys) in by_source.items()
+        ],
+        "byDomain": _by_domain(base, head, changes),
+        "changes": [
+            {"node": n, "labels": sorted(changes[n], key=lambda c: c["key"])} for n in sorted(changes)
+        ]
+        if named
+        else None,
+    }
+
+
+def _record(
+    changes: dict[str, list[Change]],
+    by_source: dict[str, tuple[int, Counter[str]]],
+    source: str,
+    found: dict[str, list[Change]],
+) -> None:
+    if not found:
+        return
+    for node, node_changes in found.items():
+        changes.setdefault(node, []).extend(node_changes)
+    keys = Counter(c["key"] for node_changes in found.values() for c in node_changes)
+    by_source[source] = (len(found), keys)
+
+
+def _source_changes(
+    old: dict[str, dict[str, str]], new: dict[str, dict[str, str]]
+) -> dict[str, list[Change]]:
+    found = {}
+    for node in old.keys() | new.keys():
+        before, after = old.get(node, {}), new.get(node, {})
+        if before != after:
+            labels = [
+                {"key": k, "before": before.get(k), "after": after.get(k)}
+                for k in before.keys() | after.keys()
+                if k not in READ_ONLY_PARENTS and before.get(k) != after.get(k)
+            ]
+            if labels:
+                found[node] = labels
+    return found
+
+
+def _net(per_source: dict[str, dict[str, list[Change]]]) -> dict[str, dict[str, list[Change]]]:
+    """The changes with a label that moves from one source to another netted out: a renamed
+    source (or a node handed to another) removes the label from the old source's NodeFeature
+    and sets it in the new one's, and the node ends with the value it had. What remains of a
+    node's change is the new writer's (the old one's when nobody writes the label any more)."""
+    seen = Counter(node for found in per_source.values() for node in found)
+    for node in (n for n, count in seen.items() if count > 1):
+        by_key: dict[str, list[tuple[str, Change]]] = {}
+        for source, found in per_source.items():
+            for change in found.pop(node, []):
+                by_key.setdefault(change["key"], []).append((source, change))
+        for key, made in by_key.items():
+            before = next((c["before"] for _, c in made if c["before"] is not None), None)
+            writer, after = next(
+                ((s, c["after"]) for s, c in made if c["after"] is not None), (made[0][0], None)
+            )
+            if before != after:
+                per_source[writer].setdefault(node, []).append({"key": key, "before": before, "after": after})
+    return per_source
+
+
+def _profile_changes(base: Side, head: Side) -> dict[str, list[Change]]:
+    old, new = base.profile_of, head.profile_of
+    return {
+        node: [{"key": PROFILE_KEY, "before": old.get(node), "after": new.get(node)}]
+        for node in old.keys() | new.keys()
+        if old.get(node) != new.get(node)
+    }
+
+
+def _by_domain(base: Side, head: Side, changes: dict[str, list[Change]]) -> list[dict[str, Any]]:
+    """Changed nodes per coarse domain: the first level of the node's profile after (before, for
+    a node that leaves), e.g. its zone; hostname-only nodes count under "(no topology)"."""
+    counts = Counter(_coarse(head if node in head.profile_of else base, node) for node in changes)
+    return [
+        {"level": level, "domain": domain, "nodes": n}
+        for (level, domain), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def _coarse(side: Side, node: str) -> tuple[str, str]:
+    keys = side.profiles[side.profile_of[node]]
+    return (keys[0], side.domain_of[node][0]) if len(keys) > 1 else ("(no topology)", "")

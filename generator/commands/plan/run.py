@@ -1,0 +1,73 @@
+"""Compile the base revision (from git objects) and the working tree, and compare them."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from generator.commands.plan.report import build
+from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
+from generator.load.git import read_revision
+from generator.model import Problem
+from generator.pipeline import compile
+
+
+@dataclass
+class Outcome:
+    """The report, or the problems of an invalid working-tree inventory (no report then)."""
+
+    report: dict[str, Any] | None
+    problems: list[Problem] = field(default_factory=list)
+    desired: dict[str, dict[str, Any]] = field(default_factory=dict)  # the new ClusterQueues by name
+
+
+def plan_change(inventory: Path, base_ref: str, now: datetime) -> Outcome:
+    """Raises :class:`generator.load.git.GitError` when the base cannot be read."""
+    base_files = read_revision(inventory, base_ref)
+    # As in a render: millions of small objects, no cycles; the collector would only rescan.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        head_files = read_inventory(inventory)
+        parsed = _Parsed()
+        head = compile(head_files, now, node_features=False, parse=parsed)
+        if head.failed:
+            return Outcome(None, head.problems())
+        shared = _shared(base_files, head_files)
+        base = compile(shared, now, node_features=False, parse=parsed) if base_files else None
+        assert head.planned is not None
+        queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
+        return Outcome(build(base, head, base_ref), desired=queues)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Parsed:
+    """Parses each file once: a file whose bytes both revisions share (most of them; the
+    NodeInventory, the biggest, most often) yields the same documents for both."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[InputFile, LoadedFile]] = {}  # the file is kept: its id stays its own
+
+    def __call__(self, files: list[InputFile]) -> list[LoadedFile]:
+        return [self._one(f) for f in files]
+
+    def _one(self, file: InputFile) -> LoadedFile:
+        if id(file) not in self._done:
+            self._done[id(file)] = (file, load_file(file))
+        return self._done[id(file)][1]
+
+
+def _shared(base: list[InputFile], head: list[InputFile]) -> list[InputFile]:
+    """The base's files, each replaced by the working tree's when the bytes are the same (then
+    positions are the same too, so problems may name the working tree's file)."""
+    by_path = {f.relative: f for f in head}
+    return [by_path[f.relative] if _same(f, by_path.get(f.relative)) else f for f in base]
+
+
+def _same(base: InputFile, head: InputFile | None) -> bool:
+    return head is not None and base.data is not None and base.data == head.data

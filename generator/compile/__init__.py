@@ -1,0 +1,234 @@
+"""The compile stage: a valid inventory -> the objects of rendered/ and the status summary."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.compile import gate_wiring, manifests, sync_wiring
+from generator.compile.manifests import FeatureFile
+from generator.compile.profiles import Assignment, assign
+from generator.compile.queues import Queue, QueueFlavor, plan_queues
+from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
+from generator.model import Finding, KueueVersion, Level, Manifest, Source, Where
+from generator.rules.compile import PATH_SIZE, SHARD_SIZE
+from generator.rules.semantic import OWNERSHIP_CONFLICT
+from generator.validate.checks import Context
+from generator.validate.checks.hierarchy import conflicts
+
+DEFAULT_GATE_NAMESPACE = "tasgen-system"
+DEFAULT_GATE_IMAGE = "ghcr.io/tasgen/tasgen-gate:0.1.0"
+DEFAULT_GATE_TIMEOUT = 1800
+#: rendered/'s path in the repository, for the engines' wiring. A constant rather than the
+#: output folder's place: the same inventory renders the same bytes wherever it is written.
+DEFAULT_SYNC_PATH = "rendered"
+
+
+@dataclass
+class SourceStatus:
+    name: str
+    type: str
+    ready: bool
+    valid: bool
+    ownership_conflict: bool
+    expired: bool
+    revision: str | None
+    nodes: int | None  # nodes whose profile it gives; None when nothing was planned (errors)
+
+
+def _camel(data: dict[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"_(\w)", lambda m: m[1].upper(), k): v for k, v in data.items()}
+
+
+def _snake(data: dict[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"([A-Z])", lambda m: "_" + m[1].lower(), k): v for k, v in data.items()}
+
+
+@dataclass
+class Summary:
+    sources: list[SourceStatus] = field(default_factory=list)
+    profiles: list[dict[str, Any]] = field(default_factory=list)  # id, levels, nodes
+    queues: list[dict[str, Any]] = field(default_factory=list)  # name, stopPolicy, flavors
+    mutated_nodes: int | None = None  # filled by the emit stage
+
+    @staticmethod
+    def from_data(data: dict[str, Any]) -> Summary:
+        return Summary(
+            sources=[SourceStatus(**_snake(s)) for s in data["sources"]],
+            profiles=data["profiles"],
+            queues=data["queues"],
+            mutated_nodes=data["mutatedNodes"],
+        )
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "sources": [_camel(vars(s)) for s in self.sources],
+            "profiles": self.profiles,
+            "queues": self.queues,
+            "mutatedNodes": self.mutated_nodes,
+        }
+
+
+@dataclass
+class Plan:
+    manifests: list[Manifest]
+    findings: list[Finding]
+    summary: Summary
+    assignment: Assignment | None = None  # every node's profile (tasgen plan compares them)
+    features: list[FeatureFile] = field(default_factory=list)  # the NodeFeatures
+    synced: tuple[str, ...] = ()  # every folder of rendered/ an engine syncs (written even empty)
+    repo_path: str = DEFAULT_SYNC_PATH  # where the engines find rendered/ in the repository
+    repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
+
+
+def plan(ctx: Context, *, node_features: bool = True) -> Plan:
+    """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
+    manifests); without the NodeFeatures when only validating (they cannot fail, and they are
+    most of the work)."""
+    inventory = ctx.inventory
+    assignment = assign(ctx)
+    version = inventory.settings.kueue_api_version
+    queues, flavors, findings = plan_queues(inventory.plans.values(), ctx.ordered_nodes, assignment, version)
+    ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
+    sharding = Sharding.of(inventory.settings.output)
+    folder_of = sharding.folders_of(inventory.nodes, assignment.domain_of)
+    findings += [
+        SHARD_SIZE.of(h) for h in oversized(sharding, objects_per_folder(folder_of, ready), inventory)
+    ]
+    features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
+    queue_objects = manifests.cluster_queues(queues, version)
+    kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
+    local_queues = manifests.local_queues(queues, version)
+    control = [
+        *kueue,
+        *_gate(ctx, [m.body for m in queue_objects]),
+        *_retire(ctx, [m.body for m in kueue]),
+        *queue_objects,
+        *local_queues,
+    ]
+    # the folders that grow with the inventory (the gate's and retire's hold a fixed few)
+    growing = [*kueue, *queue_objects, *local_queues]
+    findings += [PATH_SIZE.of(h) for h in crowded(sharding, growing, inventory)]
+    objects = control
+    paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
+    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
+    summary = _summary(ctx, assignment, queues)
+    settings = inventory.settings
+    config = (
+        settings.where.at("sync", "path") if settings.where and "path" in settings.sync else settings.where
+    )
+    return Plan(
+        objects,
+        assignment.findings + findings,
+        summary,
+        assignment,
+        features,
+        synced=paths.folders,
+        repo_path=paths.repo_path,
+        repo_path_where=config,
+    )
+
+
+def _gate_timeout(ctx: Context) -> int:
+    return int(ctx.inventory.settings.gate.get("timeoutSeconds", DEFAULT_GATE_TIMEOUT))
+
+
+def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
+    namespace, image = _gate_place(ctx)
+    return gate_wiring.gate_manifests(
+        queues, namespace=namespace, image=image, timeout_seconds=_gate_timeout(ctx)
+    )
+
+
+def _retire(ctx: Context, kueue: list[dict[str, Any]]) -> list[Manifest]:
+    namespace, image = _gate_place(ctx)
+    return gate_wiring.retire_manifests(kueue, namespace=namespace, image=image)
+
+
+def _gate_place(ctx: Context) -> tuple[str, str]:
+    """The namespace and image of the gate's Jobs (the retire step's too)."""
+    gate = ctx.inventory.settings.gate
+    return gate.get("namespace", DEFAULT_GATE_NAMESPACE), gate.get("image", DEFAULT_GATE_IMAGE)
+
+
+def _summary(ctx: Context, assignment: Assignment, queues: list[Queue]) -> Summary:
+    version = ctx.inventory.settings.kueue_api_version
+    counts = Counter(assignment.source_of.values())
+    summary = Summary(sources=source_statuses(ctx, [], counts))
+    per_profile = assignment.nodes_per_profile()
+    summary.profiles = [
+        {"id": p.id, "levels": list(p.keys), "nodes": per_profile[p.id]}
+        for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
+    ]
+    summary.queues = [_queue_summary(q, version) for q in queues]
+    return summary
+
+
+def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "name": queue.plan.name,
+        "stopPolicy": manifests.cluster_queue(queue, version)["spec"]["stopPolicy"],
+        "flavors": [_flavor_summary(f) for f in queue.flavors],
+    }
+    if queue.plan.local_queues:
+        found["localQueues"] = [f"{lq.namespace}/{lq.name}" for lq in queue.plan.local_queues]
+    return found
+
+
+def _flavor_summary(flavor: QueueFlavor) -> dict[str, Any]:
+    found: dict[str, Any] = {"name": flavor.flavor.name, "nominalQuota": flavor.quota}
+    if flavor.borrowing_limit:
+        found["borrowingLimit"] = flavor.borrowing_limit
+    if flavor.lending_limit:
+        found["lendingLimit"] = flavor.lending_limit
+    return found
+
+
+def source_statuses(
+    ctx: Context, findings: list[Finding], counts: dict[str, int] | None = None
+) -> list[SourceStatus]:
+    """The seed's conditions per source; also on an invalid inventory (nothing is rendered
+    then, but the statuses say which sources are at fault)."""
+    contended = {name for _, _, first, second in conflicts(ctx) for name in (first, second)}
+    return [
+        _status(ctx, ctx.inventory.sources[name], findings, name in contended, _count(counts, name))
+        for name in sorted(ctx.inventory.sources)
+    ]
+
+
+def _count(counts: dict[str, int] | None, name: str) -> int | None:
+    """How many nodes a source places; unknown (None) when the inventory was not planned."""
+    return None if counts is None else counts.get(name, 0)
+
+
+def _status(
+    ctx: Context, source: Source, findings: list[Finding], contended: bool, nodes: int | None
+) -> SourceStatus:
+    valid = source.name not in ctx.unloaded and not any(
+        f.level is Level.ERROR
+        and f.rule != OWNERSHIP_CONFLICT.id
+        and (f.source == source.name or _belongs(f.where, source))
+        for f in findings
+    )
+    expired = ctx.expired(source)
+    return SourceStatus(
+        name=source.name,
+        type=source.type.key,
+        ready=valid and not expired and not contended,
+        valid=valid,
+        ownership_conflict=contended,
+        expired=expired,
+        revision=source.snapshot.revision if source.snapshot else None,
+        nodes=nodes,
+    )
+
+
+def _belongs(where: Where, source: Source) -> bool:
+    def within(base: Where) -> bool:
+        return (where.file, where.doc) == (base.file, base.doc) and where.pointer[
+            : len(base.pointer)
+        ] == base.pointer
+
+    return within(source.where) or (source.snapshot is not None and within(source.snapshot.where))

@@ -1,0 +1,153 @@
+"""The API server's half of the drain gate: a ValidatingAdmissionPolicy (CEL) and its binding.
+
+The gate Job switches a queue's flavors only after Kueue has drained the ones it drops. Every
+other path that writes a managed ClusterQueue (a GitOps engine applying ``queues/`` before the
+gate finished, Argo CD's selective sync or self-heal, ``kubectl apply``) is checked here, on the
+API server, against the stored object:
+
+- ``drop``: an UPDATE may drop a flavor only if the stored status, written for the stored
+  generation (Kueue's ``Active`` condition observes it), lists that flavor with zero reservation
+  and zero usage. A status that is not current is unknown, and unknown is refused.
+- ``drain``: while the gate's record (the previous-stop-policy annotation) is on the queue, an
+  UPDATE keeps the record (its value may change to ``None`` or ``Hold``: that is how an
+  administrator chooses the policy the gate restores) and keeps ``spec.stopPolicy``.
+- ``delete``: a queue is deleted only when it holds no reservation (current status) or is being
+  drained (``HoldAndDrain``): Kueue does not evict the workloads of a terminating queue, so its
+  finalizer would wait for them to finish, and a GitOps prune with it.
+
+The gate's ServiceAccount is exempt from ``drop`` and ``drain`` (it drains before it switches);
+nobody is exempt from ``delete``. ``drop`` and ``drain`` cover the queues of this plan by name;
+``delete`` covers every queue labelled as tasgen's, so that a queue removed from the plan (no
+longer named) is still protected when the engine prunes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from generator.compile.engines import MANAGED_BY
+
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+#: The gate's record of the stop policy to restore (generator.gate.decision writes it; the
+#: compiler may not import the gate, so the name is repeated here and a test pins both).
+RECORD = "topology.gpustack.ai/previous-stop-policy"
+
+_STATUS_CURRENT = (
+    "has(oldObject.status) && has(oldObject.status.conditions) &&"
+    " oldObject.status.conditions.exists(c, c.type == 'Active' && has(c.observedGeneration) &&"
+    " c.observedGeneration == oldObject.metadata.generation)"
+)
+# A flavor (f) that the listing names with its resources, every total there and zero, every
+# borrowed quantity zero (listed without resources or totals is unknown, as the gate reads it).
+_IDLE_IN = (
+    "(has(oldObject.status.{list}) && oldObject.status.{list}.exists(u, u.name == f.name &&"
+    " has(u.resources) && size(u.resources) > 0 &&"
+    " u.resources.all(q, has(q.total) && quantity(string(q.total)).compareTo(quantity('0')) == 0 &&"
+    " (!has(q.borrowed) || quantity(string(q.borrowed)).compareTo(quantity('0')) == 0))))"
+)
+_KEPT = (
+    "(has(object.spec.resourceGroups) &&"
+    " object.spec.resourceGroups.exists(h, h.flavors.exists(n, n.name == f.name)))"
+)
+_DROP_SAFE = (
+    "!has(oldObject.spec.resourceGroups) || oldObject.spec.resourceGroups.all(g, g.flavors.all(f,"
+    f" {_KEPT} || (variables.statusCurrent && {_IDLE_IN.format(list='flavorsReservation')} &&"
+    f" {_IDLE_IN.format(list='flavorsUsage')})))"
+)
+_DRAINING = f"has(oldObject.metadata.annotations) && '{RECORD}' in oldObject.metadata.annotations"
+#: the record on the new object: only the gate adds it (else a record of HoldAndDrain, or one
+#: set while nothing drains, would have the gate "restore" a policy nobody had)
+_RECORDED = f"has(object.metadata.annotations) && '{RECORD}' in object.metadata.annotations"
+_KEEPS_DRAIN = (
+    f"has(object.metadata.annotations) && '{RECORD}' in object.metadata.annotations &&"
+    f" object.metadata.annotations['{RECORD}'] in ['None', 'Hold'] &&"
+    " variables.newPolicy == variables.oldPolicy"
+)
+_DELETE_SAFE = (
+    "variables.oldPolicy == 'HoldAndDrain' || (variables.statusCurrent &&"
+    " (!has(oldObject.status.reservingWorkloads) || oldObject.status.reservingWorkloads == 0))"
+)
+
+
+def admission_objects(
+    name: str, namespace: str, queues: Sequence[str], meta: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The policy and its binding, both named ``name``; ``meta`` is the metadata the gate's
+    other objects carry (labels, sync wave). The exempt user is the gate's ServiceAccount."""
+    policy = {
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "matchPolicy": "Equivalent",
+                "objectSelector": {"matchLabels": dict(MANAGED_BY)},
+                "resourceRules": [
+                    {
+                        "apiGroups": ["kueue.x-k8s.io"],
+                        # both: a v1beta1 target may run on Kueue v0.14, which serves no v1beta2
+                        "apiVersions": ["v1beta1", "v1beta2"],
+                        "operations": ["UPDATE", "DELETE"],
+                        "resources": ["clusterqueues"],
+                    }
+                ],
+            },
+            "variables": _variables(f"system:serviceaccount:{namespace}:{name}", queues),
+            "validations": _validations(f"{namespace}/{name}"),
+        },
+    }
+    binding = {
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name, **meta},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    return policy, binding
+
+
+def _variables(gate_user: str, queues: Sequence[str]) -> list[dict[str, str]]:
+    names = ", ".join(f"'{q}'" for q in sorted(queues))
+    policy = "has({o}.spec.stopPolicy) ? {o}.spec.stopPolicy : 'None'"
+    return [
+        {"name": "isGate", "expression": f"request.userInfo.username == '{gate_user}'"},
+        {"name": "managed", "expression": f"oldObject.metadata.name in [{names}]"},
+        {"name": "statusCurrent", "expression": _STATUS_CURRENT},
+        {"name": "oldPolicy", "expression": policy.format(o="oldObject")},
+        {"name": "newPolicy", "expression": policy.format(o="object")},
+    ]
+
+
+def _validations(gate: str) -> list[dict[str, str]]:
+    queue = "'ClusterQueue ' + oldObject.metadata.name + ': "
+    update = "request.operation != 'UPDATE' || !variables.managed || variables.isGate || "
+    return [
+        {
+            "expression": update + f"({_DROP_SAFE})",
+            "reason": "Forbidden",
+            "messageExpression": queue + "this update drops a flavor on which Kueue reports"
+            " reservations or usage (or has not reported the status of the current generation);"
+            f" only the tasgen drain gate ({gate}) switches it, after draining. Let the gate"
+            " sync run first (docs/gate.md)'",
+        },
+        {
+            "expression": update + f"(({_DRAINING}) ? ({_KEEPS_DRAIN}) : !({_RECORDED}))",
+            "reason": "Forbidden",
+            "messageExpression": f"'ClusterQueue ' + oldObject.metadata.name + ': ' + (({_DRAINING}) ?"
+            " 'the tasgen drain gate is draining this queue"
+            f" (annotation {RECORD}); until it finishes, only the gate ({gate}) changes"
+            " spec.stopPolicy or removes the annotation. To choose the policy it restores, set the"
+            " annotation to None or Hold (docs/gate.md)' :"
+            f" 'the annotation {RECORD} belongs to the tasgen drain gate: only the gate ({gate})"
+            " adds it (docs/gate.md)')",
+        },
+        {
+            "expression": f"request.operation != 'DELETE' || {_DELETE_SAFE}",
+            "reason": "Forbidden",
+            "messageExpression": queue + "Kueue reports workloads reserving quota on this queue"
+            " (or no current status), and it does not evict them from a queue being deleted: set"
+            " spec.stopPolicy to HoldAndDrain first (in its ClusterQueuePlan, or kubectl patch),"
+            " then delete it (docs/gate.md)'",
+        },
+    ]

@@ -1,0 +1,334 @@
+"""Flavors and ClusterQueues: hardware identity x profile, with quota conserved.
+
+Each identity's quota is split across its profile flavors in proportion to their nodes'
+allocatable, by largest remainder in integer units (millicores for CPU, bytes for memory,
+whole GPUs and pods), so that the parts sum exactly to the declared total.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import compress, repeat
+from operator import eq
+from typing import Any
+
+from generator.compile.profiles import Assignment, Profile
+from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
+from generator.rules.compile import (
+    FLAVOR_COLLISION,
+    FLAVOR_LIMIT,
+    IDENTITY_UNMATCHED,
+    QUEUE_EMPTY,
+    QUOTA_RANGE,
+    QUOTA_UNPLACEABLE,
+)
+from generator.util.columns import group
+from generator.validate.quantities import beyond_range, format_units, parse, scale_for, to_units
+
+MAX_FLAVORS = 64  # Kueue's limit for one resource group
+#: Kueue's bound on flavor x resource pairs in one resource group (its webhook refuses more)
+MAX_FLAVOR_RESOURCES = 512
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    identity: tuple[tuple[str, str], ...]
+    profile: Profile
+    tolerations: tuple[dict[str, Any], ...] = ()
+    node_taints: tuple[dict[str, str], ...] = ()
+
+
+@dataclass
+class QueueFlavor:
+    flavor: Flavor
+    quota: dict[str, str]  # covered resource -> quantity, in coveredResources order
+    borrowing_limit: dict[str, str] = field(default_factory=dict)  # declared resources only
+    lending_limit: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Queue:
+    plan: QueuePlan
+    flavors: list[QueueFlavor] = field(default_factory=list)
+
+
+def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tuple[Any, ...] = ()) -> str:
+    """gpustack-<readable identity>-<hash>-<profile>: readable in kubectl, unique by the hash,
+    and embedding the profile so that its immutable fields never change. The hash covers the
+    identity and, when there are any, the other spec fields Kueue will not update on a
+    topology-aware flavor (``frozen``: its tolerations, and on v1beta1 its nodeTaints), so that
+    changing them gives a new flavor, switched to through the drain gate."""
+    readable = re.sub(r"[^a-z0-9]+", "-", "-".join(v for _, v in identity).lower()).strip("-")[:30]
+    hashed: Any = [identity, frozen] if frozen else identity
+    digest = hashlib.sha256(json.dumps(hashed, separators=(",", ":")).encode()).hexdigest()[:6]
+    return "-".join(p for p in ("gpustack", readable.strip("-"), digest, profile) if p)
+
+
+class Planner:
+    def __init__(
+        self,
+        nodes: list[Node],
+        assignment: Assignment,
+        version: KueueVersion = "v1beta2",
+    ) -> None:
+        """``nodes``: every node, in name order (groups keep that order, and the nodes
+        themselves: a group's allocatable is read without looking a node up by name)."""
+        self.nodes, self.assignment = nodes, assignment
+        # Kueue v0.14 to v0.16 (the v1beta1 target) freeze a topology-aware flavor's whole
+        # spec; v0.17.0 to v0.19.2 let nodeTaints change in place but not tolerations.
+        self.frozen_taints = version == "v1beta1"
+        self.findings: list[Finding] = []
+        self.flavors: dict[str, Flavor] = {}
+        self._hashed: dict[str, tuple[Any, ...]] = {}  # flavor name -> what its hash covers
+        self.profiles = assignment.profiles()
+        # Queues often share an identity (training and batch on the same GPUs): group its
+        # nodes by profile, and sum their allocatable per resource, once.
+        self._groups: dict[tuple[tuple[str, str], ...], list[tuple[str, list[Node]]]] = {}
+        self._sums: dict[tuple[tuple[tuple[str, str], ...], str, tuple[str, ...]], dict[str, Decimal]] = {}
+        self._labels = [node.labels for node in nodes]
+        self._by_key: dict[str, dict[str | None, list[Node]]] = {}
+
+    def queue(self, plan: QueuePlan) -> Queue:
+        queue = Queue(plan)
+        for hw in plan.hardware:
+            queue.flavors += self._hardware(plan, hw)
+        if len(queue.flavors) > MAX_FLAVORS:
+            message = (
+                f"queue {plan.name!r} needs {len(queue.flavors)} flavors (hardware identities x "
+                f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written"
+            )
+            self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "hardware"), message))
+        elif len(queue.flavors) * len(plan.covered_resources) > MAX_FLAVOR_RESOURCES:
+            message = (
+                f"queue {plan.name!r} needs {len(queue.flavors)} flavors x {len(plan.covered_resources)} "
+                f"covered resources = {len(queue.flavors) * len(plan.covered_resources)} quotas, but "
+                f"Kueue allows {MAX_FLAVOR_RESOURCES} in a resource group; nothing is written"
+            )
+            self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "coveredResources"), message))
+        if not queue.flavors:
+            message = (
+                f"queue {plan.name!r} has no flavor: it is rendered with stopPolicy Hold "
+                "(a queue without resource groups would admit every workload)"
+            )
+            self.findings.append(QUEUE_EMPTY(plan.where.at("spec", "hardware"), message))
+        return queue
+
+    def _matching(self, identity: dict[str, str]) -> list[Node]:
+        """The nodes that have every label of an identity, in name order."""
+        (key, value), *more = sorted(identity.items())
+        nodes = self._by_value(key).get(value, [])
+        for key, value in more:  # rare: an identity of several labels
+            labels = [node.labels for node in nodes]
+            nodes = list(compress(nodes, map(eq, repeat(value), map(dict.get, labels, repeat(key)))))
+        return nodes
+
+    def _by_value(self, key: str) -> dict[str | None, list[Node]]:
+        """The nodes by their value of a label, in name order (identities share their keys)."""
+        found = self._by_key.get(key)
+        if found is None:
+            found = self._by_key[key] = group(list(map(dict.get, self._labels, repeat(key))), self.nodes)
+        return found
+
+    def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
+        identity = tuple(sorted(hw.identity.items()))
+        groups = self._groups.get(identity)
+        if groups is None:
+            groups = self._groups[identity] = self._by_profile(hw.identity)
+        if not groups:
+            self._unmatched(plan, hw)
+            return []
+        parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
+        self._split(plan, hw, identity, groups, parts)
+        return parts
+
+    def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[Node]]]:
+        """The nodes of an identity by profile ID, in ID order."""
+        nodes = self._matching(identity)
+        profile_of = self.assignment.profile_of
+        return sorted(group([profile_of[node.name].id for node in nodes], nodes).items())
+
+    def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
+        """No node has this identity: without a quota that is only a flavor less; a declared
+        quota would vanish, and the contract conserves quota, so that is an error."""
+        declared = {r: v for r, v in (hw.nominal_quota or {}).items() if parse(v) > 0}
+        for resource, value in declared.items():
+            message = (
+                f"queue {plan.name!r} declares {resource}: {value} for {hw.identity}, but no node has "
+                "that identity; there is nowhere to put it (quota is conserved)"
+            )
+            self.findings.append(QUOTA_UNPLACEABLE(hw.where.at("nominalQuota", resource), message))
+        if not declared:
+            message = f"identity {hw.identity} of queue {plan.name!r} matches no node: it gives no flavor"
+            self.findings.append(IDENTITY_UNMATCHED(hw.where.at("identity"), message + _dropped(hw)))
+
+    def _flavor(self, hw: Hardware, identity: tuple[tuple[str, str], ...], profile_id: str) -> Flavor:
+        frozen: tuple[Any, ...] = hw.tolerations
+        if self.frozen_taints and hw.node_taints:
+            frozen = (*hw.tolerations, {"nodeTaints": list(hw.node_taints)})
+        name = flavor_name(identity, profile_id, frozen)
+        if name not in self.flavors:
+            profile = self.profiles[profile_id]
+            self.flavors[name] = Flavor(name, identity, profile, hw.tolerations, hw.node_taints)
+            self._hashed[name] = (identity, frozen)
+        elif self._hashed[name] != (identity, frozen):
+            self._collision(hw, name)
+        return self.flavors[name]
+
+    def _collision(self, hw: Hardware, name: str) -> None:
+        """Two identities (or settings) whose names agree in their readable 30 characters and
+        6 hex digits of hash: the second would silently share the first one's flavor."""
+        first = dict(self.flavors[name].identity)
+        message = (
+            f"identity {hw.identity} gets the flavor name {name!r} of another identity ({first}); "
+            "tell them apart by a label, or report this (the name's hash is too short)"
+        )
+        self.findings.append(FLAVOR_COLLISION(hw.where.at("identity"), message))
+
+    def _split(
+        self,
+        plan: QueuePlan,
+        hw: Hardware,
+        identity: tuple[tuple[str, str], ...],
+        groups: list[tuple[str, list[Node]]],
+        parts: list[QueueFlavor],
+    ) -> None:
+        sums = [self._sum(identity, pid, nodes, plan.covered_resources) for pid, nodes in groups]
+        for resource in plan.covered_resources:
+            weights = [found[resource] for found in sums]
+            declared = (hw.nominal_quota or {}).get(resource)
+            nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
+            for part, units in zip(parts, nominal, strict=True):
+                part.quota[resource] = format_units(units, scale, resource)
+            if any(beyond_range(units, scale, resource) for units in nominal):
+                self._out_of_range(plan, hw, resource, max(nominal), scale)
+            self._limits(plan, hw, resource, weights, (nominal, scale), parts)
+
+    def _out_of_range(self, plan: QueuePlan, hw: Hardware, resource: str, units: int, scale: int) -> None:
+        """Only a sum of allocatable gets here: a declared quota is held to the range itself."""
+        message = (
+            f"queue {plan.name!r}: the nodes of {hw.identity} sum to a {resource} quota of "
+            f"{format_units(units, scale, resource)} for one flavor, beyond Kueue's 64-bit range; "
+            "declare a nominalQuota for it"
+        )
+        self.findings.append(QUOTA_RANGE(hw.where.at("identity"), message))
+
+    def _sum(
+        self, identity: tuple[tuple[str, str], ...], pid: str, nodes: list[Node], resources: tuple[str, ...]
+    ) -> dict[str, Decimal]:
+        """Resources' allocatable, each summed over the nodes of one identity and profile."""
+        key = (identity, pid, resources)
+        if key not in self._sums:
+            self._sums[key] = _allocatable([node.allocatable for node in nodes], resources)
+        return self._sums[key]
+
+    def _limits(
+        self,
+        plan: QueuePlan,
+        hw: Hardware,
+        resource: str,
+        weights: list[Decimal],
+        nominal: tuple[list[int], int],
+        parts: list[QueueFlavor],
+    ) -> None:
+        """borrowingLimit and lendingLimit split as nominalQuota is; a flavor's lending part
+        never exceeds its nominal part (Kueue requires that of each flavor)."""
+        for field_name, declared in hw.limits:
+            if resource not in declared:
+                continue
+            total = parse(declared[resource])
+            scale = max(nominal[1], scale_for(resource, [total, *weights]))
+            caps = [u * (scale // nominal[1]) for u in nominal[0]] if field_name == "lendingLimit" else None
+            units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights], caps)
+            if units is None:
+                self._unplaceable(plan, hw, resource, f"{field_name}: {declared[resource]}", field_name)
+                units = [0] * len(weights)
+            for part, amount in zip(parts, units, strict=True):
+                limits = part.borrowing_limit if field_name == "borrowingLimit" else part.lending_limit
+                limits[resource] = format_units(amount, scale, resource)
+
+    def _unplaceable(self, plan: QueuePlan, hw: Hardware, resource: str, what: str, field_name: str) -> None:
+        message = (
+            f"queue {plan.name!r} declares {resource} {what} for {hw.identity}, but no matching "
+            f"node has allocatable {resource}; there is nowhere to put it"
+        )
+        self.findings.append(QUOTA_UNPLACEABLE(hw.where.at(field_name, resource), message))
+
+    def _resource_split(
+        self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
+    ) -> tuple[list[int], int]:
+        """The nominal quota's parts, in units, and the scale of the units."""
+        total = parse(declared) if declared is not None else sum(weights, Decimal(0))
+        scale = scale_for(resource, [total, *weights])
+        units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights])
+        if units is None:
+            self._unplaceable(plan, hw, resource, f"nominalQuota: {declared}", "nominalQuota")
+            units = [0] * len(weights)
+        return units, scale
+
+
+def _allocatable(stated: list[dict[str, str]], resources: tuple[str, ...]) -> dict[str, Decimal]:
+    """Each resource's sum over a group's allocatable. Fleets repeat a few sets of values: each
+    node's values of all the resources are counted as one row (at C speed), the rows' counts
+    added up per value, and each value's total parsed and multiplied once, in the order the
+    values first occur (the same operations as summing one resource's column, so the same
+    Decimal result to the last digit)."""
+    rows = Counter(zip(*(map(dict.get, stated, repeat(resource)) for resource in resources), strict=True))
+    counts: dict[str, Counter[str | None]] = {resource: Counter() for resource in resources}
+    for row, count in rows.items():
+        for resource, value in zip(resources, row, strict=True):
+            counts[resource][value] += count
+    return {resource: _total(found) for resource, found in counts.items()}
+
+
+def _total(counts: Counter[str | None]) -> Decimal:
+    """A resource's sum from how many nodes state each value (None: no value)."""
+    return sum((parse(value) * count for value, count in counts.items() if value is not None), Decimal(0))
+
+
+def largest_remainder(total: int, weights: list[int], caps: list[int] | None = None) -> list[int] | None:
+    """``total`` split in proportion to ``weights``; the parts sum to ``total`` exactly.
+    Remainders go to the largest fractions first, ties to the earlier part. With ``caps``
+    (whose sum is at least ``total``), a part never exceeds its cap: a remainder unit skips a
+    part that is full (the parts of a smaller total can otherwise outgrow those of a larger
+    one, the Alabama paradox). None when there is a positive total but no weight to carry it."""
+    weight = sum(weights)
+    if weight == 0:
+        return None if total > 0 else [0] * len(weights)
+    floors = [total * w // weight for w in weights]
+    if caps is not None:
+        floors = [min(f, c) for f, c in zip(floors, caps, strict=True)]
+    order = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % weight), i))
+    while sum(floors) < total:
+        room = [i for i in order if caps is None or floors[i] < caps[i]]
+        if not room:
+            break  # only when caps sum below total, which validation rules out
+        for i in room[: total - sum(floors)]:
+            floors[i] += 1
+    return floors
+
+
+def plan_queues(
+    plans: Iterable[QueuePlan],
+    nodes: list[Node],
+    assignment: Assignment,
+    version: KueueVersion = "v1beta2",
+) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
+    ordered = sorted(plans, key=lambda p: p.name)
+    planner = Planner(nodes, assignment, version)
+    queues = [planner.queue(plan) for plan in ordered]
+    return queues, planner.flavors, planner.findings
+
+
+def _dropped(hw: Hardware) -> str:
+    """The limits an unmatched identity states: without a flavor they apply to nothing, which
+    the warning says rather than dropping them unmentioned."""
+    named = [field for field, limits in hw.limits if limits]
+    verb = "apply" if len(named) > 1 else "applies"
+    return f", so its {' and '.join(named)} {verb} to nothing" if named else ""

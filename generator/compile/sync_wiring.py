@@ -1,0 +1,235 @@
+"""How GitOps engines sync rendered/: ``rendered/flux/`` and ``rendered/argocd/``.
+
+Every folder of rendered/ that holds a kustomization.yaml is one path an engine syncs: each
+labels shard, ``kueue``, ``gate``, ``queues`` and ``retire``. Both engines run the same order:
+
+1. every labels path (NodeFeatures land, nfd-master labels the nodes);
+2. ``kueue``: new Topologies and ResourceFlavors; the engines never prune these (see
+   manifests._catalog_meta);
+3. ``gate``: the Job drains and switches the live queues (see gate_wiring);
+4. ``queues``: the rendered ClusterQueues, by then a no-op;
+5. ``retire``: a Job deletes the Topologies and flavors the render no longer holds, once no
+   queue names them (generator.gate.retire).
+
+Flux: one Kustomization per path, each step ``dependsOn`` every path of the step before, all with
+``wait: true``. kustomize-controller reconciles a Kustomization only once its dependencies are
+Ready at the same source revision, so the order holds for every commit, not only the first.
+
+Argo CD: one ApplicationSet whose git directory generator makes one Application per path, and
+whose RollingSync strategy (Progressive Syncs) syncs the steps one after the other, each once
+every Application of the step before is Healthy and Synced (the gate's is Progressing until its
+Job has completed: gate_wiring). An Application compares with git on its own schedule, though,
+so for a later commit a step whose Application has not yet seen it passes as Healthy: the order
+holds for the first sync and for a commit the steps notice in order, and the gate's admission
+policy covers the rest (README, "Order"). Sync waves on separate Applications would order only
+their creation, not later commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator.compile.engines import MANAGED_BY
+from generator.compile.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from generator.compile.gate_wiring import NAME as GATE_JOB
+from generator.model import Manifest
+
+FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
+ARGO_API = "argoproj.io/v1alpha1"
+STEPS = ("labels", "kueue", "gate", "queues", "retire")
+STEP_LABEL = "topology.gpustack.ai/sync-step"
+#: kubectl's client-side apply keeps the whole object in one annotation, and the API server
+#: refuses annotations over 262,144 bytes in all; leave room for the engine's own labels.
+LAST_APPLIED_LIMIT = 262_144 - 8_192
+DEFAULT_FLUX_NAMESPACE = "flux-system"
+DEFAULT_ARGO = {
+    "namespace": "argocd",
+    "name": "tasgen",
+    "project": "default",
+    "targetRevision": "HEAD",
+    "destination": {"server": "https://kubernetes.default.svc"},
+}
+#: Argo CD's automated sync does not run a failed sync of the same revision again by itself:
+#: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
+#: a retry (docs/gate.md)
+DEFAULT_RETRY: dict[str, Any] = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The synced folders of rendered/, by step, and where rendered/ is in the repository."""
+
+    repo_path: str  # e.g. "rendered" or "clusters/prod/rendered", no leading ./ or trailing /
+    labels: tuple[str, ...]  # "labels" alone, or "labels/shard-000", ...
+    sharded: bool
+
+    @staticmethod
+    def of(repo_path: str, label_folders: Iterable[str]) -> Paths:
+        labels = tuple(sorted(set(label_folders))) or ("labels",)  # no node: an empty labels path
+        clean = repo_path.strip().removeprefix("./").rstrip("/") or "."
+        return Paths(clean, labels, any("/" in f for f in labels))
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """Every synced folder of rendered/: each is written, with its kustomization.yaml, even
+        when it holds nothing (no queue plan, no node), since the engines sync each path
+        whether or not the render fills it (a missing one stalls Flux's chain, or has Argo CD's
+        generator delete its Application instead of pruning it)."""
+        return tuple(f for _, folders in self.by_step() for f in folders)
+
+    def by_step(self) -> list[tuple[str, Sequence[str]]]:
+        return [("labels", self.labels), *((step, (step,)) for step in STEPS[1:])]
+
+    def in_repo(self, folder: str) -> str:
+        return folder if self.repo_path == "." else f"{self.repo_path}/{folder}"
+
+
+def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int) -> list[Manifest]:
+    """rendered/flux/ always; rendered/argocd/ when the config names the repository."""
+    found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout)
+    if "argocd" in sync:
+        found.append(Manifest("argocd/applicationset.yaml", application_set(paths, sync["argocd"])))
+    return found
+
+
+# --- Flux -------------------------------------------------------------------------------
+
+
+def flux_kustomizations(paths: Paths, flux: Mapping[str, Any], gate_timeout: int) -> list[Manifest]:
+    """One Kustomization per path; labels shards in one file (it changes only when a shard
+    appears or goes), each other step in its own."""
+    found: list[Manifest] = []
+    before: Sequence[str] = ()
+    for step, folders in paths.by_step():
+        for folder in folders:
+            body = _flux_kustomization(paths, flux, folder, before, gate_timeout)
+            found.append(Manifest(f"flux/{step}.yaml", body))
+        before = folders
+    return found
+
+
+def _flux_name(folder: str) -> str:
+    return "tasgen-" + folder.replace("/", "-")
+
+
+def _flux_kustomization(
+    paths: Paths, flux: Mapping[str, Any], folder: str, after: Sequence[str], gate_timeout: int
+) -> dict[str, Any]:
+    source = flux.get("sourceRef", {})
+    spec: dict[str, Any] = {
+        "interval": flux.get("interval", "10m"),
+        "retryInterval": "1m",
+        "timeout": "5m",
+        "path": f"./{paths.in_repo(folder)}",
+        "prune": True,
+        "wait": True,
+        "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source.get("name", "flux-system")},
+    }
+    if "namespace" in source:
+        spec["sourceRef"]["namespace"] = source["namespace"]
+    if after:
+        spec["dependsOn"] = [{"name": _flux_name(f)} for f in after]
+    if folder == "gate":
+        # The Job is immutable: a new plan hash in its template makes Flux recreate it.
+        spec["force"] = True
+        spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
+        spec["patches"] = [_gate_ttl_patch()]
+    if folder == "retire":
+        spec["force"] = True  # the same for the retire Job and its keep list's hash
+        spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
+    meta = {
+        "name": _flux_name(folder),
+        "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),
+        "labels": dict(MANAGED_BY),
+    }
+    return {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}
+
+
+def _gate_ttl_patch() -> dict[str, Any]:
+    """Flux's gate Job is deleted once it has finished for a while, and Flux recreates it on its
+    next reconciliation: a drain that outlasted the gate's timeout resumes by itself. (Argo CD's
+    is kept: there a deleted Job would leave the gate's Application OutOfSync.)"""
+    # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer.
+    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
+    patch = json.dumps(ops, separators=(",", ":"))
+    return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
+
+
+# --- Argo CD ----------------------------------------------------------------------------
+
+
+def application_set(paths: Paths, argo: Mapping[str, Any]) -> dict[str, Any]:
+    """Git directory generator over the synced paths, RollingSync over the steps."""
+    settings = {**DEFAULT_ARGO, **argo}
+    return {
+        "apiVersion": ARGO_API,
+        "kind": "ApplicationSet",
+        "metadata": {
+            "name": settings["name"],
+            "namespace": settings["namespace"],
+            "labels": dict(MANAGED_BY),
+        },
+        "spec": {
+            "goTemplate": True,
+            "goTemplateOptions": ["missingkey=error"],
+            "generators": [{"git": _directory_generator(paths, settings)}],
+            "strategy": {
+                "type": "RollingSync",
+                "rollingSync": {
+                    "steps": [
+                        {"matchExpressions": [{"key": STEP_LABEL, "operator": "In", "values": [step]}]}
+                        for step in STEPS
+                    ]
+                },
+            },
+            "template": _application_template(paths, settings),
+        },
+    }
+
+
+def _directory_generator(paths: Paths, settings: Mapping[str, Any]) -> dict[str, Any]:
+    # A pattern rather than the shard list: a shard that appears or goes needs no new entry.
+    labels = paths.in_repo("labels/*" if paths.sharded else "labels")
+    return {
+        "repoURL": settings["repoURL"],
+        "revision": settings["targetRevision"],
+        "directories": [{"path": labels}, *({"path": paths.in_repo(step)} for step in STEPS[1:])],
+    }
+
+
+def _application_template(paths: Paths, settings: Mapping[str, Any]) -> dict[str, Any]:
+    # The step is the path's first segment below rendered/: labels, kueue, gate or queues.
+    depth = 0 if paths.repo_path == "." else len(paths.repo_path.split("/"))
+    step = f"{{{{ index .path.segments {depth} }}}}"
+    return {
+        "metadata": {
+            # tasgen-labels (one shard) or tasgen-shard-007, tasgen-kueue, tasgen-gate, ...
+            "name": f"{settings['name']}-{{{{ .path.basenameNormalized }}}}",
+            "labels": {**MANAGED_BY, STEP_LABEL: step},
+        },
+        "spec": {
+            "project": settings["project"],
+            "source": {
+                "repoURL": settings["repoURL"],
+                "targetRevision": settings["targetRevision"],
+                "path": "{{ .path.path }}",
+            },
+            "destination": dict(settings["destination"]),
+            "syncPolicy": {
+                # RollingSync turns automated sync off and triggers each sync itself, with this
+                # prune setting.
+                "automated": {"prune": True, "selfHeal": True},
+                "syncOptions": ["PruneLast=true"],
+                "retry": _retry(settings.get("retry", {})),
+            },
+        },
+    }
+
+
+def _retry(configured: Mapping[str, Any]) -> dict[str, Any]:
+    """The configured retry over tasgen's defaults, key by key (the backoff's too)."""
+    backoff = {**DEFAULT_RETRY["backoff"], **configured.get("backoff", {})}
+    return {**DEFAULT_RETRY, **configured, "backoff": backoff}

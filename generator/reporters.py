@@ -1,0 +1,131 @@
+"""Reporters, chosen by name: how problems and the status summary are printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from generator.model import Problem
+from generator.pipeline import Result
+from generator.printable import one_line
+
+Reporter = Callable[[Result, str, TextIO], None]
+
+
+def text(result: Result, command: str, out: TextIO) -> None:
+    for p in result.problems:
+        out.write(problem_line(p) + "\n")
+    if result.summary is not None:
+        out.write(_summary_text(result))
+    out.write(_verdict(result, command) + "\n")
+
+
+def _summary_text(result: Result) -> str:
+    assert result.summary is not None
+    data = result.summary.as_data()
+    lines = ["", "sources:" if data["sources"] else "sources: none"]
+    for s in data["sources"]:
+        state = "Ready" if s["ready"] else "NotReady"
+        flags = [f"Valid={s['valid']}", f"OwnershipConflict={s['ownershipConflict']}"]
+        flags += ["expired"] if s["expired"] else []
+        lines.append(
+            f"  {s['name']} ({s['type']}): {state} {' '.join(flags)} "
+            f"revision={one_line(s['revision'] or '-')} nodes={'-' if s['nodes'] is None else s['nodes']}"
+        )
+    if data["profiles"]:
+        lines.append("profiles:")
+        lines += [f"  {p['id']}: {' > '.join(p['levels'])} ({p['nodes']} nodes)" for p in data["profiles"]]
+    if data["queues"]:
+        lines.append("queues:")
+        lines += [_queue_line(q) for q in data["queues"]]
+    if data["mutatedNodes"] is not None:
+        lines.append(f"mutatedNodes: {data['mutatedNodes']}")
+    return "\n".join(lines) + "\n"
+
+
+def _queue_line(queue: dict[str, Any]) -> str:
+    flavors = "; ".join(_flavor_text(f) for f in queue["flavors"]) or "no flavors"
+    local = queue.get("localQueues")
+    reached = f"; LocalQueues {', '.join(local)}" if local else ""
+    return f"  {queue['name']} (stopPolicy {queue['stopPolicy']}): {flavors}{reached}"
+
+
+def _flavor_text(flavor: dict[str, Any]) -> str:
+    text = f"{flavor['name']} {_amounts(flavor['nominalQuota'])}"
+    limits = [f"{key} {_amounts(flavor[key])}" for key in ("borrowingLimit", "lendingLimit") if key in flavor]
+    return f"{text} ({'; '.join(limits)})" if limits else text
+
+
+def _amounts(amounts: dict[str, str]) -> str:
+    return ", ".join(f"{r}={q}" for r, q in amounts.items())
+
+
+def _verdict(result: Result, command: str) -> str:
+    counts = f"{result.errors} error(s), {result.warnings} warning(s)"
+    if command == "render" and result.errors == 0:
+        return f"{counts}; rendered/: {len(result.written)} file(s) written or removed"
+    return counts
+
+
+def json_report(result: Result, command: str, out: TextIO) -> None:
+    document = {
+        "command": command,
+        "problems": [_problem_data(p) for p in result.problems],
+        "errors": result.errors,
+        "warnings": result.warnings,
+        "summary": result.summary.as_data() if result.summary else None,
+        "written": result.written,
+    }
+    out.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def _problem_data(p: Problem) -> dict[str, Any]:
+    return {
+        "path": p.path,
+        "line": p.line,
+        "col": p.col,
+        "rule": p.rule,
+        "message": p.message,
+        "level": str(p.level),
+    }
+
+
+def github(result: Result, command: str, out: TextIO) -> None:
+    """GitHub workflow commands: annotations on the pull request's files."""
+    for p in result.problems:
+        where = f"file={_escape_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
+        out.write(f"::{p.level} {where},title={_escape_property(p.rule)}::{_escape_data(p.message)}\n")
+    if result.summary is not None:
+        out.write(_summary_text(result))
+    out.write(_verdict(result, command) + "\n")
+
+
+def step_summary(result: Result, command: str) -> None:
+    """The status summary in the GitHub job summary (GITHUB_STEP_SUMMARY), if there is one."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path and result.summary is not None:
+        try:
+            with open(path, "a", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(f"### tasgen {command}\n\n```\n{_summary_text(result).strip()}\n```\n")
+        except OSError as e:  # the job summary is a courtesy; the annotations are printed
+            print(f"tasgen: cannot write the job summary {path}: {e.strerror}", file=sys.stderr)
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
+
+
+def problem_line(p: Problem) -> str:
+    """One line whatever the path and message hold (a file name or a taint with a line break
+    would start a line of its own: in a CI log, a workflow command)."""
+    return f"{one_line(p.path)}:{p.line}:{p.col}: {p.level}: {one_line(p.message)} [{p.rule}]"
