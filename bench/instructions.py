@@ -7,8 +7,8 @@ On the shared 2-core machine this is developed on, the CPU seconds of one proces
 third from run to run, so a change of a few percent cannot be seen in them; the instructions of
 the same run repeat to within 0.1% (string hashing is seeded, PYTHONHASHSEED=0). With
 ``--other``, the render of another checkout of tasgen (its folder, put first on PYTHONPATH) is
-counted too: an A/B of two commits that the noise cannot blur (an editable install maps
-``generator.templates`` to its own folder, so both use this checkout's templates).
+counted too: an A/B of two commits that the noise cannot blur (each reads the templates of
+its own folder, through its generator/templates link).
 
 What instructions do not show: cache misses and page faults (a render's heap is larger than the
 floor's), and valgrind hides the CPU's SHA extensions, so the memo's SHA-256 of the inventory and

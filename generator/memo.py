@@ -83,10 +83,8 @@ def _code_digest() -> str:
     another version of any may render differently."""
     digest = hashlib.sha256()
     digest.update(f"{sys.version}\0{_library_versions()}\0".encode())
-    for package in ("generator", "generator.templates"):
-        root = resources.files(package)
-        for entry in sorted(_files(root), key=str):
-            digest.update(str(entry).encode() + b"\0" + entry.read_bytes())
+    for entry in sorted(_files(resources.files("generator")), key=str):
+        digest.update(str(entry).encode() + b"\0" + entry.read_bytes())
     return digest.hexdigest()
 
 

@@ -135,7 +135,7 @@ def _render(template: str, options: Options) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    folder = resources.files("generator.templates").joinpath("init")
+    folder = resources.files("generator").joinpath("templates", "init")
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
         autoescape=False,  # YAML

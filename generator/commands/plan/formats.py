@@ -82,7 +82,7 @@ def _quota_cut(queue: dict[str, Any], limit: int) -> dict[str, Any]:
 
 @cache
 def _environment() -> jinja2.Environment:
-    folder = resources.files("generator.templates")
+    folder = resources.files("generator").joinpath("templates")
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
         autoescape=False,  # Markdown; cells are escaped by the cell filter

@@ -1,0 +1,72 @@
+"""tasgen as a user installs it: `pip install .` from a clean checkout into a fresh venv prints
+no warning, and the installed package (templates and schemas included) renders the example
+exactly as the committed rendered/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import venv
+from pathlib import Path
+
+from tests.conftest import REPO, tree
+
+
+def _checkout(into: Path) -> Path:
+    """The committed and staged files only (what a clone has), links kept as links."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    src = into / "src"
+    src.mkdir()
+    archive = subprocess.run(
+        ["tar", "-cf", "-", "--null", "--no-recursion", "-T", "-"],
+        cwd=REPO,
+        input=b"\0".join(f for f in files if f and os.path.lexists(REPO / f.decode())),
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-xf", "-"], cwd=src, input=archive, check=True)
+    return src
+
+
+def _warnings(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "warning" in line.lower() or "deprecat" in line.lower()]
+
+
+def test_pip_install_is_quiet_and_the_installed_package_renders(tmp_path: Path) -> None:
+    src = _checkout(tmp_path)
+    assert (src / "generator" / "templates").is_symlink()
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", str(src)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    assert _warnings(install.stdout + install.stderr) == []
+
+    # Run from elsewhere, so that nothing is imported from the checkout.
+    out = tmp_path / "rendered"
+    run = subprocess.run(
+        [str(env_dir / "bin" / "tasgen"), "render", "-i", str(REPO / "inventories"), "-o", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "TASGEN_CACHE_DIR": str(tmp_path / "memo")},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    located = subprocess.run(
+        [str(python), "-c", "import generator; print(generator.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert Path(located).is_relative_to(env_dir), located
+    # The example's rendered/ is committed; the installed package must write it byte for byte.
+    assert tree(out) == tree(REPO / "rendered")
