@@ -17,7 +17,6 @@ rewrote.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from bench import floor  # noqa: E402
 from bench.fleet import write_fleet  # noqa: E402
 from bench.run import NOW, installed_env  # noqa: E402
+from generator.util.gc import no_cycle_collection  # noqa: E402
 from tests.gobuild import kustomize  # noqa: E402
 
 RACK = "rack-3"
@@ -61,11 +61,8 @@ def floor_s(inventory: Path, rendered: Path, scratch: Path) -> float:
     inside this process (the earlier method: its heap is warm, so its page faults are fewer
     than a fresh process's)."""
     texts = {p.relative_to(rendered): p.read_bytes() for p in rendered.rglob("*.yaml")}
-    gc.disable()  # no cycle collections during the parse: tasgen runs without them too
-    try:
+    with no_cycle_collection():  # tasgen parses without cycle collections too
         return _floor(inventory, texts, scratch)
-    finally:
-        gc.enable()
 
 
 def _floor(inventory: Path, texts: dict[Path, bytes], scratch: Path) -> float:

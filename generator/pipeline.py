@@ -3,7 +3,6 @@ benchmarks. Nothing here exits or prints; the result says what happened."""
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from generator.load.files import InputFile, LoadedFile, display_path, load_files
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
 from generator.rules.emit import OUTPUT_UNWRITABLE
+from generator.util.gc import no_cycle_collection
 from generator.validate import validate
 from generator.validate.checks import Context
 
@@ -85,12 +85,7 @@ def run(
 ) -> Result:
     """The whole pipeline; with ``strict``, warnings block writing as errors do. rendered/ is
     read once, under a lock held until the new tree is swapped in (emit.outtree)."""
-    # The run allocates millions of small objects and frees them by reference counting;
-    # the cycle collector would rescan the growing heap again and again (~20% of a
-    # 100k-node render) for cycles that this code does not make.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cycle_collection():
         files = read_inventory(inventory_dir)
         if mode is Mode.VALIDATE:
             return _run(files, None, now, mode, strict).reported(report)
@@ -103,9 +98,6 @@ def run(
                 return _render(files, out, now, strict, use_memo, report, display_path(inventory_dir))
         except outtree.OutputError as e:
             return Result([OUTPUT_UNWRITABLE.problem(out_label, 1, 1, str(e))]).reported(report)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _render(

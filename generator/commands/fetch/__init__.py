@@ -9,7 +9,6 @@ it was; a valid one is written in its canonical form.
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -22,6 +21,7 @@ from generator.load.files import InputFile, ParseError, display_path, parse_text
 from generator.load.locate import locate
 from generator.model import Level, Problem
 from generator.pipeline import compile
+from generator.util.gc import no_cycle_collection
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
@@ -68,15 +68,8 @@ class _Polled:
 
 
 def fetch(inventory: Path, names: tuple[str, ...], options: Options, now: datetime) -> list[Outcome]:
-    # As in pipeline.run: judging an answer allocates millions of small objects freed by
-    # reference counting; the cycle collector would only rescan them.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cycle_collection():
         return _fetch(inventory, names, options, now)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _fetch(inventory: Path, names: tuple[str, ...], options: Options, now: datetime) -> list[Outcome]:

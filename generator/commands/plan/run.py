@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from generator.load.files import InputFile, LoadedFile, load_file, read_inventor
 from generator.load.git import read_revision
 from generator.model import Problem
 from generator.pipeline import compile
+from generator.util.gc import no_cycle_collection
 
 
 @dataclass
@@ -27,10 +27,7 @@ class Outcome:
 def plan_change(inventory: Path, base_ref: str, now: datetime) -> Outcome:
     """Raises :class:`generator.load.git.GitError` when the base cannot be read."""
     base_files = read_revision(inventory, base_ref)
-    # As in a render: millions of small objects, no cycles; the collector would only rescan.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cycle_collection():
         head_files = read_inventory(inventory)
         parsed = _Parsed()
         head = compile(head_files, now, node_features=False, parse=parsed)
@@ -41,9 +38,6 @@ def plan_change(inventory: Path, base_ref: str, now: datetime) -> Outcome:
         assert head.planned is not None
         queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
         return Outcome(build(base, head, base_ref), desired=queues)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Parsed:
