@@ -218,3 +218,19 @@ def test_git_s_relative_variables_in_a_hook_are_read_from_where_git_set_them(
     assert [(f.relative, f.data) for f in read_revision(inventory, "HEAD")] == [
         ("nodes.yaml", b"kind: NodeInventory\n")
     ]
+
+
+def test_a_chain_of_forty_links_is_followed(tmp_path: Path) -> None:
+    """Linux follows up to 40 links in one path: the revision reader's hop counter lets a
+    chain that long through, as the working tree's reader does."""
+    inventory = tmp_path / "repo" / "inventories"
+    inventory.mkdir(parents=True)
+    (inventory / "nodes.yaml").write_text("kind: NodeInventory\n")
+    for i in range(40):
+        os.symlink("nodes.yaml" if i == 39 else f"hop{i + 1}.yaml", inventory / f"hop{i}.yaml")
+    _git(tmp_path / "repo", "init", "-q", "-b", "main")
+    _git(tmp_path / "repo", "add", "-A")
+    _git(tmp_path / "repo", "commit", "-q", "-m", "base")
+    at_head = read_revision(inventory, "HEAD")
+    assert _shape(at_head) == _shape(read_inventory(inventory))
+    assert {f.relative: f.data for f in at_head}["hop0.yaml"] == b"kind: NodeInventory\n"

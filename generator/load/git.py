@@ -149,36 +149,26 @@ class _Tree:
     def _is_folder(self, path: str) -> bool:
         return path == "" or any(p.startswith(f"{path}/") for p in (*self.blobs, *self.links))
 
-    def _real(self, path: str, hops: int = 0) -> str | _Outside | None:
+    def _real(self, path: str) -> str | _Outside | None:
         """The path with every link in it resolved (relative to the folder), where it
         leads when that is outside the folder, None when it loops. Resolved in the
         repository's paths, so that a link out and back in ("../inventories/x") stays in."""
-        found = _first_link(path, self.links)
-        if found is None:
-            return path
-        done, text, rest = found
-        if hops >= _MAX_HOPS:
+        resolved = _resolve(_join(self.prefix, path), self._link_at)
+        if resolved is None:
             return None
-        if text.startswith("/"):  # where it leads depends on the machine: not read
-            return _Outside(text)
-        resolved = _physical_join(_join(self.prefix, done), [*text.split("/"), *rest], self._is_link)
-        inside = self._inside(resolved)
-        if inside is not None:
-            return self._real(inside, hops + 1)
-        # out of the folder: through the repository's own links, perhaps back in
-        final = self.repository().real(resolved, hops + 1)
-        back = None if final is None else self._inside(final)
-        if final is None or back is None:
-            return None if final is None else _Outside(final)
-        return self._real(back, hops + 1)
+        inside = None if resolved.startswith("/") else self._inside(resolved)
+        return _Outside(resolved) if inside is None else inside
 
-    def _is_link(self, path: str) -> bool:
-        """Whether a repository path is a link (the repository's links read only for a path
-        outside the folder: the folder's own ancestors are physical, found resolved)."""
+    def _link_at(self, path: str) -> str | None:
+        """The target text of the link at a repository path, None when it is no link. The
+        repository's links are read only for a path outside the folder: the folder's own
+        ancestors are physical (found resolved)."""
         inside = self._inside(path)
         if inside is not None:
-            return inside in self.links
-        return not self.prefix.startswith(f"{path}/") and path in self.repository().links
+            return self.links.get(inside)
+        if self.prefix.startswith(f"{path}/"):
+            return None
+        return self.repository().links.get(path)
 
     def _inside(self, resolved: str) -> str | None:
         """A normalised repository path relative to the folder ("" for the folder itself),
@@ -215,20 +205,6 @@ class _Repository:
             blobs, {p: t.decode("utf-8", "surrogateescape") for p, t in zip(shas, texts, strict=True)}
         )
 
-    def real(self, path: str, hops: int) -> str | None:
-        """``path`` with every link in it resolved; None when it loops. A path out of the
-        repository ("../x") or absolute is where it is: its target is on the machine."""
-        found = _first_link(path, self.links)
-        if found is None:
-            return path
-        done, text, rest = found
-        if hops >= _MAX_HOPS:
-            return None
-        if text.startswith("/"):
-            return text
-        resolved = _physical_join(done, [*text.split("/"), *rest], self.links.__contains__)
-        return resolved if resolved == ".." or resolved.startswith("../") else self.real(resolved, hops + 1)
-
     def is_folder(self, path: str) -> bool:
         start = f"{path}/"
         return any(p.startswith(start) for p in (*self.blobs, *self.links))
@@ -253,14 +229,32 @@ def _physical_join(folder: str, parts: list[str], is_link: Callable[[str], bool]
     return "/".join(walked) or "."
 
 
-def _first_link(path: str, links: dict[str, str]) -> tuple[str, str, list[str]] | None:
+def _resolve(path: str, link_at: Callable[[str], str | None]) -> str | None:
+    """A repository path with every link in it resolved, as the kernel walks it; None when it
+    loops. A path out of the repository ("../x") or absolute is where it is: its target is on
+    the machine, not in the revision."""
+    hops = 0
+    while (found := _first_link(path, link_at)) is not None:
+        if hops == _MAX_HOPS:
+            return None
+        hops += 1
+        done, text, rest = found
+        if text.startswith("/"):
+            return text
+        path = _physical_join(done, [*text.split("/"), *rest], lambda p: link_at(p) is not None)
+        if path == ".." or path.startswith("../"):
+            return path
+    return path
+
+
+def _first_link(path: str, link_at: Callable[[str], str | None]) -> tuple[str, str, list[str]] | None:
     """The first link along ``path``: (the folder it is in, its target text, the parts of the
     path after it); None when no part of the path is a link."""
     parts = path.split("/")
     for i in range(1, len(parts) + 1):
-        current = "/".join(parts[:i])
-        if current in links:
-            return "/".join(parts[: i - 1]), links[current], parts[i:]
+        text = link_at("/".join(parts[:i]))
+        if text is not None:
+            return "/".join(parts[: i - 1]), text, parts[i:]
     return None
 
 
