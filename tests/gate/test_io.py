@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from generator.gate import kube
@@ -30,8 +31,11 @@ def test_plan_directory_reads_yaml_files_and_skips_configmap_internals(tmp_path:
 
 
 def test_rendered_queues_folder_is_a_plan() -> None:
+    """The gate reads the queues folder of rendered/ as exactly the ClusterQueues in it."""
     rendered = Path(__file__).resolve().parents[2] / "rendered" / "queues"
-    assert all(q["kind"] == "ClusterQueue" for q in read_plan(rendered).values())
+    documents = [d for f in sorted(rendered.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    queues = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ClusterQueue"}
+    assert len(queues) >= 2 and read_plan(rendered) == queues
 
 
 def test_a_v1beta1_plan_is_read_and_spoken_in_v1beta1(tmp_path: Path) -> None:
