@@ -1,6 +1,6 @@
 """Interleaved A/B of two tasgen installs on one generated fleet: in each round a cold render by
 each (fresh rendered/ and memo), then the floor (bench/sync.py). On a shared machine a round's
-CPU seconds vary by a third; rounds taken in turn expose both installs to the same load.
+CPU seconds vary widely; rounds taken in turn expose both installs to the same load.
 
     git worktree add /tmp/old <the old revision>
     python bench/ab.py /tmp/old [NODES] [ROUNDS]      # a checkout: run with its code first on PYTHONPATH

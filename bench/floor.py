@@ -7,8 +7,8 @@ too) and write the rendered bytes once.
 Prints the CPU seconds it spent reading RENDERED, which only supplies the bytes to write: the
 caller takes the process's whole CPU as the render's is taken (``wait4``: start-up, imports, the
 parse, the writes, the page faults of a fresh heap, the exit) and subtracts them. That also
-leaves out the page faults of holding those bytes, which the render pays for its output texts
-(~14k of its faults at 100k nodes). It imports nothing beyond the standard library and yaml-rs,
+leaves out the page faults of holding those bytes, which the render pays for its output
+texts. It imports nothing beyond the standard library and yaml-rs,
 and exits without freeing its objects, as tasgen does.
 """
 

@@ -3,18 +3,9 @@ valgrind's cachegrind (no cache simulation; `apt-get install valgrind`).
 
     python bench/instructions.py [NODES] [--other CHECKOUT]    # default 100000 nodes
 
-On the shared 2-core machine this is developed on, the CPU seconds of one process vary by a
-third from run to run, so a change of a few percent cannot be seen in them; the instructions of
-the same run repeat to within 0.1% (string hashing is seeded, PYTHONHASHSEED=0). With
-``--other``, the render of another checkout of tasgen (its folder, put first on PYTHONPATH) is
-counted too: an A/B of two commits that the noise cannot blur (each reads the templates of
-its own folder, through its generator/templates link).
-
-What instructions do not show: cache misses and page faults (a render's heap is larger than the
-floor's), and valgrind hides the CPU's SHA extensions, so the memo's SHA-256 of the inventory and
-of the rendered bytes is counted in software (about 3 billion instructions at 100k nodes, some
-0.08 s in a real run). Seconds stay the target's measure (bench/sync.py); this is the tool for
-telling whether a change made the render do less.
+On a shared machine CPU seconds are too noisy to show a small change; instruction counts
+repeat. ``--other`` counts another checkout's render too (an A/B of two commits). What counts
+do not show: CONTRIBUTING.md, "Benchmarks".
 """
 
 from __future__ import annotations

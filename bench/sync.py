@@ -5,14 +5,7 @@ rack re-rendered.
     python bench/sync.py                # 100k nodes
     python bench/sync.py 300000 --render-only
 
-Reports, per fleet: tasgen's cold render time and peak RSS (a fresh process; the least CPU of
-three rounds, each round a cold render then the floor, with every round's figure) against the floor
-of parsing the inventory with the fastest parser here (yaml-rs; json for the JSON snapshot)
-plus writing the rendered bytes once, taken as the render is: the CPU of a fresh process
-(bench/floor.py); and, for comparison with earlier figures, the same floor timed inside this
-process, whose heap earlier rounds have grown; the slowest ``kustomize build`` of a synced path, the most
-objects in one, the sums over all paths; the largest file; and which files a one-rack change
-rewrote.
+What it reports and how each figure is taken: CONTRIBUTING.md, "Benchmarks".
 """
 
 from __future__ import annotations
@@ -116,8 +109,8 @@ def move_rack(inventory: Path) -> None:
     path.write_text("".join(lines))
 
 
-#: cold renders and floors, taken in turn: on a shared machine a round's CPU seconds vary by
-#: a third with what else runs; the least of each is the figure least disturbed
+#: cold renders and floors, taken in turn: on a shared machine a round's CPU seconds vary
+#: with what else runs; the least of each is the figure least disturbed
 ROUNDS = 3
 
 

@@ -486,7 +486,7 @@ def rules() -> None:
 def main() -> None:
     # No cycle collection in a tasgen process: a render's objects are freed with it
     # (_exit_now), and a collection once the pipeline re-enables it would walk them all
-    # (0.15 s at 100k nodes). The gate's and retire's loops poll a few hundred times at most.
+    # (docs/explanation/render-speed.md). The gate's and retire's loops poll a few hundred times at most.
     gc.disable()
     _refuse_closed_streams()
     try:
@@ -530,10 +530,10 @@ def _refuse_closed_streams() -> None:
 
 
 def _exit_now(code: int | str | None) -> NoReturn:
-    """Exit without freeing the run's objects one by one: a render's millions of small
-    objects (held by the exception's frames until here) take 0.15 s to free at 100k nodes,
-    and the process is ending anyway. Every file and folder was closed by a ``with`` or
-    ``finally``; output is flushed first. (mypy exits the same way.)"""
+    """Exit without freeing the run's objects one by one: freeing a render's millions of
+    small objects (held by the exception's frames until here) is a noticeable share of a large
+    render, and the process is ending anyway. Every file and folder was closed by a ``with``
+    or ``finally``; output is flushed first. (mypy exits the same way.)"""
     if isinstance(code, str):
         click.echo(code, err=True)
     for stream in (sys.stdout, sys.stderr):

@@ -132,8 +132,8 @@ Taint = tuple[str, str, str]
 @dataclass(slots=True)
 class Node:
     """One node of a NodeInventory. Not frozen, unlike its neighbours, though nothing
-    changes a Node: a frozen dataclass sets each field through object.__setattr__, which
-    at 100k nodes costs 0.1 s of every render (a named tuple is no faster)."""
+    changes a Node: a frozen dataclass sets each field through object.__setattr__, a cost
+    paid per node in every render (a named tuple is no faster)."""
 
     name: str
     labels: dict[str, str]
@@ -220,7 +220,7 @@ class QueuePlan:
 
 @dataclass(frozen=True)
 class Settings:
-    """GeneratorConfig, with the contract's defaults."""
+    """GeneratorConfig, with its defaults (docs/reference/inventory.md)."""
 
     hardware_identity_keys: tuple[str, ...] = ("nvidia.com/gpu.product",)
     admin_label_prefix: str | None = None

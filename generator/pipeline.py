@@ -38,7 +38,7 @@ class Result:
     report: str = field(default="", repr=False)  # what the CLI prints, made before any write
     inputs: list[InputFile] = field(default_factory=list, repr=False)  # to place bad text
     #: the typed inventory and plan, held so that they are freed with the process, not
-    #: object by object when the run returns (0.14 s of a 100k-node render; see cli.main)
+    #: object by object when the run returns (a large render's objects; see cli.main)
     compilation: Compilation | None = field(default=None, repr=False)
 
     @property

@@ -123,7 +123,7 @@ def test_the_workflow_pins_this_release_and_updates_one_comment(scaffolded: Path
 def _tool(module: str, version: str) -> Path:
     """A Go tool built once from the module proxy into the user's cache, as the harness does."""
     go = shutil.which("go")
-    assert go is not None, "go is needed to build actionlint (see README: Test control plane)"
+    assert go is not None, "go is needed to build actionlint (see CONTRIBUTING.md: Test control plane)"
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tasgen-tools" / version
     binary = cache / module.rsplit("/", 1)[-1]
     if not binary.exists():

@@ -189,7 +189,7 @@ def _flavor_summary(flavor: QueueFlavor) -> dict[str, Any]:
 def source_statuses(
     ctx: Context, findings: list[Finding], counts: dict[str, int] | None = None
 ) -> list[SourceStatus]:
-    """The seed's conditions per source; also on an invalid inventory (nothing is rendered
+    """The conditions per source (docs/reference/cli.md); also on an invalid inventory (nothing is rendered
     then, but the statuses say which sources are at fault)."""
     contended = {name for _, _, first, second in conflicts(ctx) for name in (first, second)}
     return [

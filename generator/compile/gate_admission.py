@@ -1,24 +1,10 @@
 """The API server's half of the drain gate: a ValidatingAdmissionPolicy (CEL) and its binding.
 
-The gate Job switches a queue's flavors only after Kueue has drained the ones it drops. Every
-other path that writes a managed ClusterQueue (a GitOps engine applying ``queues/`` before the
-gate finished, Argo CD's selective sync or self-heal, ``kubectl apply``) is checked here, on the
-API server, against the stored object:
-
-- ``drop``: an UPDATE may drop a flavor only if the stored status, written for the stored
-  generation (Kueue's ``Active`` condition observes it), lists that flavor with zero reservation
-  and zero usage. A status that is not current is unknown, and unknown is refused.
-- ``drain``: while the gate's record (the previous-stop-policy annotation) is on the queue, an
-  UPDATE keeps the record (its value may change to ``None`` or ``Hold``: that is how an
-  administrator chooses the policy the gate restores) and keeps ``spec.stopPolicy``.
-- ``delete``: a queue is deleted only when it holds no reservation (current status) or is being
-  drained (``HoldAndDrain``): Kueue does not evict the workloads of a terminating queue, so its
-  finalizer would wait for them to finish, and a GitOps prune with it.
-
-The gate's ServiceAccount is exempt from ``drop`` and ``drain`` (it drains before it switches);
-nobody is exempt from ``delete``. ``drop`` and ``drain`` cover the queues of this plan by name;
-``delete`` covers every queue labelled as tasgen's, so that a queue removed from the plan (no
-longer named) is still protected when the engine prunes it.
+Every writer of a managed ClusterQueue but the gate (an engine applying ``queues/`` early,
+selective sync, ``kubectl apply``) is judged against the stored object: ``drop`` (a flavor
+dropped only when Kueue reports it idle), ``drain`` (the gate's record and stop policy kept
+during a drain) and ``delete`` (by label, so that a queue gone from the plan stays protected).
+The rules and their exemptions: docs/explanation/gate.md, "The API server enforces the gate".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The drain gate's objects: everything in ``rendered/gate/`` (the engines' wiring that orders
 it among the other paths is in :mod:`generator.compile.sync_wiring`).
 
-Order of a sync, in both engines: NodeFeatures (labels/) -> new Topologies and ResourceFlavors
-(kueue/) -> the gate Job, which drains and switches the live ClusterQueues and restores their
-stop policy (gate/) -> the rendered ClusterQueues, by then a no-op (queues/) -> the retire Job,
-which deletes the old flavors and Topologies once nothing refers to them (retire/).
-
-- Argo CD syncs ``gate/`` as one Application (see sync_wiring): the ConfigMap, RBAC and admission
-  policy in wave 2, the Job in wave 3, an empty ConfigMap in wave 4. The Job is a resource, not a
-  hook, so the Application is Progressing until the Job has completed and RollingSync starts the
-  queues step only then; ``Force=true,Replace=true`` deletes and recreates it on every sync of
-  the Application (a new plan, a retry). The wave-4 ConfigMap makes the sync wait for the Job, so
-  a failed or timed-out Job fails the sync, which syncPolicy.retry runs again.
-- Flux applies ``rendered/flux/`` (see sync_wiring): the queues' Kustomization waits for the
-  gate's to be Ready, i.e. for the Job to complete. The Job's pod template carries the plan's
-  hash, so a new plan changes the immutable template and ``force: true`` recreates the Job. A
-  finished Job is removed after ``ttlSecondsAfterFinished``, which Flux's gate Kustomization
-  patches on (Argo CD would report the removed Job OutOfSync); Flux then recreates it, so a drain
-  that outlasted the timeout is resumed without a person deleting the Job (and a finished gate
-  re-runs as a no-op).
+For Argo CD the Job is a resource of the gate's Application, not a hook, recreated on every
+sync and followed by an empty wave-4 ConfigMap, so that the queues sync only after it
+completed; for Flux a plan hash in its pod template makes a new plan recreate it. Files,
+waves, Job policy: docs/explanation/gate.md.
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def _catalog_meta(name: str, wave: str) -> dict[str, Any]:
     """Topologies and flavors are never pruned by the engine: the retire step (rendered/retire/,
     after the queues) deletes a retired one once nothing refers to it. An engine's prune would
     come before the gate has switched the queues, and leave the object Terminating under Kueue's
-    finalizer, where a revert during the drain cannot apply it again (docs/gate.md). Nor are they
+    finalizer, where a revert during the drain cannot apply it again (docs/explanation/gate.md). Nor are they
     deleted with their Application (Argo CD's resources finalizer cascades, say when
     sync.argocd.name changes): a flavor deleted under its queues stays Terminating alike."""
     annotations = {
@@ -214,7 +214,7 @@ def cluster_queues(queues: list[Queue], version: KueueVersion = "v1beta2") -> li
 
 
 def local_queues(queues: list[Queue], version: KueueVersion = "v1beta2") -> list[Manifest]:
-    """The LocalQueues each plan lists; their namespaces are not tasgen's (README)."""
+    """The LocalQueues each plan lists; their namespaces are not tasgen's (docs/reference/inventory.md)."""
     found = [(lq.namespace, lq.name, q.plan.name) for q in queues for lq in q.plan.local_queues]
     return [
         Manifest(

@@ -156,7 +156,7 @@ class Planner:
 
     def _unmatched(self, plan: QueuePlan, hw: Hardware) -> None:
         """No node has this identity: without a quota that is only a flavor less; a declared
-        quota would vanish, and the contract conserves quota, so that is an error."""
+        quota would vanish, and tasgen conserves quota, so that is an error."""
         declared = {r: v for r, v in (hw.nominal_quota or {}).items() if parse(v) > 0}
         for resource, value in declared.items():
             message = (

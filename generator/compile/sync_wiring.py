@@ -1,28 +1,10 @@
 """How GitOps engines sync rendered/: ``rendered/flux/`` and ``rendered/argocd/``.
 
-Every folder of rendered/ that holds a kustomization.yaml is one path an engine syncs: each
-labels shard, ``kueue``, ``gate``, ``queues`` and ``retire``. Both engines run the same order:
-
-1. every labels path (NodeFeatures land, nfd-master labels the nodes);
-2. ``kueue``: new Topologies and ResourceFlavors; the engines never prune these (see
-   manifests._catalog_meta);
-3. ``gate``: the Job drains and switches the live queues (see gate_wiring);
-4. ``queues``: the rendered ClusterQueues, by then a no-op;
-5. ``retire``: a Job deletes the Topologies and flavors the render no longer holds, once no
-   queue names them (generator.gate.retire).
-
-Flux: one Kustomization per path, each step ``dependsOn`` every path of the step before, all with
-``wait: true``. kustomize-controller reconciles a Kustomization only once its dependencies are
-Ready at the same source revision, so the order holds for every commit, not only the first.
-
-Argo CD: one ApplicationSet whose git directory generator makes one Application per path, and
-whose RollingSync strategy (Progressive Syncs) syncs the steps one after the other, each once
-every Application of the step before is Healthy and Synced (the gate's is Progressing until its
-Job has completed: gate_wiring). An Application compares with git on its own schedule, though,
-so for a later commit a step whose Application has not yet seen it passes as Healthy: the order
-holds for the first sync and for a commit the steps notice in order, and the gate's admission
-policy covers the rest (README, "Order"). Sync waves on separate Applications would order only
-their creation, not later commits.
+Every folder of rendered/ with a kustomization.yaml is one synced path. Both engines sync them
+in one order, labels -> kueue -> gate -> queues -> retire, each step once the one before is
+healthy: Flux by ``dependsOn`` with ``wait: true``, Argo CD by an ApplicationSet whose
+RollingSync orders one Application per path. Why this order, and where Argo CD keeps less of
+it (the gate's admission policy covers the rest): docs/reference/rendered.md, "Order".
 """
 
 from __future__ import annotations
@@ -54,7 +36,7 @@ DEFAULT_ARGO = {
 }
 #: Argo CD's automated sync does not run a failed sync of the same revision again by itself:
 #: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
-#: a retry (docs/gate.md)
+#: a retry (docs/explanation/gate.md)
 DEFAULT_RETRY: dict[str, Any] = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
 
 

@@ -39,8 +39,8 @@ def first_difference(old: str, new: str) -> int:
 
 
 def mutated_nodes(tree: Tree, old: Mapping[str, str]) -> int:
-    """How many nodes have a NodeFeature that is new, changed or gone (seed's
-    status.mutatedNodes). Only NodeFeature files that changed are looked at, and a document is
+    """How many nodes have a NodeFeature that is new, changed or gone (the status summary's
+    mutatedNodes, docs/reference/cli.md). Only NodeFeature files that changed are looked at, and a document is
     compared as a whole: the tree knows each new document's node; an old one that is no longer
     written is parsed to learn its node (a node that left, or a label change)."""
     paths = set(tree.features) | {p for p in old if _is_feature_file(p)}

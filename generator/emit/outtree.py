@@ -1,25 +1,10 @@
 """rendered/ as one object: read once under a lock, replaced as a whole.
 
-A render never edits rendered/ in place. It builds the complete new tree in a sibling staging
-folder (``.rendered.tasgen-stage-*``, on the same filesystem): files tasgen writes are written
-there, unchanged ones and every file tasgen does not own (a README, say) are hard-linked from
-the old tree. Then one ``renameat2(RENAME_EXCHANGE)`` swaps the two folders: git, Argo CD and
-a reader see either the whole old tree or the whole new one, whenever the process dies. The
-old tree, now in the staging folder, is deleted afterwards; a render killed before that
-leaves the staging folder beside rendered/ (never inside it), and the next render or check
-removes it.
-
-Before the swap the stage is flushed to disk (one ``syncfs``), after it the folder holding
-rendered/ is fsynced: a power cut right after a render leaves the old tree or the new one,
-never new names over empty files.
-
-Renders of one folder are serialised by an flock on the folder that holds rendered/ (the
-kernel drops it when the holder dies, so there is no stale lock file to clean up).
-
-Filesystems without RENAME_EXCHANGE (some network and FUSE filesystems, vfat) get two plain
-renames instead: the finished stage is first renamed ``.rendered.tasgen-ready-*``, then
-rendered/ is moved aside and the ready tree moved in. A kill between the two leaves no
-rendered/ for a moment; the next tasgen command rolls the ready tree forward.
+A render builds the complete new tree in a sibling staging folder (changed files written,
+the rest hard-linked), makes it durable with one ``syncfs``, then swaps it with rendered/ in
+one ``renameat2(RENAME_EXCHANGE)`` (two renames where that is missing), under an flock on the
+folder that holds rendered/: a reader sees the whole old tree or the whole new one, whenever
+the process dies. Why and how: docs/explanation/guarantees.md, "Kill".
 """
 
 from __future__ import annotations
@@ -83,8 +68,7 @@ class OutputTree:
 
     def _fill(self, stage: Path, new: Mapping[str, str]) -> dict[str, str]:
         """The new tree in the stage, and each file's digest. Each file is encoded as it is
-        written, not all first: a second copy of a 300k-node tree would cost ~0.15 GiB at
-        the peak."""
+        written, not all first: a second copy of a large tree would raise the peak memory."""
         digests: dict[str, str] = {}
         made = {""} | set(self.folders)
         for folder in self.folders:
@@ -322,10 +306,9 @@ _syncfs = getattr(_libc, "syncfs", None)
 def _durable(stage: Path) -> None:
     """The stage's files and folders on disk before the swap makes them rendered/. Without
     it ext4 (delayed allocation) may commit the rename before the data, and a power cut right
-    after a render leaves empty files in rendered/. One syncfs of the stage's filesystem:
-    measured at 100k nodes (1,043 files, 260 folders) ~0.1 s wall and no CPU, where an fsync
-    of each file and folder took 0.8-2.9 s. Where syncfs is missing, sync() does the same
-    for every filesystem."""
+    after a render leaves empty files in rendered/. One syncfs of the stage's filesystem,
+    much cheaper than an fsync of each file and folder (docs/explanation/guarantees.md).
+    Where syncfs is missing, sync() does the same for every filesystem."""
     if _syncfs is None:
         os.sync()
         return

@@ -37,7 +37,7 @@ def _note(folder: str) -> str:
 class Tree:
     files: dict[str, str]  # rendered/-relative path -> text, every file tasgen owns
     #: NodeFeature files: path -> the node of each document, in file order, for mutatedNodes
-    #: (the documents' texts are in the file's text; keeping them twice costs ~0.2 GiB at 300k)
+    #: (the documents' texts are in the file's text; keeping them twice costs memory at scale)
     features: dict[str, list[str]]
 
 

@@ -1,5 +1,5 @@
 """``tasgen gate``: switch the managed ClusterQueues to their rendered plan, draining first when
-a dropped flavor still holds reservations (contract section 6)."""
+a dropped flavor still holds reservations (docs/explanation/gate.md)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def gate(
     dry_run: bool,
 ) -> None:
     """Switch the managed ClusterQueues to their rendered plan, holding and draining a queue
-    first when a flavor it drops still has reservations (docs/gate.md). One JSON line per
+    first when a flavor it drops still has reservations (docs/explanation/gate.md). One JSON line per
     decision and change on stdout.
 
     \b

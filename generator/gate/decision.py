@@ -1,23 +1,9 @@
 """The drain gate's decision: a pure function of the live ClusterQueue and the desired one.
 
-The gate is a loop of "read the live queue, decide, do one write, read again". Every step is
-decided from what is on the API server alone (spec, status and one annotation), never from what
-an earlier run remembers, so a run killed between any two writes resumes where it stopped.
-
-The states a queue moves through, and the action that leaves each one::
-
-    old plan, policy P             -> Hold     (record P, set HoldAndDrain; one update)
-    old plan, held, reservations   -> Drain    (wait for Kueue to evict)
-    old plan, held, drained        -> Switch   (the complete new plan; still held)
-    new plan, held, P recorded     -> Restore  (policy P, record removed)
-    new plan, policy P             -> Done
-
-An emptied plan skips Restore: it stays held until a plan with a flavor comes back (then Restore
-runs with the recorded policy). Restore sets the rendered policy instead when that one holds
-(Hold, HoldAndDrain): the engine applies it next anyway. A queue with no flavor before or after
-is never drained (nothing is reserved on a flavor): at None it goes straight to its rendered
-Hold, without a record; already held, other settings are applied in place. Kueue v0.17 admits
-to a queue without resource groups only the workloads that request nothing; held, it admits none.
+Every step is decided from what is on the API server alone (spec, status and one annotation),
+never from what an earlier run remembers, so a run killed between any two writes resumes where
+it stopped. The states and the action that leaves each: docs/explanation/design.md; what the
+gate does per queue: docs/explanation/gate.md.
 """
 
 from __future__ import annotations

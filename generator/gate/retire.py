@@ -1,20 +1,10 @@
 """``tasgen retire``: delete the ResourceFlavors and Topologies tasgen no longer renders, once
-nothing refers to them: the last step of a sync, after the queues (docs/gate.md, "Ordering").
+nothing refers to them: the last step of a sync, after the queues.
 
-Why not the GitOps engine's prune: Flux prunes a Kustomization's removed objects when it
-applies, and Argo CD within the Application's own sync, both before the gate has switched the
-queues. Kueue's resource-in-use finalizer then keeps the flavor Terminating, and a revert during
-the drain re-applies a Terminating object that never becomes ready: the chain never reaches the
-gate and the queue stays held. So tasgen renders flavors and Topologies with the engines'
-prune turned off, and this step deletes a retired one only when no ClusterQueue names it or
-reports reservations or usage on it (a Topology: when no remaining flavor names it). Nothing it
-deletes is then held by a finalizer, and a revert simply applies the object again.
-
-A retired object still in use is kept, with a ``held`` line saying by what. A use that passes
-by itself (a queue tasgen manages, which the gate is switching: Argo CD's RollingSync may start
-this step before the gate has finished) is waited for until the timeout, then the run exits 1
-so that the engine retries the step; a lasting one (a queue tasgen does not manage) is reported
-and left to a person, and the next run tries again.
+The engines' prune would delete them before the gate has switched the queues, and Kueue's
+finalizer would keep them Terminating (a revert during the drain could never apply them
+again). A use that passes by itself is waited for, then exit 1 for a retry; a lasting one is
+reported. The whole story: docs/explanation/gate.md, "Ordering".
 """
 
 from __future__ import annotations

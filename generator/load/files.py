@@ -33,7 +33,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 # A document marker at the start of a line: tells a multi-document file from a single
 # document whose top level is a list (the parser returns a list for both).
 #: a document marker after a line break: a pattern that starts with a literal is searched at
-#: C speed (a "^" with MULTILINE is tried at every position: 12x slower on a 7 MB file)
+#: C speed (a "^" with MULTILINE is tried at every position: far slower on a large file)
 _DOC_MARKER = re.compile(r"\n---(?=\s|$)")
 _FIRST_MARKER = re.compile(r"---(?=\s|$)")
 # Bounds alias expansion (the "billion laughs" document) well above any real inventory.

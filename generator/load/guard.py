@@ -1,21 +1,11 @@
 """What the fast parser would get wrong or could not survive, checked around it.
 
-yaml-rs stops reading at a NUL byte (silently dropping the rest of the file), keeps control
-characters YAML forbids, ignores tags, expands aliases before any size check and returns
-integers, booleans, nulls and tuples as mapping keys. So each YAML text is checked here:
-
-- before parsing, for characters outside YAML's printable set (C speed);
-- before parsing, when the text has a token that starts with ``*`` or ``!`` or a line that
-  starts deeper than any inventory nests (all rare), with one pass over libyaml's events
-  (its parser keeps its own stack: no depth crashes it): explicit tags other than the core
-  schema's, the nesting depth (yaml-rs recurses per level and crashes the process beyond
-  ~11k levels, which 22 KB of ``- - - ...`` reach), and the size and depth that alias
-  expansion would reach, counted from the anchors' sizes without expanding anything;
-- after parsing, for keys that are not strings and numbers without a Kubernetes form
-  (integers beyond 64 bits, .inf, .nan), in one walk over the data; the position is then
-  found with one more event pass, only for that file.
-
-JSON texts are checked for escapes of unpaired surrogates and the same numbers.
+yaml-rs stops at a NUL byte, keeps control characters YAML forbids, ignores tags, expands
+aliases before any size check, crashes on deep nesting and returns non-string keys. So each
+text is checked before parsing (characters; tags, depth and alias expansion with one pass
+over libyaml's events, only for the rare texts that may need it) and after it (keys, numbers),
+positions found only for a file with a problem. What is refused: docs/explanation/guarantees.md,
+"Bad input".
 """
 
 from __future__ import annotations
@@ -53,7 +43,7 @@ Position = tuple[int, int]
 
 #: outside YAML 1.2's printable set: C0 controls but tab and line breaks, DEL, C1 controls but
 #: NEL, surrogates and the non-characters U+FFFE, U+FFFF (listed: a class of the allowed
-#: million code points took 5 ms to compile in every run)
+#: million code points is slow to compile, in every run)
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 _PRINTABLE_ASCII = bytes([9, 10, 13, *range(0x20, 0x7F)])
 #: an alias (``*a``) or a tag (``!foo``, ``!!binary``) can only start a token like this: at a
@@ -89,7 +79,7 @@ _DEEP_SHAPE = b"-" * _DEEP_PREFIX  # in an ASCII text's shape (see shape_of)
 _DEEP_LINE_SHAPE = b"\n" + _DEEP_SHAPE
 _DEEP_START = re.compile(rf"[ \t?:-]{{{_DEEP_PREFIX}}}")
 #: for other texts: a literal first, so that the regex engine jumps from line break to line
-#: break (40-80 ms for 37 MB; a class of both line breaks first is tried at every character)
+#: break (a class of both line breaks first is tried at every character)
 _DEEP_LINE = re.compile(rf"\n{_DEEP_START.pattern}")
 _DEEP_OLD_MAC_LINE = re.compile(rf"\r{_DEEP_START.pattern}")  # YAML's third line break
 
@@ -124,8 +114,8 @@ class Shape:
 
 
 #: An ASCII text is shaped a piece of this many characters at a time: whole-text copies (the
-#: encoded text and its translation, 37 MB each for a 100k-node NodeInventory) are fresh
-#: memory that a new process pays for in page faults (~40 ms); pieces reuse theirs.
+#: encoded text and its translation, each as large as a big NodeInventory) are fresh
+#: memory that a new process pays for in page faults; pieces reuse theirs.
 _PIECE = 1 << 20
 #: a piece starts this far into the one before it: a deep line's start ("\n" and _DEEP_PREFIX
 #: characters) that spans two pieces begins at most _DEEP_PREFIX characters before the second
@@ -303,8 +293,8 @@ def check_data(text: str, data: Any) -> None:
 _INT64 = range(-(2**63), 2**63)
 
 #: What inventories are mostly made of: strings, booleans, nulls, lists, and mappings with
-#: string keys. jsonschema-rs's validator walks data in Rust (0.09 s for 100k nodes, against
-#: 0.4 s for _scan): a key that is not a string or a set makes it raise, a number makes it
+#: string keys. jsonschema-rs's validator walks data in Rust (several times faster than
+#: _scan): a key that is not a string or a set makes it raise, a number makes it
 #: answer False, and _scan then says what, if anything, is wrong (numbers are left to _scan:
 #: jsonschema-rs calls an integer of 5,000 digits within any maximum). Its recursion is
 #: bounded: a text nests at most MAX_DEPTH levels (it survives 10,000).
@@ -334,8 +324,8 @@ def _plain(data: Any) -> bool:
 def _scan(data: Any) -> str | None:
     """The first kind of trouble in ``data``, found level by level with C-speed passes
     (types mapped, filtered with ``compress``, keys and values chained), not a Python loop
-    per value: 100k nodes hold ~1.5M values (0.24 s here instead of 0.36 s:
-    touching each value's type is most of it)."""
+    per value: a large fleet holds millions of values (touching each value's type is most
+    of the cost)."""
     level: list[Any] = [data]
     while level:
         found = set(map(type, level))

@@ -1,5 +1,6 @@
 """Passes over a fleet's columns (a value per node) that run at C speed: a Python loop per
-node costs ~0.1 s at 100k nodes, and a render makes dozens of passes."""
+node is slow at fleet scale, and a render makes dozens of passes
+(docs/explanation/render-speed.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Modules most runs never use, imported on first use instead of at start-up.
 
 PyYAML's event parser is consulted only for texts with tags or aliases and for the position
-of a finding; importing it cost ~0.03 CPU-s of every run, a fifth of tasgen's start-up.
+of a finding; importing it would be a large share of every run's start-up.
 """
 
 from __future__ import annotations

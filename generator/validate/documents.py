@@ -140,7 +140,7 @@ def nodes(docs: list[Document]) -> tuple[dict[str, Node], list[Finding]]:
         made = list(_made(doc, entries, names))
         by_name = dict(zip(names, made, strict=True))
         if len(by_name) == len(names) and not found:
-            found = by_name  # the usual single NodeInventory: not copied (~18 ms at 100k)
+            found = by_name  # the usual single NodeInventory: not copied
         elif len(by_name) == len(names) and found.keys().isdisjoint(by_name):
             found.update(by_name)  # no name twice (every valid fleet): no Python step per node
         else:

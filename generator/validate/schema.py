@@ -51,7 +51,7 @@ def _fast(kind: str) -> Any:
 
 @cache
 def _wordy(kind: str) -> jsonschema.Draft202012Validator:
-    import jsonschema  # noqa: PLC0415 - only invalid documents need it (0.3 s to import)
+    import jsonschema  # noqa: PLC0415 - only invalid documents need it (slow to import)
 
     return jsonschema.Draft202012Validator(schema_of(kind))
 

@@ -1,26 +1,10 @@
 """Check Kubernetes objects against upstream CustomResourceDefinitions, as the API server would.
 
-The CRDs come from the upstream releases themselves, the way a user gets them: the Go modules
-``sigs.k8s.io/kueue`` and ``sigs.k8s.io/node-feature-discovery`` at a release tag, downloaded by
-``go mod download`` into the default module cache (instant after the first run).
-
-For the CRD version an object names, :meth:`CrdVersion.validate` does what kube-apiserver does on
-a create (or an update, given ``old``) with ``fieldValidation=Strict``:
-
-1. drops ``null`` values of non-nullable fields that have no default, then applies the schema's
-   ``default`` values (structural defaulting);
-2. checks the ``openAPIV3Schema``, converted to JSON Schema (types, ``nullable``,
-   ``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``, ``format``, ``enum``,
-   bounds, ``required``, ``anyOf``/``allOf``/``oneOf``/``not``), reporting **unknown fields as
-   errors**; ``metadata`` is checked as ObjectMeta (name, namespace, label and annotation syntax);
-3. checks ``x-kubernetes-list-type`` ``set``/``map`` uniqueness;
-4. unless step 2 found a blocking error (type, enum, required, too long, too many — the API server
-   then skips CEL too), evaluates every ``x-kubernetes-validations`` rule with ``cel-python`` at
-   the schema node where it sits, ``self`` bound to the (pruned, defaulted) value there; transition
-   rules (those using ``oldSelf``) only where an old value correlates (``old`` given).
-
-A rule calling a function that this evaluator does not provide raises
-:class:`UnsupportedRuleError` when the CRD is compiled: nothing is silently passed.
+The CRDs come from the upstream releases' Go modules (``go mod download``, as a user gets
+them); :meth:`CrdVersion.validate` defaults, checks the schema (unknown fields are errors),
+list types and every CEL rule, and a rule it cannot evaluate raises
+:class:`UnsupportedRuleError`: nothing is silently passed. The steps: CONTRIBUTING.md,
+"CRD conformance".
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ def wait_synced(
 
 
 def apply_wiring(env: ArgoEnv) -> list[dict[str, Any]]:
-    """`kubectl apply -k rendered/argocd/` of the working copy, as the README tells a user:
+    """`kubectl apply -k rendered/argocd/` of the working copy, as docs/reference/rendered.md tells a user:
     kustomize builds it; the objects applied."""
     built = subprocess.run(
         [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],

@@ -58,7 +58,8 @@ class Fleet:
 
     def local_queue_namespaces(self) -> dict[str, dict[str, str]]:
         """The namespaces of the rendered LocalQueues, with the labels their ClusterQueue's
-        namespaceSelector matches: what an administrator creates before the sync (README)."""
+        namespaceSelector matches: what an administrator creates before the sync
+        (docs/reference/inventory.md)."""
         selectors = {
             q["metadata"]["name"]: q["spec"].get("namespaceSelector") or {}
             for q in self.of_kind("ClusterQueue")

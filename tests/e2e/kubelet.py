@@ -1,45 +1,9 @@
 """A kubelet stand-in: runs the Pods of one namespace as processes on this machine.
 
-It plays the kubelet ONLY. The test control plane has no container runtime, so no real kubelet
-can run; everything else about a Job is real when the cluster is started with
-``harness.start(..., controllers=["job"])``: kube-controller-manager's Job controller creates
-the Pods (with its tracking finalizer), applies backoffLimit, podFailurePolicy and
-activeDeadlineSeconds, the TTL-after-finished controller and the garbage collector delete a
-finished Job and its Pods. This module does what a kubelet does with a Pod of its node, and
-nothing a controller does:
-
-- a new Pod: its containers' ConfigMap volumes are written to a folder, the mount path in the
-  arguments is replaced by that folder, ``--kubeconfig`` is appended (see Credentials), and the
-  command runs with the interpreter of this test run (``python`` in the image is the project's
-  own ``python`` here). Status: Running, then Succeeded or Failed with the container's
-  ``state.terminated.exitCode``, as the kubelet writes it;
-- a Pod being deleted: its process gets SIGTERM, then SIGKILL after the deletion's grace
-  period (at least 2 s, the kubelet's minimum); a Pod that still exists then (a finalizer holds
-  it) gets its terminal status, which is what the Job controller waits for before it counts a
-  failure and lets go of its finalizer.
-
-What differs from a cluster, and why it does not matter to the Job's behaviour:
-
-- No scheduler runs, so Pods stay unbound (``spec.nodeName`` empty). The stand-in runs them
-  anyway. The API server deletes an unbound Pod at once (grace period 0, kept only by
-  finalizers), so a deleted Pod's process is stopped right away rather than after
-  ``terminationGracePeriodSeconds``.
-- Credentials: as the kubelet mounts the Pod's ServiceAccount token, the stand-in asks the
-  TokenRequest API for a token of the Pod's ServiceAccount bound to the Pod, and writes a
-  kubeconfig with it: the command runs with the rendered RBAC, not as admin. ``server`` gives
-  the address the Pod is told to reach the API server at (default: the cluster's), which is
-  how a test makes the API unusable from inside the Pod.
-- The container's securityContext, resources and image are not enforced or pulled.
-
-API, for a test or an environment: ``Kubelet(api, namespace, work_dir, server=None)``, a
-thread, with ``start()`` and ``stop()`` (which also kills what still runs). What ran is read per
-run, i.e. per Pod, keyed by the Pod's uid: ``running`` (uid -> process, while it runs), ``done``
-(uid -> exit code, once it ended; set before the run leaves ``running``), ``names`` (uid -> the
-name of the Pod's Job, or of the Pod when no Job owns it), ``log(uid)`` (its output, also kept in
-``work_dir/<pod>.log``) and ``lines(uid)`` (its JSON log lines). An environment that runs Jobs
-starts its cluster with ``harness.start(..., controllers=["job"])`` and one
-``Kubelet(api, gate_namespace, work_dir)`` (tests/e2e/flux.py does): the gate's and the retire
-step's Pods share that namespace.
+The test control plane has no container runtime, so this plays the kubelet ONLY (the Job,
+TTL and garbage collector controllers are real): it runs each Pod's command as the Pod's
+ServiceAccount, writes its status as the kubelet would and stops it when the Pod is deleted.
+What differs from a cluster, and its API: CONTRIBUTING.md, "The kubelet stand-in".
 """
 
 from __future__ import annotations

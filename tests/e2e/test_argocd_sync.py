@@ -158,7 +158,7 @@ def test_argocd_first_sync_runs_the_steps_in_order(env: argocd.ArgoEnv, first: F
     # The gate Job is a resource of the gate's Application, not a hook: that Application is
     # Progressing until the Job has completed, so the queues step came only after a gate run had
     # completed (the API server's times, to the second; with the Job a Sync hook, the queues were
-    # created ~5 s before it completed). Later runs are reruns by the syncs that RollingSync may
+    # created before it completed). Later runs are reruns by the syncs that RollingSync may
     # trigger twice: the gate is idempotent.
     done = [stamp(v["status"]["completionTime"]) for v in first.gate_jobs if completed(v)]
     assert done and min(by_step["queues"]) >= min(done)
@@ -199,10 +199,10 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     again = {env.runner.names[uid] for uid in set(env.runner.done) - runs}
     assert again == {"tasgen-gate", "tasgen-retire"}
     assert set(env.runner.done.values()) == {0}
-    # RollingSync does not order a later commit (README, "Order"): when the retire step sees the
-    # commit before the gate has switched the queue, its Job waits while the managed queue
-    # training still names the flavor, and retires it once the gate has switched: no further
-    # sync is needed.
+    # RollingSync does not order a later commit (docs/reference/rendered.md, "Order"): when the
+    # retire step sees the commit before the gate has switched the queue, its Job waits while
+    # the managed queue training still names the flavor, and retires it once the gate has
+    # switched: no further sync is needed.
     kube.wait_for(
         f"ResourceFlavor {gb200[0]} deleted",
         lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", gb200[0]),

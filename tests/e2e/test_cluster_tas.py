@@ -109,7 +109,7 @@ def _taint(taint: Obj) -> str:
 @pytest.fixture(scope="module")
 def target(fleet: Fleet, api_client: client.ApiClient) -> RackFlavor:
     """The rack flavor under test and the rendered LocalQueue that reaches its queue (its
-    namespace was created before the sync, as the README asks)."""
+    namespace was created before the sync, as docs/reference/inventory.md asks)."""
     found = _rack_flavor(fleet, client.CoreV1Api(api_client))
     queue = found.cluster_queue["metadata"]["name"]
     local = [lq["metadata"] for lq in fleet.of_kind("LocalQueue") if lq["spec"]["clusterQueue"] == queue]

@@ -1,18 +1,11 @@
-"""The drain gate under real Flux (issue 9): a commit that drops a flavor on which a workload
-holds a reservation is synced by source-controller and kustomize-controller from a git
-repository on 127.0.0.1. The queue drains before its flavors change; the gate Job deleted
-mid-drain (which kustomize-controller counts as finished) lets no new plan through: the
-admission policy refuses the queues' apply until the recreated gate has switched the queue; and
-a revert during the drain converges without a switch.
+"""The drain gate under real Flux: a commit that drops a flavor on which a workload holds a
+reservation, synced by source-controller and kustomize-controller from a git repository on
+127.0.0.1. The queue drains before its flavors change; a gate Job deleted mid-drain lets no new
+plan through (the admission policy refuses the queues' apply until the recreated gate has
+switched the queue); a revert during the drain converges without a switch.
 
-The Flux environment runs kube-controller-manager's Job, TTL-after-finished and garbage
-collector controllers; only the kubelet is played (tests/e2e/kubelet.py: no container runtime
-here): it runs each Pod's own command on this machine as the Pod's ServiceAccount, writes its
-status as the kubelet would, and stops it (SIGTERM) when the Pod is deleted, as happens when its
-Job is deleted or replaced.
-
-Order is asserted on what the API server wrote, in its order (flux.History: every version of
-the queue and of the queues' Kustomization, from a watch), never on sleeps.
+Order is asserted on what the API server wrote, in its order (flux.History), never on sleeps;
+only the kubelet is played (tests/e2e/kubelet.py).
 """
 
 from __future__ import annotations
@@ -408,7 +401,7 @@ def test_flux_gate_revert_during_a_drain_converges_without_a_switch(env: flux.Fl
         # ... but does not interrupt the gate step's wait for its Job for a new revision (unless
         # its feature gate CancelHealthCheckOnNewRevision is on): the drop's run goes on.
         assert attempted(kustomization(env, gate), dropped) and stopped in env.runner.running
-        # To abandon the drain at once, an operator deletes the Job (docs/gate.md).
+        # To abandon the drain at once, an operator deletes the Job (docs/explanation/gate.md).
         client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
         assert stopped_run(env, stopped) == 1
         flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)

@@ -1,4 +1,4 @@
-"""The gate's ValidatingAdmissionPolicy on the real API server (issue 9): an unsafe write by
+"""The gate's ValidatingAdmissionPolicy on the real API server: an unsafe write by
 anyone but the gate is refused, the gate's own switch goes through, safe changes are anyone's.
 
 Each test renders the gate's objects (gate_manifests: ServiceAccount, RBAC, the policy and its

@@ -1,4 +1,4 @@
-"""The drain gate on the real API server and Kueue (contract section 6).
+"""The drain gate on the real API server and Kueue (docs/explanation/gate.md).
 
 Each test builds its own flavors, queue and namespace with fresh names, runs ``python -m
 generator.gate`` as a subprocess (as the Job does), and reads the result back from the API.

@@ -5,7 +5,7 @@ collector controllers (``harness.start(..., controllers=["job"])``); tests/e2e/k
 plays the kubelet, running each Pod's real command (``python -m generator.gate`` with the
 rendered arguments and plan) with a token of the rendered ServiceAccount. What is under test
 is the Job's spec as gate_manifests and retire_manifests render it: backoffLimit,
-podFailurePolicy (issue 9, finding 6), ttlSecondsAfterFinished (the retire Job's; Flux adds the
+podFailurePolicy, ttlSecondsAfterFinished (the retire Job's; Flux adds the
 gate's), and the RBAC the Pods run with.
 """
 
@@ -288,7 +288,7 @@ def test_gate_job_success_completes_and_ttl_deletes_the_job(
 def test_gate_job_deleted_mid_drain_stops_its_pod(
     api: client.ApiClient, kueue: Kueue, deploy: Callable[..., Deployed]
 ) -> None:
-    """An operator deletes the Job mid-drain (issue 9, finding 2): the garbage collector
+    """An operator deletes the Job mid-drain: the garbage collector
     deletes the Pod, the kubelet stand-in sends SIGTERM, the gate reports being stopped and
     the queue stays held, not switched."""
     cq, f = _busy_on_b(kueue)
@@ -310,7 +310,7 @@ def test_gate_job_deadline_stops_its_pod_with_a_gate_timeout_event(
 ) -> None:
     """activeDeadlineSeconds over (shortened on the live Job; rendered, it is longer than every
     Pod's own timeout): the Job controller fails the Job and deletes its Pod; the gate, stopped
-    by SIGTERM, still reports GateTimeout on the queue (issue 9, finding 6), which stays held."""
+    by SIGTERM, still reports GateTimeout on the queue, which stays held."""
     cq, f = _busy_on_b(kueue)
     manifests, namespace = gate([cluster_queue(cq, {f["a"]: 4})], timeout_seconds=120)
     run = deploy(manifests, namespace)

@@ -1,6 +1,7 @@
-"""The seed's lifecycle case with topology-aware scheduling on: a profile change replaces a
-queue's TAS flavor (new Topology, new ResourceFlavor) while a Job runs on the old one. The
-gate drains the queue, switches it, and Kueue readmits the Job under the new Topology."""
+"""The gate's lifecycle (docs/explanation/gate.md) with topology-aware scheduling on: a profile
+change replaces a queue's TAS flavor (new Topology, new ResourceFlavor) while a Job runs on the
+old one. The gate drains the queue, switches it, and Kueue readmits the Job under the new
+Topology."""
 
 from __future__ import annotations
 

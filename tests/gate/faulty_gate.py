@@ -3,20 +3,7 @@ the real API server, for tests/e2e/test_gate_faults.py:
 
     python -m tests.gate.faulty_gate FAULT K NAMESPACE -- <the gate's options>
 
-FAULT is one of
-- ``count``: no fault (every run that ends prints its number of writes);
-- ``kill-before`` / ``kill-after``: SIGKILL just before the k-th write is sent, or just after
-  its answer arrived (the write landed, the gate never learnt it);
-- ``admit``: just before the k-th write, a Job is submitted to the queue's LocalQueue in
-  NAMESPACE and, while the queue admits at all, waited for until Kueue has admitted it
-  (``applied``: the flavor it was admitted on, else null);
-- ``hold``: just before the k-th write, an administrator sets the queue's stopPolicy to Hold
-  (``applied``: "Hold"; null, left alone, while the gate's drain record is on the queue: the
-  admission policy refuses anyone else that change then).
-
-The gate's writes are ``Queues.replace`` (the spec) and ``Queues.set_condition`` (its status
-condition); Events are not counted. A fault that ran prints one JSON line ``{"event": "fault",
-...}`` on stdout, where the gate logs its own.
+FAULT is count, kill-before, kill-after, admit or hold: CONTRIBUTING.md, "Gate faults".
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _poll(inventory: Path, hook: Hook, options: Options, files: list[InputFile])
     if hook.findings:
         problems = locate(hook.findings, {f.shown: _text(f) for f in files})
         return Outcome(hook.name, Status.FAILED, reason="its TopologySource is invalid", problems=problems)
-    from generator.commands.fetch import https  # noqa: PLC0415 - http.client: 30 ms of every render's start
+    from generator.commands.fetch import https  # noqa: PLC0415 - http.client: slows every render's start
 
     try:
         committed = snapshotfile.Committed.read(target(inventory, hook), hook.url)

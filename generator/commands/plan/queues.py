@@ -1,5 +1,5 @@
 """Queues: flavors added, removed and replaced, quota and limit deltas, and what the drain gate
-will do with the new plan (its rules, contract section 6, for the worst case offline: a dropped
+will do with the new plan (its rules, docs/explanation/gate.md, for the worst case offline: a dropped
 flavor may hold reservations; with --kubeconfig, generator/commands/plan/live.py asks the gate's own
 decision against the live queue)."""
 

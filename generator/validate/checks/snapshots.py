@@ -1,7 +1,7 @@
 """Rules on writing sources' snapshots: which nodes and labels a snapshot may state.
 
-A snapshot that breaks any of them is rejected whole (seed: "before any NodeFeature
-changes"); since any error stops the render, nothing of it reaches rendered/.
+A snapshot that breaks any of them is rejected whole, before any NodeFeature changes: since
+any error stops the render, nothing of it reaches rendered/.
 """
 
 from __future__ import annotations
