@@ -115,7 +115,7 @@ def _validations(gate: str) -> list[dict[str, str]]:
             "messageExpression": queue + "this update drops a flavor on which Kueue reports"
             " reservations or usage (or has not reported the status of the current generation);"
             f" only the tasgen drain gate ({gate}) switches it, after draining. Let the gate"
-            " sync run first (docs/gate.md)'",
+            " sync run first (docs/explanation/gate.md)'",
         },
         {
             "expression": update + f"(({_DRAINING}) ? ({_KEEPS_DRAIN}) : !({_RECORDED}))",
@@ -124,9 +124,9 @@ def _validations(gate: str) -> list[dict[str, str]]:
             " 'the tasgen drain gate is draining this queue"
             f" (annotation {RECORD}); until it finishes, only the gate ({gate}) changes"
             " spec.stopPolicy or removes the annotation. To choose the policy it restores, set the"
-            " annotation to None or Hold (docs/gate.md)' :"
+            " annotation to None or Hold (docs/explanation/gate.md)' :"
             f" 'the annotation {RECORD} belongs to the tasgen drain gate: only the gate ({gate})"
-            " adds it (docs/gate.md)')",
+            " adds it (docs/explanation/gate.md)')",
         },
         {
             "expression": f"request.operation != 'DELETE' || {_DELETE_SAFE}",
@@ -134,6 +134,6 @@ def _validations(gate: str) -> list[dict[str, str]]:
             "messageExpression": queue + "Kueue reports workloads reserving quota on this queue"
             " (or no current status), and it does not evict them from a queue being deleted: set"
             " spec.stopPolicy to HoldAndDrain first (in its ClusterQueuePlan, or kubectl patch),"
-            " then delete it (docs/gate.md)'",
+            " then delete it (docs/explanation/gate.md)'",
         },
     ]
