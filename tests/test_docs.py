@@ -1,8 +1,9 @@
-"""The docs are part of the product: the quick start is the one CI runs, and `tasgen rules`
-prints the registry's catalogue."""
+"""The docs are part of the product: the quick start is the one CI runs, `tasgen rules` prints
+the registry's catalogue, and what `tasgen init` scaffolds points at a page that exists."""
 
 from __future__ import annotations
 
+from generator.commands import init
 from generator.rules import catalogue
 from tests.conftest import REPO, tasgen
 
@@ -21,3 +22,9 @@ def test_the_quick_start_is_what_ci_runs() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert ".venv/bin/python -m pytest" in commands[1] and ".venv/bin/python -m pytest" in ci
     assert "tasgen render" in commands[0] and ".venv/bin/tasgen render" in ci
+
+
+def test_the_scaffolded_config_points_at_a_page_of_this_repository() -> None:
+    prefix = f"{init.HOOKS_REPO}/blob/main/"
+    assert init.DOCS.startswith(prefix)
+    assert (REPO / init.DOCS.removeprefix(prefix)).is_file()

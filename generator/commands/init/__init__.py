@@ -28,7 +28,8 @@ FILES = {
     "deploy/flux/kustomization.yaml": "flux-kustomization.yaml.j2",
 }
 HOOKS_REPO = "https://github.com/tasgen/tasgen"
-DOCS = "https://github.com/tasgen/tasgen#readme"
+#: the inventory reference, in this repository (tests/test_docs.py checks that the page exists)
+DOCS = f"{HOOKS_REPO}/blob/main/docs/reference/inventory.md"
 PLAN_MARKER = "<!-- tasgen-plan -->"  # the same as generator/commands/plan/formats.py's (a test checks)
 
 
