@@ -1,8 +1,10 @@
-"""What a rule is: an ID, a level, a stage and a summary, and the one way to raise it."""
+"""What a rule is: an ID, a level, a stage, a summary and its reference text (why it matters,
+how to fix it), and the one way to raise it. The reference is printed by ``tasgen rules ID``
+and generated into docs/reference/rules/."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -31,8 +33,12 @@ class Hit(NamedTuple):
 class Rule:
     id: str
     stage: Stage
-    summary: str  # one line for the catalogue
+    summary: str  # one line for the catalogue: what it requires
     level: Level = Level.ERROR
+    #: what goes wrong in the cluster (Kueue, NFD, the API server, the GitOps engine) without it
+    why: str = field(default="", kw_only=True)
+    #: what the user changes to satisfy it
+    fix: str = field(default="", kw_only=True)
 
     def __call__(self, where: Where, message: str, *, source: str | None = None) -> Finding:
         """A finding of this rule (its position is looked up later)."""
