@@ -22,7 +22,7 @@ from generator.commands.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.commands.fetch.report import fetch_report
 from generator.pipeline import Mode, Result, run
 from generator.reporters import REPORTERS, Reporter, step_summary
-from generator.rules import catalogue
+from generator.rules import BY_ID, REGISTRY, catalogue, reference
 from generator.rules.import_nodes import NODE_LIST
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
@@ -473,14 +473,41 @@ def schema(kind: str) -> None:
 
 
 @cli.command()
-def rules() -> None:
-    """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table.
+@click.argument("rule_id", metavar="[RULE-ID]", required=False)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: the entry's fields (every rule's without RULE-ID).",
+)
+def rules(rule_id: str | None, format_: str) -> None:
+    """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table, or
+    one rule's reference: what it requires, why it matters, a failing example, the fix.
 
     \b
-    The README's table is this output; regenerate it after adding a rule:
-      tasgen rules
+    Examples:
+      tasgen rules                 # the catalogue
+      tasgen rules flavor-limit    # one entry (docs/reference/rules/flavor-limit.md)
     """
-    click.echo(catalogue(), nl=False)
+    if rule_id is None:
+        if format_ == "json":
+            click.echo(json.dumps([reference.entry_data(r) for r in REGISTRY], indent=2))
+        else:
+            click.echo(catalogue(), nl=False)
+        return
+    rule = BY_ID.get(rule_id)
+    if rule is None:
+        near = reference.closest(rule_id, list(BY_ID))
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise click.BadParameter(
+            f"no rule {rule_id!r}{hint} ('tasgen rules' lists them all)", param_hint="'RULE-ID'"
+        )
+    if format_ == "json":
+        click.echo(json.dumps(reference.entry_data(rule), indent=2))
+    else:
+        sys.stdout.write(_printable(reference.entry_markdown(rule)))
 
 
 def main() -> None:

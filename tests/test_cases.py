@@ -16,18 +16,21 @@ from tests.conftest import NOW, tasgen, tree
 CASES = Path(__file__).parent / "cases"
 VALID = sorted(p.name for p in (CASES / "valid").iterdir())
 INVALID = sorted(p.name for p in (CASES / "invalid").iterdir())
-#: rules no inventory case can reach, each proven by its own test
+#: rules no inventory case can reach, each proven by its own test (file::test; the rule's
+#: reference entry names it)
 ELSEWHERE = {
-    "profile-collision": "tests/test_profiles.py",
-    "flavor-collision": "tests/test_profiles.py",
-    "immutable-field": "tests/test_render.py",
-    "stale-render": "tests/test_render.py",
-    "output-unwritable": "tests/test_render.py",
-    "object-size": "tests/test_render.py",
-    "sync-path": "tests/test_render.py",
-    "level-removed": "tests/test_plan.py",
-    "level-added-uncarried": "tests/test_plan.py",
-    "node-list": "tests/test_import_nodes.py",
+    "profile-collision": "tests/test_profiles.py::test_a_profile_collision_is_an_error",
+    "flavor-collision": "tests/test_profiles.py::test_a_flavor_name_collision_is_an_error",
+    "immutable-field": "tests/test_render.py::test_a_hand_edited_toleration_is_drift_not_a_patch",
+    "stale-render": "tests/test_render.py::test_check_names_each_stale_file_and_line",
+    "output-unwritable": "tests/test_render.py::test_a_failed_write_leaves_rendered_as_it_was",
+    "object-size": "tests/test_render.py::test_an_object_the_api_server_would_refuse_is_an_error",
+    "sync-path": (
+        "tests/test_render.py::test_rendered_elsewhere_in_the_repository_than_sync_path_is_a_warning"
+    ),
+    "level-removed": "tests/test_plan.py::test_a_level_removed_is_a_warning_and_the_fit_goes",
+    "level-added-uncarried": "tests/test_plan.py::test_a_level_added_that_some_nodes_lack_is_a_warning",
+    "node-list": "tests/test_import_nodes.py::test_a_wrong_value_is_reported_where_the_input_has_it",
 }
 
 

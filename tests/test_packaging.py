@@ -1,6 +1,6 @@
 """tasgen as a user installs it: `pip install .` from a clean checkout into a fresh venv prints
-no warning, and the installed package (templates and schemas included) renders the example
-exactly as the committed rendered/."""
+no warning, the installed package (templates and schemas included) renders the example
+exactly as the committed rendered/, and prints a rule's entry with its example."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import venv
 from pathlib import Path
 
-from tests.conftest import REPO, tree
+from tests.conftest import REPO, tasgen, tree
 
 
 def _checkout(into: Path) -> Path:
@@ -70,3 +70,15 @@ def test_pip_install_is_quiet_and_the_installed_package_renders(tmp_path: Path) 
     assert Path(located).is_relative_to(env_dir), located
     # The example's rendered/ is committed; the installed package must write it byte for byte.
     assert tree(out) == tree(REPO / "rendered")
+    # A rule's entry, its example read from the package's data (tests/ is not installed).
+    entry = subprocess.run(
+        [str(env_dir / "bin" / "tasgen"), "rules", "flavor-limit"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert entry.returncode == 0, entry.stderr
+    assert entry.stdout == tasgen("rules", "flavor-limit").output
+    assert "tests/cases/invalid/flavor-limit" in entry.stdout and "[flavor-limit]\n" in entry.stdout

@@ -2,12 +2,13 @@
 
 A rule is declared once, in the module of the stage that checks it (:mod:`.load`,
 :mod:`.schema`, :mod:`.semantic`, :mod:`.compile`, :mod:`.emit`, :mod:`.plan`,
-:mod:`.import_nodes`), with its ID, level and the one-line summary of the catalogue. Checks
-never spell a rule ID or a level: they call the rule
+:mod:`.import_nodes`), with its ID, level, the one-line summary of the catalogue and its
+reference text (``why``, ``fix``). Checks never spell a rule ID or a level: they call the rule
 (``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
 :class:`Hit`s that the validate engine hands to the rule the check is registered with. The
-README's catalogue is generated from :data:`REGISTRY` (``tasgen rules``), and a test keeps
-the two equal.
+catalogue (``tasgen rules``) and each rule's entry (``tasgen rules RULE-ID``, with an example
+generated from its case: :mod:`.reference`) are printed from :data:`REGISTRY`;
+docs/reference/rules.md is generated from them.
 
 This package sits just above :mod:`generator.model`, so that every stage may import it.
 """
@@ -31,7 +32,7 @@ BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
 
 
 def catalogue() -> str:
-    """The rule table of the README, as Markdown."""
+    """The rule table, as Markdown (``tasgen rules``)."""
     lines = ["| rule | level | stage | what it requires |", "|---|---|---|---|"]
     lines += [f"| `{r.id}` | {r.level.value} | {r.stage.value} | {r.summary} |" for r in REGISTRY]
     return "\n".join(lines) + "\n"
