@@ -94,10 +94,12 @@ def _problem_data(p: Problem) -> dict[str, Any]:
 
 
 def github(result: Result, command: str, out: TextIO) -> None:
-    """GitHub workflow commands: annotations on the pull request's files."""
+    """GitHub workflow commands: annotations on the pull request's files. Each names the
+    command that prints its rule's reference (the user's repository has no tasgen docs)."""
     for p in result.problems:
         where = f"file={_escape_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
-        out.write(f"::{p.level} {where},title={_escape_property(p.rule)}::{_escape_data(p.message)}\n")
+        message = f"{p.message} (tasgen rules {p.rule})"
+        out.write(f"::{p.level} {where},title={_escape_property(p.rule)}::{_escape_data(message)}\n")
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")

@@ -16,7 +16,7 @@ import pytest
 from generator.rules import BY_ID, REGISTRY, Rule, Stage
 from generator.rules.reference import DOCS_PATH, Entry, entry_markdown, references
 from tests import rule_reference
-from tests.conftest import REPO, tasgen
+from tests.conftest import NOW, REPO, tasgen
 from tests.test_cases import CASES, ELSEWHERE
 
 
@@ -139,6 +139,20 @@ def test_every_rule_proven_elsewhere_names_a_test_that_exists() -> None:
         tests = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert name in tests, proof
         assert rule in rule_reference.SCENARIOS or rule in rule_reference.UNREACHABLE, rule
+
+
+def test_a_github_annotation_names_its_rule_s_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's repository has no tasgen docs: the annotation names the command that prints
+    the entry, and that command knows the rule."""
+    monkeypatch.chdir(CASES / "invalid" / "lending-limit")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    run = tasgen("validate", "-i", "inventory", "--now", NOW, "--format", "github")
+    annotations = [line for line in run.output.splitlines() if line.startswith("::error ")]
+    assert len(annotations) == 4
+    for line in annotations:
+        rule = line.split(",title=", 1)[1].split("::", 1)[0]
+        assert line.endswith(f" (tasgen rules {rule})")
+        assert tasgen("rules", rule).exit_code == 0
 
 
 def test_an_excerpt_marks_the_reported_character(tmp_path: Path) -> None:
