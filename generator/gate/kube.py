@@ -8,6 +8,7 @@ capped exponential backoff; anything else is the caller's to report.
 
 from __future__ import annotations
 
+import builtins
 import random
 import socket
 import time
@@ -243,8 +244,13 @@ class Catalog:
         self._version = version
 
     def list(self, plural: str) -> list[dict[str, Any]]:
+        """Every object of ``plural``; namespaced kinds (workloads) from every namespace."""
         found = cast(dict[str, Any], self._custom.list_cluster_custom_object(GROUP, self._version, plural))
         return [cast(dict[str, Any], item) for item in found.get("items") or []]
+
+    def workloads(self) -> builtins.list[dict[str, Any]]:
+        """Every Workload of every namespace (generator/gate/admissions.py reads them)."""
+        return self.list("workloads")
 
     def delete(self, plural: str, live: Mapping[str, Any]) -> bool:
         """Delete the object if it is still the one that was read (uid and resourceVersion as

@@ -9,16 +9,16 @@ Workloads whose admission uses them say what a drain would evict. Nothing is wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from generator.commands.plan import queues as q
+from generator.gate.admissions import admission, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
-from generator.gate.kube import GROUP, VERSION, Queues, load_client
+from generator.gate.kube import Catalog, Queues, load_client
 
 #: the gate's next step -> the report's drain action
 _ACTIONS = {
@@ -43,7 +43,7 @@ def add_live_figures(report: dict[str, Any], desired: dict[str, dict[str, Any]],
     ClusterQueue)."""
     try:
         api = load_client(str(kubeconfig))
-        queues, workloads = Queues(api), _admitted(api)
+        queues, workloads = Queues(api), [w for w in Catalog(api).workloads() if admission(w)]
         for entry in report["queues"]:
             if entry["name"] in desired:
                 _live(entry, queues.get(entry["name"]), desired[entry["name"]], workloads)
@@ -76,7 +76,11 @@ def _live(
     dropped = [f for f in _flavor_names(live) if f not in _flavor_names(desired)]
     reservation = _reservation(live)
     flavors = [
-        {"name": f, "workloads": _using(workloads, entry["name"], f), "reservation": reservation.get(f, {})}
+        {
+            "name": f,
+            "workloads": len(holders(workloads, entry["name"], f)),
+            "reservation": reservation.get(f, {}),
+        }
         for f in dropped
     ]
     status = live.get("status") or {}
@@ -97,21 +101,3 @@ def _reservation(live: dict[str, Any]) -> dict[str, dict[str, str]]:
         str(e["name"]): {str(r["name"]): str(r.get("total", 0)) for r in e.get("resources") or []}
         for e in entries
     }
-
-
-def _admitted(api: client.ApiClient) -> list[dict[str, Any]]:
-    """Every Workload that holds a quota reservation (its admission names queue and flavors)."""
-    custom = client.CustomObjectsApi(api)
-    found = cast(dict[str, Any], custom.list_cluster_custom_object(GROUP, VERSION, "workloads"))
-    return [w for w in found.get("items", []) if (w.get("status") or {}).get("admission")]
-
-
-def _using(workloads: list[dict[str, Any]], queue: str, flavor: str) -> int:
-    def uses(workload: dict[str, Any]) -> bool:
-        admission = workload["status"]["admission"]
-        assignments = admission.get("podSetAssignments") or []
-        return admission.get("clusterQueue") == queue and any(
-            flavor in (a.get("flavors") or {}).values() for a in assignments
-        )
-
-    return sum(uses(w) for w in workloads)

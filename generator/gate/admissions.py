@@ -1,0 +1,63 @@
+"""Which flavors Kueue's Workloads hold: the authority on whether a flavor is idle.
+
+A ClusterQueue's status lists only the flavors in its spec and is written some time after
+Kueue reserves quota; a Workload's ``status.admission`` names its queue and every flavor it was
+assigned from the moment quota is reserved until the Workload finishes or is evicted. So a
+flavor is idle for a queue only when no unfinished Workload's admission names both
+(docs/explanation/gate.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+Workload = Mapping[str, Any]
+
+
+def _finished(workload: Workload) -> bool:
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
+
+
+def admission(workload: Workload) -> Mapping[str, Any] | None:
+    """The Workload's admission while it holds quota (reserved or admitted, not finished)."""
+    found = (workload.get("status") or {}).get("admission")
+    if not isinstance(found, Mapping) or _finished(workload):
+        return None
+    return found
+
+
+def flavors_of(workload: Workload) -> frozenset[str]:
+    """Every flavor the Workload's admission assigns to any of its PodSets."""
+    found = admission(workload)
+    if found is None:
+        return frozenset()
+    assignments = found.get("podSetAssignments") or []
+    return frozenset(str(name) for a in assignments for name in ((a.get("flavors") or {}).values()) if name)
+
+
+def held_flavors(workloads: Iterable[Workload]) -> dict[str, frozenset[str]]:
+    """ClusterQueue name -> the flavors that Workloads admitted to it hold."""
+    held: dict[str, set[str]] = {}
+    for w in workloads:
+        found = admission(w)
+        if found is not None:
+            held.setdefault(str(found.get("clusterQueue")), set()).update(flavors_of(w))
+    return {queue: frozenset(names) for queue, names in held.items()}
+
+
+def holders(workloads: Iterable[Workload], queue: str, flavor: str) -> list[Workload]:
+    """The Workloads admitted to ``queue`` whose admission names ``flavor``."""
+    return [
+        w
+        for w in workloads
+        if (found := admission(w)) is not None
+        and found.get("clusterQueue") == queue
+        and flavor in flavors_of(w)
+    ]
+
+
+def any_holder(workloads: Iterable[Workload]) -> frozenset[str]:
+    """Every flavor some Workload's admission names, whichever queue admitted it."""
+    return frozenset(name for w in workloads for name in flavors_of(w))
