@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import venv
+import zipfile
 from pathlib import Path
 
 from tests.conftest import REPO, tasgen, tree
@@ -34,20 +35,46 @@ def _warnings(output: str) -> list[str]:
     return [line for line in output.splitlines() if "warning" in line.lower() or "deprecat" in line.lower()]
 
 
-def test_pip_install_is_quiet_and_the_installed_package_renders(tmp_path: Path) -> None:
+def _pip(python: Path, *args: str) -> str:
+    done = subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+def test_an_editable_install_is_quiet(tmp_path: Path) -> None:
+    src = _checkout(tmp_path)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    # --no-deps: only tasgen's own build is under test here; the wheel test installs the rest.
+    output = _pip(env_dir / "bin" / "python", "install", "--no-deps", "-e", str(src))
+    assert "Successfully installed tasgen" in output
+    assert _warnings(output) == []
+
+
+def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Path) -> None:
     src = _checkout(tmp_path)
     assert (src / "generator" / "templates").is_symlink()
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", str(src)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
-    assert _warnings(install.stdout + install.stderr) == []
+    wheels = tmp_path / "wheels"
+    built = _pip(python, "wheel", "--no-deps", "-w", str(wheels), str(src))
+    assert _warnings(built) == []
+    (wheel,) = wheels.glob("tasgen-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = archive.namelist()
+    # Templates and schemas are data of the package, not packages of their own.
+    assert "generator/templates/plan.md.j2" in shipped
+    assert "generator/templates/init/config.yaml.j2" in shipped
+    assert "generator/schemas/plan-report.schema.json" in shipped
+    assert not any(n.endswith("__init__.py") and "/templates/" in n for n in shipped)
+    assert not any(n.startswith("tests/") for n in shipped)
+    assert _warnings(_pip(python, "install", str(wheel))) == []
 
     # Run from elsewhere, so that nothing is imported from the checkout.
     out = tmp_path / "rendered"
