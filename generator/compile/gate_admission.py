@@ -80,7 +80,7 @@ def admission_objects(
                     }
                 ],
             },
-            "variables": _variables(f"system:serviceaccount:{namespace}:{name}", queues),
+            "variables": _variables(f"system:serviceaccount:{namespace}:{name}"),
             "validations": _validations(f"{namespace}/{name}"),
         },
     }
@@ -93,12 +93,10 @@ def admission_objects(
     return policy, binding
 
 
-def _variables(gate_user: str, queues: Sequence[str]) -> list[dict[str, str]]:
-    names = ", ".join(f"'{q}'" for q in sorted(queues))
+def _variables(gate_user: str) -> list[dict[str, str]]:
     policy = "has({o}.spec.stopPolicy) ? {o}.spec.stopPolicy : 'None'"
     return [
         {"name": "isGate", "expression": f"request.userInfo.username == '{gate_user}'"},
-        {"name": "managed", "expression": f"oldObject.metadata.name in [{names}]"},
         {"name": "statusCurrent", "expression": _STATUS_CURRENT},
         {"name": "oldPolicy", "expression": policy.format(o="oldObject")},
         {"name": "newPolicy", "expression": policy.format(o="object")},
@@ -107,7 +105,9 @@ def _variables(gate_user: str, queues: Sequence[str]) -> list[dict[str, str]]:
 
 def _validations(gate: str) -> list[dict[str, str]]:
     queue = "'ClusterQueue ' + oldObject.metadata.name + ': "
-    update = "request.operation != 'UPDATE' || !variables.managed || variables.isGate || "
+    # every queue the policy matches, not only the names of the render that installed it: a
+    # queue that becomes tasgen's in this sync may be applied before the new policy is
+    update = "request.operation != 'UPDATE' || variables.isGate || "
     return [
         {
             "expression": update + f"({_DROP_SAFE})",

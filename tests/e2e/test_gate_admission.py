@@ -249,3 +249,25 @@ def test_gate_admission_revert_and_policy_choice_during_a_drain(
     assert live["spec"]["stopPolicy"] == "Hold" and recorded(live) is None
     after = apply(gate.alice, reverted, manager="kustomize-controller")  # the revert's queues wave
     assert after["metadata"]["generation"] == live["metadata"]["generation"]
+
+
+def test_gate_admission_guards_a_queue_that_becomes_managed_in_the_same_sync(
+    kueue: Kueue, gate_for: Callable[..., GateInstall]
+) -> None:
+    """A busy queue that tasgen starts to manage in this sync: the installed policy is the
+    previous render's, which does not name it, and the engine's apply (labelled, dropping the
+    busy flavor) may come before the gate's. Refused all the same: the drop rule holds for every
+    queue the policy matches, not only the names of the render that installed it."""
+    f = {k: kueue.flavor(unique(f"gate-adm-{k}")) for k in ("a", "b")}
+    cq = unique("gate-adm-new")
+    kueue.queue(cq, {f["a"]: 0, f["b"]: 4})  # someone else's so far: no label
+    ns = kueue.namespace(cq)
+    kueue.workload(ns, "serve")
+    wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
+    gate = gate_for()  # the previous render: cq is not among its queues
+    message = refused(lambda: apply(gate.alice, cluster_queue(cq, {f["a"]: 4}, managed=True)))
+    assert message and f"ClusterQueue {cq}: this update drops a flavor" in message, message
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "0", f["b"]: "4"}
+    # the label alone, or a quota change, is no drop: still anyone's
+    apply(gate.alice, cluster_queue(cq, {f["a"]: 2, f["b"]: 4}, managed=True))
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "2", f["b"]: "4"}
