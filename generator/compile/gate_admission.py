@@ -3,7 +3,8 @@
 Every writer of a managed ClusterQueue but the gate (an engine applying ``queues/`` early,
 selective sync, ``kubectl apply``) is judged against the stored object: ``drop`` (a flavor
 dropped only when Kueue reports it idle), ``drain`` (the gate's record and stop policy kept
-during a drain) and ``delete`` (by label, so that a queue gone from the plan stays protected).
+during a drain), ``label`` (never removed) and ``delete``. A managed queue is one of the render
+(by name) or labelled as tasgen's, so that a queue gone from the plan stays protected.
 The rules and their exemptions: docs/explanation/gate.md, "The API server enforces the gate".
 """
 
@@ -67,9 +68,10 @@ def admission_objects(
         "metadata": {"name": name, **meta},
         "spec": {
             "failurePolicy": "Fail",
+            # No objectSelector: a write that removes the label would take the queue out of it
+            # for every later write. The match conditions select by name and label instead.
             "matchConstraints": {
                 "matchPolicy": "Equivalent",
-                "objectSelector": {"matchLabels": dict(MANAGED_BY)},
                 "resourceRules": [
                     {
                         "apiGroups": ["kueue.x-k8s.io"],
@@ -80,8 +82,9 @@ def admission_objects(
                     }
                 ],
             },
+            "matchConditions": [{"name": "managed", "expression": _managed(queues)}],
             "variables": _variables(f"system:serviceaccount:{namespace}:{name}"),
-            "validations": _validations(f"{namespace}/{name}"),
+            "validations": _validations(f"{namespace}/{name}", name),
         },
     }
     binding = {
@@ -91,6 +94,26 @@ def admission_objects(
         "spec": {"policyName": name, "validationActions": ["Deny"]},
     }
     return policy, binding
+
+
+((_KEY, _VALUE),) = MANAGED_BY.items()
+
+
+def _labelled(obj: str) -> str:
+    """CEL: ``obj`` carries the managed-by label with tasgen's value."""
+    labels = f"{obj}.metadata.labels"
+    return f"(has({labels}) && '{_KEY}' in {labels} && {labels}['{_KEY}'] == '{_VALUE}')"
+
+
+def _managed(queues: Sequence[str]) -> str:
+    """A queue of this render (by name, labelled or not), or one labelled as tasgen's before or
+    after the write (a queue gone from the plan, or one that becomes tasgen's in this sync)."""
+    names = ", ".join(f"'{q}'" for q in sorted(queues))
+    # object is null on a DELETE: && absorbs the error of reading it there
+    return (
+        f"oldObject.metadata.name in [{names}] || {_labelled('oldObject')} ||"
+        f" (request.operation == 'UPDATE' && {_labelled('object')})"
+    )
 
 
 def _variables(gate_user: str) -> list[dict[str, str]]:
@@ -103,7 +126,7 @@ def _variables(gate_user: str) -> list[dict[str, str]]:
     ]
 
 
-def _validations(gate: str) -> list[dict[str, str]]:
+def _validations(gate: str, name: str) -> list[dict[str, str]]:
     queue = "'ClusterQueue ' + oldObject.metadata.name + ': "
     # every queue the policy matches, not only the names of the render that installed it: a
     # queue that becomes tasgen's in this sync may be applied before the new policy is
@@ -127,6 +150,17 @@ def _validations(gate: str) -> list[dict[str, str]]:
             " annotation to None or Hold (docs/explanation/gate.md)' :"
             f" 'the annotation {RECORD} belongs to the tasgen drain gate: only the gate ({gate})"
             " adds it (docs/explanation/gate.md)')",
+        },
+        {
+            # nobody is exempt (the gate keeps the labels it reads): without the label, a queue
+            # gone from the plan would no longer be matched
+            "expression": "request.operation != 'UPDATE' ||"
+            f" !{_labelled('oldObject')} || {_labelled('object')}",
+            "reason": "Forbidden",
+            "messageExpression": queue + f"the label {_KEY}: {_VALUE} marks a queue that the tasgen"
+            " drain gate guards, and only a delete takes it off: remove the ClusterQueuePlan of the queue"
+            " (the engine deletes the queue once it is drained), or in an emergency delete the"
+            f" ValidatingAdmissionPolicyBinding {name} first (docs/explanation/gate.md)'",
         },
         {
             "expression": f"request.operation != 'DELETE' || {_DELETE_SAFE}",

@@ -271,3 +271,29 @@ def test_gate_admission_guards_a_queue_that_becomes_managed_in_the_same_sync(
     # the label alone, or a quota change, is no drop: still anyone's
     apply(gate.alice, cluster_queue(cq, {f["a"]: 2, f["b"]: 4}, managed=True))
     assert flavors_of(kueue.get(cq)) == {f["a"]: "2", f["b"]: "4"}
+
+
+def test_gate_admission_keeps_a_queue_guarded_by_name_and_its_label(
+    kueue: Kueue, gate_for: Callable[..., GateInstall]
+) -> None:
+    """Removing the managed-by label is refused (in one write it would take the queue out of
+    a label selector for every later write), and a queue of the plan is guarded by its name
+    even without the label."""
+    cq, f, _ = _busy(kueue, held_by_workload=True)
+    plain = unique("gate-adm-plain")
+    kueue.queue(plain, {f["a"]: 0, f["b"]: 4})  # of the plan, but unlabelled
+    plain_ns = kueue.namespace(plain)
+    kueue.workload(plain_ns, "serve")
+    wait_for("Kueue to count the reservation", lambda: kueue.reserving(plain, 1))
+    gate = gate_for(cq, plain)
+
+    unlabel = {"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}}
+    message = refused(lambda: patch(gate.alice, cq, unlabel))
+    assert message and f"ClusterQueue {cq}: the label app.kubernetes.io/managed-by" in message, message
+    relabel = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "someone-else"}}}
+    assert refused(lambda: patch(gate.alice, cq, relabel))
+    assert kueue.get(cq)["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tasgen"
+
+    message = refused(lambda: apply(gate.alice, cluster_queue(plain, {f["a"]: 4})))
+    assert message and f"ClusterQueue {plain}: this update drops a flavor" in message, message
+    assert flavors_of(kueue.get(plain)) == {f["a"]: "0", f["b"]: "4"}

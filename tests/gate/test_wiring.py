@@ -199,16 +199,18 @@ def test_admission_policy_covers_the_managed_queues_and_exempts_the_gate() -> No
     assert binding["spec"] == {"policyName": "g2", "validationActions": ["Deny"]}
     spec = policy["spec"]
     assert spec["failurePolicy"] == "Fail"
-    assert spec["matchConstraints"]["objectSelector"] == {
-        "matchLabels": {"app.kubernetes.io/managed-by": "tasgen"}
-    }
+    # by name and label in match conditions, never by an objectSelector that one write escapes
+    assert "objectSelector" not in spec["matchConstraints"]
+    (managed,) = spec["matchConditions"]
+    assert managed["expression"].startswith("oldObject.metadata.name in ['team-a', 'team-b'] || ")
+    assert managed["expression"].count("'app.kubernetes.io/managed-by'") == 4  # old and new object
     assert spec["matchConstraints"]["resourceRules"][0]["operations"] == ["UPDATE", "DELETE"]
     variables = {v["name"]: v["expression"] for v in spec["variables"]}
     assert variables["isGate"] == "request.userInfo.username == 'system:serviceaccount:ns:g2'"
     # the update rules hold for every queue the policy matches, named in this render or not
     assert "managed" not in variables
     # The policy and the gate name the gate's record alike (the compiler cannot import it).
-    _, record, _ = spec["validations"]  # drop safety, the gate's record, delete safety
+    _, record, _, _ = spec["validations"]  # drop safety, the gate's record, the label, delete
     assert f"'{PREVIOUS_POLICY_ANNOTATION}' in object.metadata.annotations" in record["expression"]
     assert f"(annotation {PREVIOUS_POLICY_ANNOTATION})" in record["messageExpression"]
     assert policy["metadata"]["annotations"][WAVE] == "2"  # with the RBAC, before the Job
