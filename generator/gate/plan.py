@@ -4,12 +4,20 @@ uses to swap contents atomically, which are skipped; or rendered/queues/)."""
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from generator.gate.kube import GROUP, KIND, VERSION, VERSIONS
+
+#: How deep a plan's documents may nest: a ClusterQueue is a few levels deep, and a deeper
+#: document would reach the recursion of a parser, a copy or the client's serialiser (a crash,
+#: which the Job retries, where an unusable plan ends it).
+MAX_DEPTH = 64
 
 
 class PlanError(Exception):
@@ -43,28 +51,93 @@ def plan_version(queues: dict[str, dict[str, Any]]) -> str:
 
 
 def _files(path: Path) -> list[Path]:
+    _readable(path)
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise PlanError(f"{path}: no such file or directory")
+        raise PlanError(f"{path}: not a file or a directory")
     # A kustomization.yaml is skipped, so that rendered/queues/ itself is a plan too (for a
     # run by hand: tasgen gate --plan rendered/queues --dry-run).
-    return sorted(
+    named = sorted(
         p
         for p in path.iterdir()
-        if not p.name.startswith(".")
-        and p.suffix in (".yaml", ".yml")
-        and p.stem != "kustomization"
-        and p.is_file()
+        if not p.name.startswith(".") and p.suffix in (".yaml", ".yml") and p.stem != "kustomization"
     )
+    for p in named:
+        _readable(p)  # a key of a mounted ConfigMap that resolves to nothing is no empty plan
+    return [p for p in named if p.is_file()]
 
 
-def _documents(file: Path) -> list[dict[str, Any]]:
+def _readable(path: Path) -> None:
+    """Where the path (through its links) cannot be reached, say why."""
+    try:
+        path.stat()
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise PlanError(f"{path}: a symbolic link loop") from err
+        if err.errno == errno.ENOENT:
+            dangling = path.is_symlink()
+            raise PlanError(
+                f"{path}: a symbolic link to nothing ({os.readlink(path)})"
+                if dangling
+                else f"{path}: no such file or directory"
+            ) from err
+        raise PlanError(f"{path}: {err.strerror or err}") from err
+
+
+def load_yaml(file: Path, what: type[Exception]) -> list[Any]:
+    """Every document of a YAML file, each checked to nest at most MAX_DEPTH levels and to hold
+    no cycle (an alias inside its own anchor); any failure is ``what``, naming the file."""
     try:
         docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise PlanError(f"{file}: {err}") from err
-    return [d for d in docs if d is not None]
+        raise what(f"{file}: {err}") from err
+    except RecursionError as err:
+        raise what(f"{file}: nested too deeply to read (at most {MAX_DEPTH} levels)") from err
+    for doc in docs:
+        problem = _shape(doc)
+        if problem:
+            raise what(f"{file}: {problem}")
+    return docs
+
+
+def _shape(doc: Any) -> str | None:
+    """Why the document cannot be used (too deep, or cyclic), or None. Iterative: a deep
+    document must not exhaust the stack here either; shared (aliased) nodes are walked once
+    per depth they are reached at, and a node on its own path is a cycle."""
+    stack: list[tuple[Any, int, bool]] = [(doc, 1, True)]
+    path: set[int] = set()
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        node, depth, entering = stack.pop()
+        if not entering:
+            path.discard(id(node))
+            continue
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in path:
+            return "a node refers to itself (an alias inside its own anchor)"
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        if (id(node), depth) in seen:
+            continue
+        seen.add((id(node), depth))
+        path.add(id(node))
+        stack.append((node, depth, False))
+        stack.extend((child, depth + 1, True) for child in _children(node))
+    return None
+
+
+def _children(node: dict[Any, Any] | list[Any]) -> Iterator[Any]:
+    if isinstance(node, dict):
+        yield from node.keys()
+        yield from node.values()
+    else:
+        yield from node
+
+
+def _documents(file: Path) -> list[dict[str, Any]]:
+    return [d for d in load_yaml(file, PlanError) if d is not None]
 
 
 def _check(doc: Any, file: Path) -> str:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
@@ -26,6 +25,7 @@ from urllib3.exceptions import HTTPError
 from generator.gate.command import kubeconfig_option
 from generator.gate.decision import QueueStatus, flavor_names
 from generator.gate.kube import GROUP, VERSIONS, Catalog, Conflict, Deadline, load_client, with_backoff
+from generator.gate.plan import load_yaml
 from generator.gate.runner import JsonLog
 
 KEEP_KEY = "keep.yaml"
@@ -173,10 +173,10 @@ def _use(users: dict[str, Use], name: str, use: Use) -> None:
 def read_keep(path: Path) -> Keep:
     """The keep list: a YAML file, or the mounted ConfigMap's folder holding keep.yaml."""
     file = path / KEEP_KEY if path.is_dir() else path
-    try:
-        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise KeepError(f"{file}: {err}") from err
+    docs = load_yaml(file, KeepError)
+    if len(docs) != 1:
+        raise KeepError(f"{file}: expected one YAML document, found {len(docs)}")
+    doc = docs[0]
     if not isinstance(doc, dict):
         raise KeepError(f"{file}: expected a mapping with apiVersion, resourceFlavors and topologies")
     version = str(doc.get("apiVersion", "")).rpartition("/")[2]

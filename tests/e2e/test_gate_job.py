@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import gate_manifests, retire_manifests
+from generator.compile.gate_wiring import PLAN_KEY, gate_manifests, retire_manifests
 from generator.model import Manifest
 from tests.e2e import harness
 from tests.e2e.fleet import Fleet
@@ -214,6 +214,24 @@ def test_gate_job_unusable_plan_exit_2_fails_the_job_at_once(deploy: Callable[..
     assert (failed.type, failed.reason) == ("Failed", "PodFailurePolicy"), run.logs()
     assert exit_codes(run.pods()) == [2], run.logs()
     assert "mixes" in run.logs()
+
+
+def test_gate_job_deeply_nested_plan_exit_2_fails_the_job_at_once(deploy: Callable[..., Deployed]) -> None:
+    """A plan nested past the YAML parser's recursion was a crash, which the Job retries (or,
+    through click, exit 1); it is an unusable plan: exit 2, one Pod, a line that says why."""
+    manifests, namespace = gate([cluster_queue(unique("gate-cq"), {"x": 1})])
+    deep = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec: "
+    deep += "[" * 5000 + "]" * 5000 + "\n"
+    manifests = [
+        Manifest(m.file, {**m.body, "data": {PLAN_KEY: deep}}) if m.file == "gate/configmap-plan.yaml" else m
+        for m in manifests
+    ]
+    run = deploy(manifests, namespace)
+    job = run.finished()
+    failed = final_condition(job)
+    assert (failed.type, failed.reason) == ("Failed", "PodFailurePolicy"), run.logs()
+    assert exit_codes(run.pods()) == [2], run.logs()
+    assert "nested too deeply" in run.logs() and "Traceback" not in run.logs()
 
 
 # --- a crash is retried ---------------------------------------------------------------------

@@ -139,3 +139,45 @@ def test_a_socks_proxy_without_pysocks_is_a_configuration_error(tmp_path: Path) 
     )
     assert fetched.returncode == 1 and "internal error" not in fetched.stdout + fetched.stderr
     assert f"l40s-inventory: failed: {needs}" in fetched.stdout + fetched.stderr
+
+
+CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec: "
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("[" * 5000 + "]" * 5000, "nested"),  # past the YAML parser's recursion
+        ("{a: " * 2000 + "1" + "}" * 2000, "nested"),
+        ("{a: " * 200 + "1" + "}" * 200, "nested more than 64 levels deep"),  # parsed, then deep
+        ("&s {a: *s}", "refers to itself"),  # an alias inside its own anchor: a cycle
+    ],
+    ids=["deep-list", "deep-mapping", "deep-after-parsing", "cycle"],
+)
+def test_a_plan_nested_too_deeply_is_unusable_not_a_crash(tmp_path: Path, spec: str, says: str) -> None:
+    """A crash (exit 3) is what the Job retries; a plan that cannot be used is exit 2."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(CQ + spec + "\n")
+    code, lines, stderr = gate("--plan", str(plan), "--dry-run", "--timeout", "1")
+    assert code == 2 and "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert lines[-1]["event"] == "error" and str(plan) in lines[-1]["message"], lines
+    assert says in lines[-1]["message"], lines
+
+
+def test_a_plan_folder_with_a_symbolic_link_loop_is_unusable(tmp_path: Path) -> None:
+    """A mounted ConfigMap whose key is a link that resolves to nothing (a loop here) was
+    skipped as not a file: an empty plan, exit 0 with every queue left unguarded."""
+    folder = tmp_path / "plan"
+    folder.mkdir()
+    (folder / "..data").symlink_to("..data")  # the kubelet's link, looping
+    (folder / "clusterqueues.yaml").symlink_to("..data/clusterqueues.yaml")
+    code, lines, stderr = gate("--plan", str(folder), "--dry-run", "--timeout", "1")
+    assert code == 2 and "Traceback" not in stderr, stderr
+    message = lines[-1]["message"]
+    assert lines[-1]["event"] == "error" and str(folder / "clusterqueues.yaml") in message, lines
+    assert "symbolic link loop" in message, message
+
+    looping = tmp_path / "loop"
+    looping.symlink_to("loop")  # --plan itself a loop: not "no such file or directory"
+    code, lines, stderr = gate("--plan", str(looping), "--dry-run", "--timeout", "1")
+    assert code == 2 and "symbolic link loop" in lines[-1]["message"], lines

@@ -228,6 +228,8 @@ def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
         ),
         ("apiVersion: kueue.x-k8s.io/v1beta2\ntopologies: x\n", "topologies must be a list of names"),
         ("a: [\n", "while parsing"),
+        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),  # was a crash
+        ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2"),
     ],
 )
 def test_an_unusable_keep_list_exits_2_and_deletes_nothing(tmp_path: Path, text: str, said: str) -> None:
