@@ -299,6 +299,29 @@ FAULTS: list[Fault] = [
         21,
     ),
     edit("tag-in-snapshot", "racks.yaml", "a1: {topology", "a1: !n {topology", "yaml-tag", 16, 11),
+    # core tags that contradict their node: the fast parser dropped a collection's tag silently
+    edit(
+        "tag-str-on-mapping",
+        "queue.yaml",
+        CLUSTER_QUEUE,
+        "!!str " + CLUSTER_QUEUE,
+        "yaml-tag-mismatch",
+        10,
+        17,
+    ),
+    edit(
+        "tag-map-on-sequence",
+        "queue.yaml",
+        "coveredResources: [cpu",
+        "coveredResources: !!map [cpu",
+        "yaml-tag-mismatch",
+        5,
+        21,
+    ),
+    edit("tag-seq-on-scalar", "queue.yaml", "name: main", "name: !!seq main", "yaml-tag-mismatch", 3, 18),
+    edit(
+        "tag-int-on-word", "racks.yaml", 'revision: "r1"', "revision: !!int r1", "yaml-tag-mismatch", 14, 15
+    ),
     # a value right after a quoted key's ":" (YAML 1.2's adjacent value): the pre-filter once missed it
     edit(
         "tag-after-quoted-key",

@@ -10,6 +10,7 @@ positions found only for a file with a problem. What is refused: docs/explanatio
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from generator.rules.load import (
     YAML_DEPTH,
     YAML_SYNTAX,
     YAML_TAG,
+    YAML_TAG_MISMATCH,
 )
 from generator.util.lazyimport import on_first_use
 
@@ -50,7 +52,8 @@ _PRINTABLE_ASCII = bytes([9, 10, 13, *range(0x20, 0x7F)])
 #: line's start, after white space or a flow indicator, or right after the ``:`` of a quoted
 #: or flow key (``{"k":*a}``, an adjacent value YAML 1.2 allows; tests/test_guard_events.py)
 _NEEDS_EVENTS = re.compile(r"(?:^|[\s\[{,:])[*!]", re.MULTILINE)
-#: tags of YAML's core schema, which only say what an untagged scalar could say too
+#: tags of YAML's core schema, which only say what an untagged node could say too (where they
+#: agree with it: yaml-tag-mismatch)
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
 )
@@ -195,11 +198,35 @@ def _may_nest_deep(text: str, shape: Shape | None = None) -> bool:
 
 def _check_tag(event: yaml.Event) -> None:
     tag = getattr(event, "tag", None)
-    if tag is None or tag in _CORE_TAGS or (tag == "!" and isinstance(event, yaml.ScalarEvent)):
+    if tag is None or (tag == "!" and isinstance(event, yaml.ScalarEvent)):
         return
     shown = tag.replace("tag:yaml.org,2002:", "!!")
+    if tag in _CORE_TAGS:
+        contradiction = _contradiction(event, shown)
+        if contradiction is not None:
+            message = f"the YAML tag {shown} contradicts its node: {contradiction}"
+            raise GuardError(YAML_TAG_MISMATCH, message, _start(event))
+        return
     message = f"the YAML tag {shown} is not supported: inventories are plain mappings, lists and strings"
     raise GuardError(YAML_TAG, message, _start(event))
+
+
+def _contradiction(event: yaml.Event, shown: str) -> str | None:
+    """What the node is, where a core tag says otherwise (None when they agree). A scalar's
+    value is judged by the fast parser itself, as the parse would (``!!int 16`` agrees, ``!!int
+    abc`` does not), at the tag rather than at the file's start where it would report it."""
+    if isinstance(event, yaml.MappingStartEvent):
+        return None if shown == "!!map" else "a mapping (use !!map, or no tag)"
+    if isinstance(event, yaml.SequenceStartEvent):
+        return None if shown == "!!seq" else "a list (use !!seq, or no tag)"
+    assert isinstance(event, yaml.ScalarEvent)
+    if shown in ("!!map", "!!seq"):
+        return f"a scalar, {event.value!r}"
+    try:
+        yaml_rs.loads(f"{shown} {json.dumps(event.value, ensure_ascii=False)}", parse_datetime=False)
+    except (yaml_rs.YAMLDecodeError, ValueError):
+        return f"{event.value!r} is not a {shown} value"
+    return None
 
 
 @dataclass

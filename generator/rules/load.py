@@ -110,6 +110,21 @@ YAML_TAG = Rule(
     ),
     fix=("Remove the tag and write the value as a plain string, list or mapping."),
 )
+YAML_TAG_MISMATCH = Rule(
+    "yaml-tag-mismatch",
+    _S,
+    "A core YAML tag agrees with its node: !!map on a mapping, !!seq on a list, !!int on an integer, ...",
+    why=(
+        "A tag that contradicts its node (!!str on a mapping, !!seq on a mapping, !!int on "
+        "abc) says one thing while the text says another. The fast parser drops a collection's "
+        "tag without a word and other parsers refuse the node or convert it, so the file would "
+        "mean different things to tasgen, to its reviewer and to other tools."
+    ),
+    fix=(
+        "Remove the tag (an untagged node is read as written), or write a value of the tagged "
+        'type (quote a string instead of tagging it: "16").'
+    ),
+)
 MAPPING_KEY = Rule(
     "mapping-key",
     _S,
@@ -156,6 +171,7 @@ RULES = (
     YAML_ALIAS_LIMIT,
     YAML_DEPTH,
     YAML_TAG,
+    YAML_TAG_MISMATCH,
     MAPPING_KEY,
     NUMBER_RANGE,
     DOCUMENT_SHAPE,
