@@ -17,6 +17,7 @@ from generator.compile.sync_wiring import (
     LAST_APPLIED_LIMIT,
     STEP_LABEL,
     Paths,
+    Synced,
     application_set,
     flux_kustomizations,
     wiring,
@@ -112,10 +113,63 @@ ARGO = {"repoURL": "https://git.example.com/fleet.git"}
 
 def test_argocd_is_rendered_only_when_configured() -> None:
     paths = Paths.of("rendered", ["labels"])
-    assert {m.file for m in wiring(paths, {}, 60)} == {
+    synced = Synced.of([], "tasgen-system")
+    assert {m.file for m in wiring(paths, {}, 60, synced)} == {
         f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues", "retire")
     }
-    assert "argocd/applicationset.yaml" in {m.file for m in wiring(paths, {"argocd": ARGO}, 60)}
+    argo = {m.file for m in wiring(paths, {"argocd": ARGO}, 60, synced)}
+    assert {"argocd/applicationset.yaml", "argocd/appproject.yaml"} <= argo
+
+
+def _rendered_objects(root: Path) -> list[dict[str, Any]]:
+    """Every object of the synced paths of a rendered/ tree (not the engines' wiring)."""
+    found = []
+    for file in sorted(root.rglob("*.yaml")):
+        if file.name == "kustomization.yaml" or file.relative_to(root).parts[0] in ("flux", "argocd"):
+            continue
+        found += [d for d in yaml.safe_load_all(file.read_text()) if d]
+    return found
+
+
+def test_the_app_project_permits_exactly_what_the_render_holds() -> None:
+    """Namespaces and kinds read back from the committed rendered/: each object's kind is in the
+    whitelist of its scope and its namespace among the destinations, and nothing else is."""
+    rendered = REPO / "rendered"
+    project = yaml.safe_load((rendered / "argocd" / "appproject.yaml").read_text().split("---\n", 1)[1])
+    appset = yaml.safe_load((rendered / "argocd" / "applicationset.yaml").read_text().split("---\n", 1)[1])
+    objects = _rendered_objects(rendered)
+    cluster, namespaced, namespaces = set(), set(), set()
+    for obj in objects:
+        kind = (obj["apiVersion"].rpartition("/")[0], obj["kind"])
+        if obj["metadata"].get("namespace"):
+            namespaced.add(kind)
+            namespaces.add(obj["metadata"]["namespace"])
+        else:
+            cluster.add(kind)
+    spec = project["spec"]
+    assert {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]} == cluster
+    assert {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]} == namespaced
+    template = appset["spec"]["template"]["spec"]
+    home = template["destination"]["namespace"]
+    assert {d["namespace"] for d in spec["destinations"]} == namespaces | {home}
+    assert all(d["server"] == template["destination"]["server"] for d in spec["destinations"])
+    assert spec["sourceRepos"] == [template["source"]["repoURL"]]
+    assert template["project"] == project["metadata"]["name"] != "default"
+    assert project["metadata"]["namespace"] == appset["metadata"]["namespace"]
+    # what the example renders: RBAC and the admission policy, never a kind of every kind
+    assert ("rbac.authorization.k8s.io", "ClusterRoleBinding") in cluster and ("", "Secret") not in namespaced
+    assert "kube-system" not in namespaces
+
+
+def test_the_app_project_is_named_like_the_application_set_unless_configured() -> None:
+    synced = Synced.of([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "x"}}], "home")
+    paths = Paths.of("rendered", ["labels"])
+    for argo, name in (({**ARGO, "name": "gpu"}, "gpu"), ({**ARGO, "project": "fleet"}, "fleet")):
+        found = {m.file: m.body for m in wiring(paths, {"argocd": argo}, 60, synced)}
+        assert found["argocd/appproject.yaml"]["metadata"]["name"] == name
+        assert found["argocd/applicationset.yaml"]["spec"]["template"]["spec"]["project"] == name
+        destinations = found["argocd/appproject.yaml"]["spec"]["destinations"]
+        assert [d["namespace"] for d in destinations] == ["home", "x"]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +183,7 @@ def test_argocd_is_rendered_only_when_configured() -> None:
 def test_argocd_generator_covers_every_synced_path(
     repo_path: str, labels: list[str], pattern: str, depth: int
 ) -> None:
-    spec = application_set(Paths.of(repo_path, labels), ARGO)["spec"]
+    spec = application_set(Paths.of(repo_path, labels), ARGO, "tasgen-system")["spec"]
     prefix = "" if repo_path == "." else f"{repo_path}/"
     assert spec["generators"][0]["git"]["directories"] == [
         {"path": pattern},
@@ -141,7 +195,7 @@ def test_argocd_generator_covers_every_synced_path(
 
 
 def test_argocd_rolling_sync_steps_run_in_order() -> None:
-    spec = application_set(Paths.of("rendered", ["labels"]), ARGO)["spec"]
+    spec = application_set(Paths.of("rendered", ["labels"]), ARGO, "tasgen-system")["spec"]
     assert spec["strategy"]["type"] == "RollingSync"
     steps = spec["strategy"]["rollingSync"]["steps"]
     assert [s["matchExpressions"] for s in steps] == [
@@ -161,13 +215,13 @@ def test_argocd_settings_come_from_the_config() -> None:
         "project": "platform",
         "destination": {"name": "prod"},
     }
-    appset = application_set(Paths.of("rendered", ["labels"]), argo)
+    appset = application_set(Paths.of("rendered", ["labels"]), argo, "tasgen-system")
     assert appset["metadata"]["namespace"] == "gitops"
     assert appset["metadata"]["name"] == "gpu"
     template = appset["spec"]["template"]
     assert template["metadata"]["name"].startswith("gpu-")
     assert template["spec"]["project"] == "platform"
-    assert template["spec"]["destination"] == {"name": "prod"}
+    assert template["spec"]["destination"] == {"name": "prod", "namespace": "tasgen-system"}
     assert template["spec"]["source"]["targetRevision"] == "main"
     assert appset["spec"]["generators"][0]["git"]["revision"] == "main"
 
@@ -175,7 +229,7 @@ def test_argocd_settings_come_from_the_config() -> None:
 def test_argocd_retry_keeps_the_defaults_the_config_leaves_unset() -> None:
     def retry(configured: dict[str, Any] | None) -> dict[str, Any]:
         argo = {**ARGO, **({"retry": configured} if configured is not None else {})}
-        appset = application_set(Paths.of("rendered", ["labels"]), argo)
+        appset = application_set(Paths.of("rendered", ["labels"]), argo, "tasgen-system")
         return dict(appset["spec"]["template"]["spec"]["syncPolicy"]["retry"])
 
     default = retry(None)

@@ -113,7 +113,14 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     findings += [PATH_SIZE.of(h) for h in crowded(sharding, growing, inventory)]
     objects = control
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
-    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx))
+    # the labels paths hold NodeFeatures (planned as rows, not manifests; and not when validating)
+    feature = {
+        "apiVersion": manifests.NFD_API,
+        "kind": "NodeFeature",
+        "metadata": {"namespace": inventory.settings.node_feature_namespace},
+    }
+    synced = sync_wiring.Synced.of([feature, *(m.body for m in control)], _gate_place(ctx)[0])
+    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx), synced)
     summary = _summary(ctx, assignment, queues)
     settings = inventory.settings
     config = (

@@ -30,7 +30,6 @@ DEFAULT_FLUX_NAMESPACE = "flux-system"
 DEFAULT_ARGO = {
     "namespace": "argocd",
     "name": "tasgen",
-    "project": "default",
     "targetRevision": "HEAD",
     "destination": {"server": "https://kubernetes.default.svc"},
 }
@@ -69,11 +68,41 @@ class Paths:
         return folder if self.repo_path == "." else f"{self.repo_path}/{folder}"
 
 
-def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int) -> list[Manifest]:
+@dataclass(frozen=True)
+class Synced:
+    """What the engines apply from the synced paths, as an AppProject sees it: the kinds, and
+    the namespaces that namespaced objects go to."""
+
+    cluster_kinds: frozenset[tuple[str, str]]  # (group, kind)
+    namespaced_kinds: frozenset[tuple[str, str]]
+    namespaces: frozenset[str]
+    home: str  # the gate's namespace: the Applications' destination namespace
+
+    @staticmethod
+    def of(objects: Iterable[Mapping[str, Any]], home: str) -> Synced:
+        """``objects``: every object of the synced paths (an object with a namespace is of a
+        namespaced kind: tasgen writes the namespace of each)."""
+        cluster: set[tuple[str, str]] = set()
+        namespaced: set[tuple[str, str]] = set()
+        namespaces = {home}
+        for obj in objects:
+            kind = (str(obj["apiVersion"]).rpartition("/")[0], str(obj["kind"]))
+            namespace = (obj.get("metadata") or {}).get("namespace")
+            if namespace:
+                namespaced.add(kind)
+                namespaces.add(str(namespace))
+            else:
+                cluster.add(kind)
+        return Synced(frozenset(cluster), frozenset(namespaced), frozenset(namespaces), home)
+
+
+def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Synced) -> list[Manifest]:
     """rendered/flux/ always; rendered/argocd/ when the config names the repository."""
     found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout)
     if "argocd" in sync:
-        found.append(Manifest("argocd/applicationset.yaml", application_set(paths, sync["argocd"])))
+        argo = sync["argocd"]
+        found.append(Manifest("argocd/appproject.yaml", app_project(argo, synced)))
+        found.append(Manifest("argocd/applicationset.yaml", application_set(paths, argo, synced.home)))
     return found
 
 
@@ -143,9 +172,46 @@ def _gate_ttl_patch() -> dict[str, Any]:
 # --- Argo CD ----------------------------------------------------------------------------
 
 
-def application_set(paths: Paths, argo: Mapping[str, Any]) -> dict[str, Any]:
-    """Git directory generator over the synced paths, RollingSync over the steps."""
+def _settings(argo: Mapping[str, Any]) -> dict[str, Any]:
     settings = {**DEFAULT_ARGO, **argo}
+    settings.setdefault("project", settings["name"])  # a project of tasgen's own
+    return settings
+
+
+def app_project(argo: Mapping[str, Any], synced: Synced) -> dict[str, Any]:
+    """The AppProject of tasgen's Applications: the repository, the destination cluster and
+    only the namespaces and kinds the render holds, so that a commit to the synced paths (or an
+    edit of an Application) cannot make Argo CD apply anything else there, e.g. a RoleBinding in
+    kube-system. Why: docs/explanation/gate.md, "Who is trusted"."""
+    settings = _settings(argo)
+
+    def kinds(found: frozenset[tuple[str, str]]) -> list[dict[str, str]]:
+        return [{"group": group, "kind": kind} for group, kind in sorted(found)]
+
+    return {
+        "apiVersion": ARGO_API,
+        "kind": "AppProject",
+        "metadata": {
+            "name": settings["project"],
+            "namespace": settings["namespace"],
+            "labels": dict(MANAGED_BY),
+        },
+        "spec": {
+            "description": "tasgen's rendered/ paths: only the namespaces and kinds its render holds",
+            "sourceRepos": [settings["repoURL"]],
+            "destinations": [
+                {**settings["destination"], "namespace": namespace} for namespace in sorted(synced.namespaces)
+            ],
+            "clusterResourceWhitelist": kinds(synced.cluster_kinds),
+            "namespaceResourceWhitelist": kinds(synced.namespaced_kinds),
+        },
+    }
+
+
+def application_set(paths: Paths, argo: Mapping[str, Any], home: str) -> dict[str, Any]:
+    """Git directory generator over the synced paths, RollingSync over the steps. ``home``:
+    the Applications' destination namespace (the gate's), which their AppProject permits."""
+    settings = _settings(argo)
     return {
         "apiVersion": ARGO_API,
         "kind": "ApplicationSet",
@@ -167,7 +233,7 @@ def application_set(paths: Paths, argo: Mapping[str, Any]) -> dict[str, Any]:
                     ]
                 },
             },
-            "template": _application_template(paths, settings),
+            "template": _application_template(paths, settings, home),
         },
     }
 
@@ -182,7 +248,7 @@ def _directory_generator(paths: Paths, settings: Mapping[str, Any]) -> dict[str,
     }
 
 
-def _application_template(paths: Paths, settings: Mapping[str, Any]) -> dict[str, Any]:
+def _application_template(paths: Paths, settings: Mapping[str, Any], home: str) -> dict[str, Any]:
     # The step is the path's first segment below rendered/: labels, kueue, gate or queues.
     depth = 0 if paths.repo_path == "." else len(paths.repo_path.split("/"))
     step = f"{{{{ index .path.segments {depth} }}}}"
@@ -199,7 +265,9 @@ def _application_template(paths: Paths, settings: Mapping[str, Any]) -> dict[str
                 "targetRevision": settings["targetRevision"],
                 "path": "{{ .path.path }}",
             },
-            "destination": dict(settings["destination"]),
+            # a namespace the AppProject permits (Argo CD checks an Application's destination
+            # namespace, an empty one too); every namespaced object names its own
+            "destination": {**settings["destination"], "namespace": home},
             "syncPolicy": {
                 # RollingSync turns automated sync off and triggers each sync itself, with this
                 # prune setting.

@@ -25,7 +25,7 @@ _FOLDER_NOTES = {
     "queues": "Kueue ClusterQueues (step 4).",
     "retire": "Deletes the Topologies and ResourceFlavors the render no longer holds, once unused (step 5).",
     "flux": "Flux Kustomizations that sync the paths above in order (point Flux at this folder).",
-    "argocd": "The Argo CD ApplicationSet that syncs the paths above in order (apply this folder).",
+    "argocd": "The Argo CD ApplicationSet that syncs the paths above in order, its AppProject (apply this).",
 }
 
 

@@ -405,6 +405,23 @@ GATE_NAMESPACE = Rule(
     ),
 )
 
+ARGOCD_PROJECT = Rule(
+    "argocd-project",
+    _S,
+    "sync.argocd.project names tasgen's own AppProject, not Argo CD's default (tasgen renders it).",
+    why=(
+        "tasgen renders the AppProject its Applications use, restricted to the repository, the "
+        "namespaces and the kinds its render holds, so that a commit to the synced paths cannot "
+        "make Argo CD apply anything else. Argo CD's default project is every other "
+        "Application's too: rendered by tasgen it would lose its permissions, and unrestricted it "
+        "restricts nothing."
+    ),
+    fix=(
+        "Leave sync.argocd.project out (tasgen's AppProject is then named like the "
+        "ApplicationSet, default tasgen) or name a project nothing else uses."
+    ),
+)
+
 PLAN_LIMIT_COHORT = Rule(
     "plan-limit-cohort",
     _S,
@@ -606,6 +623,7 @@ RULES = (
     PLAN_CLUSTER_QUEUE,
     GENERATOR_CONFIG,
     GATE_NAMESPACE,
+    ARGOCD_PROJECT,
     PLAN_LIMIT_COHORT,
     LENDING_LIMIT,
     PLAN_TOLERATIONS,

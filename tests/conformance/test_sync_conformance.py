@@ -29,7 +29,12 @@ Obj = dict[str, Any]
 def engines() -> crds.Catalog:
     argo = crds.go_module_dir(ARGO_MODULE, ARGO_VERSION) / "manifests" / "crds"
     flux = crds.go_module_dir(FLUX_MODULE, FLUX_VERSION) / "config" / "crd" / "bases"
-    paths = [argo / "application-crd.yaml", argo / "applicationset-crd.yaml", *sorted(flux.glob("*.yaml"))]
+    paths = [
+        argo / "application-crd.yaml",
+        argo / "applicationset-crd.yaml",
+        argo / "appproject-crd.yaml",
+        *sorted(flux.glob("*.yaml")),
+    ]
     return crds.Catalog(f"argo-cd {ARGO_VERSION} + kustomize-controller {FLUX_VERSION}", paths)
 
 
@@ -73,14 +78,25 @@ def problems_of(objects: list[tuple[str, Obj]]) -> list[str]:
 def test_example_wiring_conforms() -> None:
     objects = wiring(RENDERED)
     kinds = sorted({o["kind"] for _, o in objects})
-    assert kinds == ["ApplicationSet", "Kustomization"]
+    assert kinds == ["AppProject", "ApplicationSet", "Kustomization"]
     (appset,) = [o for _, o in objects if o["kind"] == "ApplicationSet"]
+    (project,) = [o for _, o in objects if o["kind"] == "AppProject"]
     made = [(f"generated from {appset['metadata']['name']}", a) for a in applications(appset, RENDERED)]
     assert len(made) == 5  # labels, kueue, gate, queues, retire
     for _, app in made:
         app.update({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application"})
         app["metadata"]["namespace"] = appset["metadata"]["namespace"]
+        # in the rendered project, to a destination it permits (as Argo CD matches it)
+        assert app["spec"]["project"] == project["metadata"]["name"]
+        assert app["metadata"]["namespace"] == project["metadata"]["namespace"]
+        assert {**app["spec"]["destination"]} in project["spec"]["destinations"]
     assert problems_of(objects + made) == []
+
+
+def test_the_checker_sees_a_bad_app_project() -> None:
+    (project,) = [o for _, o in wiring(RENDERED) if o["kind"] == "AppProject"]
+    broken = {**project, "spec": {**project["spec"], "destinations": [{"server": 1, "namespaces": "x"}]}}
+    assert problems_of([("broken", broken)]) != []
 
 
 def test_sharded_wiring_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,7 +105,7 @@ def test_sharded_wiring_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     out = tmp_path / "rendered"
     assert tasgen("render", "-i", "inventory", "-o", str(out), "--now", NOW).exit_code == 0
     objects = [(w, o) for w, o in rendered_objects.__wrapped__(out) if w.startswith(("argocd/", "flux/"))]
-    assert sorted({o["kind"] for _, o in objects}) == ["ApplicationSet", "Kustomization"]
+    assert sorted({o["kind"] for _, o in objects}) == ["AppProject", "ApplicationSet", "Kustomization"]
     assert problems_of(objects) == []
 
 
@@ -103,6 +119,6 @@ def test_a_configured_retry_conforms() -> None:
     (appset,) = [o for _, o in wiring(RENDERED) if o["kind"] == "ApplicationSet"]
     retry = {"limit": -1, "backoff": {"duration": "30s", "factor": 3, "maxDuration": "30m"}, "refresh": True}
     argo = {"repoURL": appset["spec"]["template"]["spec"]["source"]["repoURL"], "retry": retry}
-    configured = application_set(Paths.of("rendered", ["labels"]), argo)
+    configured = application_set(Paths.of("rendered", ["labels"]), argo, "tasgen-system")
     assert configured["spec"]["template"]["spec"]["syncPolicy"]["retry"] == retry
     assert problems_of([("configured", configured)]) == []

@@ -8,6 +8,7 @@ from typing import Any
 from generator.model import PROFILE_KEY, Hardware, QueuePlan
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
+    ARGOCD_PROJECT,
     FLAVOR_OVERLAP,
     GATE_NAMESPACE,
     GENERATOR_CONFIG,
@@ -189,6 +190,18 @@ def _gate_namespace(ctx: Context) -> Iterable[Hit]:
         yield Hit(settings.where.at("gate", "namespace"), message)
 
 
+def _argocd_project(ctx: Context) -> Iterable[Hit]:
+    settings = ctx.inventory.settings
+    project = settings.sync.get("argocd", {}).get("project")
+    if settings.where is not None and project == "default":
+        message = (
+            "sync.argocd.project 'default' is Argo CD's own project, every other Application's too: "
+            "tasgen renders its Applications' AppProject, restricted to what the render holds; "
+            "leave project out (it is then named like the ApplicationSet) or name one of tasgen's own"
+        )
+        yield Hit(settings.where.at("sync", "argocd", "project"), message)
+
+
 def _prefix_problem(prefix: str) -> str | None:
     """An admin prefix starts label keys ("example.com/" or "example.com/rack-") outside the
     namespaces that are never writable."""
@@ -212,4 +225,5 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (PLAN_CLUSTER_QUEUE, _cluster_queue),
     (GENERATOR_CONFIG, _config),
     (GATE_NAMESPACE, _gate_namespace),
+    (ARGOCD_PROJECT, _argocd_project),
 )
