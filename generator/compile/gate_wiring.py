@@ -39,10 +39,11 @@ KEEP_KEY = "keep.yaml"
 RETIRE_TIMEOUT_SECONDS = 300
 KUEUE_GROUP = "kueue.x-k8s.io"
 #: What retiring needs: list every flavor, Topology and queue (a foreign queue may name a
-#: flavor of ours), delete flavors and Topologies. RBAC cannot narrow a delete to a label.
+#: flavor of ours) and every Workload (its admission may hold a flavor no queue names any
+#: more), delete flavors and Topologies. RBAC cannot narrow a delete to a label.
 RETIRE_RULES = [
     {"apiGroups": [KUEUE_GROUP], "resources": ["resourceflavors", "topologies"], "verbs": ["list", "delete"]},
-    {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues"], "verbs": ["list"]},
+    {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues", "workloads"], "verbs": ["list"]},
 ]
 
 

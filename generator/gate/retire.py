@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
 
+from generator.gate.admissions import any_holder, flavors_of
 from generator.gate.command import kubeconfig_option
 from generator.gate.decision import QueueStatus, flavor_names
 from generator.gate.kube import GROUP, VERSIONS, Catalog, Conflict, Deadline, load_client, with_backoff
@@ -81,14 +82,22 @@ class Retirement:
 
 
 def choose(
-    keep: Keep, flavors: Sequence[Obj], topologies: Sequence[Obj], queues: Sequence[Obj]
+    keep: Keep,
+    flavors: Sequence[Obj],
+    topologies: Sequence[Obj],
+    queues: Sequence[Obj],
+    workloads: Sequence[Obj] = (),
 ) -> Retirement:
-    """Pure: which retired flavors and Topologies may go now. A Topology waits for every flavor
-    that names it to be gone, retired ones included (the run deletes those first and reads
-    again), so that Kueue's finalizer never keeps it Terminating."""
+    """Pure: which retired flavors and Topologies may go now. A flavor that a Workload's
+    admission names stays (nothing else may name or report it any more: its queue dropped
+    it). A Topology waits for every flavor that names it to be gone, retired ones included (the
+    run deletes those first and reads again), so that Kueue's finalizer never keeps it
+    Terminating."""
     delete: list[tuple[str, Obj]] = []
     held: list[tuple[str, str, Use]] = []
     flavor_users = _flavor_users(queues)
+    for flavor, use in _workload_users(workloads).items():
+        _use(flavor_users, flavor, use)
     for obj in _retired(flavors, keep.flavors):
         _sort(FLAVORS, obj, flavor_users, delete, held)
     retired = {_name(f): flavor_users.get(_name(f)) for f in _retired(flavors, keep.flavors)}
@@ -141,6 +150,19 @@ def _flavor_users(queues: Iterable[Obj]) -> dict[str, Use]:
             if status.busy(flavor):
                 why = f"ClusterQueue {_name(queue)} reports reservations or usage on it"
                 _use(users, flavor, Use(why, False))
+    return users
+
+
+def _workload_users(workloads: Iterable[Obj]) -> dict[str, Use]:
+    """flavor -> the first Workload whose admission names it (generator/gate/admissions.py):
+    it lets go when the Workload ends, which may take days; the next run tries again."""
+    users: dict[str, Use] = {}
+    held = any_holder(workloads)
+    for workload in workloads:
+        meta = workload.get("metadata") or {}
+        for flavor in sorted(flavors_of(workload) & held):
+            why = f"Workload {meta.get('namespace')}/{meta.get('name')} is admitted on it"
+            users.setdefault(flavor, Use(why, False))
     return users
 
 
@@ -239,8 +261,11 @@ def _read_and_choose(catalog: Catalog, keep: Keep, deadline: Deadline, log: Json
     def retry(err: Exception) -> None:
         log("retry", error=str(err)[:300])
 
-    lists = [with_backoff(partial(catalog.list, p), deadline, retry) for p in (FLAVORS, TOPOLOGIES, QUEUES)]
-    return choose(keep, *lists)
+    flavors, topologies, queues = (
+        with_backoff(partial(catalog.list, p), deadline, retry) for p in (FLAVORS, TOPOLOGIES, QUEUES)
+    )
+    workloads = with_backoff(catalog.workloads, deadline, retry)
+    return choose(keep, flavors, topologies, queues, workloads)
 
 
 def _delete(catalog: Catalog, verdict: Retirement, log: JsonLog, deadline: Deadline) -> list[tuple[str, str]]:
@@ -289,8 +314,8 @@ def _gone(catalog: Catalog, deleted: list[tuple[str, str]], deadline: Deadline, 
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted and what is held; delete nothing.")
 def retire(*, keep_path: Path, timeout: int, kubeconfig: str | None, dry_run: bool) -> None:
     """Delete the ResourceFlavors and Topologies labelled managed-by tasgen that the render no
-    longer holds, once no ClusterQueue names or uses them (a Topology: once no flavor names
-    it). One JSON line per object on stdout.
+    longer holds, once no ClusterQueue names or uses them and no Workload's admission names
+    them (a Topology: once no flavor names it). One JSON line per object on stdout.
 
     \b
     Example:

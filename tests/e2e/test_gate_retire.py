@@ -20,7 +20,17 @@ from generator.compile.gate_wiring import KEEP_KEY, retire_manifests
 from generator.gate.kube import Catalog, Conflict
 from tests.conftest import REPO
 from tests.e2e.test_gate_rbac import _token_client
-from tests.gate.support import GROUP, VERSION, Kueue, as_rendered, kubeconfig_for, unique, wait_for
+from tests.gate.support import (
+    GROUP,
+    VERSION,
+    Kueue,
+    admitted_on,
+    as_rendered,
+    cluster_queue,
+    kubeconfig_for,
+    unique,
+    wait_for,
+)
 from tests.gate.test_retire import retire
 
 pytestmark = pytest.mark.cluster
@@ -238,3 +248,44 @@ def test_gate_retire_exits_1_when_the_managed_queue_keeps_it_past_the_timeout(
     held = [ln for ln in lines if ln["event"] == "held" and ln["name"] == n["free"]]
     assert [(ln["why"], ln["passing"]) for ln in held] == [(f"ClusterQueue {mine} names it", True)]
     assert exists(custom, "resourceflavors", n["free"])
+
+
+def test_gate_retire_keeps_a_flavor_that_an_admitted_workload_holds(
+    setup: dict[str, Any], kueue: Kueue
+) -> None:
+    """A Workload admitted on a flavor its queue no longer names (dropped while it looked idle,
+    or by hand): no queue names the flavor or reports it, Kueue's finalizer would let it go,
+    and only the Workload's status.admission still says it is in use. Retire keeps the flavor
+    for as long as the Workload holds it (the Topology of such a flavor waits for the flavor:
+    tests/gate/test_retire.py)."""
+    n, custom = setup["names"], setup["custom"]
+    held_on = unique("retire-held")  # ours, and not in the keep list: retired
+    _create(custom, "resourceflavors", "ResourceFlavor", held_on, {}, OURS)
+    kueue.on_cleanup(lambda: custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", held_on))
+    queue = unique("retire-wl")
+    kueue.queue(queue, {held_on: 2, n["theirs"]: 2})
+    ns = kueue.namespace(queue)
+    kueue.workload(ns, "serve")
+    wait_for(
+        "the workload admitted on the flavor",
+        lambda: any(admitted_on(w) == held_on for w in kueue.workloads(ns)),
+    )
+    groups = cluster_queue(queue, {n["theirs"]: 2})["spec"]["resourceGroups"]
+    kueue.patch_spec(queue, {"resourceGroups": groups})
+    wait_for(
+        "Kueue's status without the flavor",
+        lambda: (cq := kueue.current(queue)) is not None and held_on not in str(cq["status"]),
+    )
+    assert any(admitted_on(w) == held_on for w in kueue.workloads(ns))  # Kueue did not evict it
+
+    code, lines, stderr = retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))
+    assert code == 0, (lines, stderr)
+    held = {(ln["kind"], ln["name"]): ln["why"] for ln in lines if ln["event"] == "held"}
+    assert held.get(("resourceflavors", held_on)) == f"Workload {ns}/serve is admitted on it", held
+    assert exists(custom, "resourceflavors", held_on)
+
+    kueue.release(ns, "serve")  # the Workload ends: now nothing holds it
+    code, lines, _ = retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))
+    retired = {(ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"}
+    assert code == 0 and ("resourceflavors", held_on) in retired, lines
+    assert not exists(custom, "resourceflavors", held_on)

@@ -46,11 +46,23 @@ def queue(
 KEEP = Keep("v1beta2", frozenset({"kept"}), frozenset({"t-kept"}))
 
 
+def workload(name: str, *flavors: str, finished: bool = False) -> dict[str, Any]:
+    """A Workload in namespace ns admitted (quota reserved) to queue q on ``flavors``."""
+    assignments = [{"name": "main", "flavors": {"cpu": f}} for f in flavors]
+    status: dict[str, Any] = {"admission": {"clusterQueue": "q", "podSetAssignments": assignments}}
+    if finished:
+        status["conditions"] = [{"type": "Finished", "status": "True"}]
+    return {"metadata": {"name": name, "namespace": "ns"}, "status": status}
+
+
 def verdict(
-    flavors: list[dict[str, Any]], topologies: list[dict[str, Any]], queues: list[dict[str, Any]]
+    flavors: list[dict[str, Any]],
+    topologies: list[dict[str, Any]],
+    queues: list[dict[str, Any]],
+    workloads: list[dict[str, Any]] | None = None,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
     """What goes, and what is held: why, and whether that use passes by itself."""
-    found = choose(KEEP, flavors, topologies, queues)
+    found = choose(KEEP, flavors, topologies, queues, workloads or [])
     held = [(p, name, use.why, use.passing) for p, name, use in found.held]
     assert found.waiting == any(passing for *_, passing in held)
     return [(p, o["metadata"]["name"]) for p, o in found.delete], held
@@ -244,3 +256,43 @@ def test_a_missing_keep_list_exits_2(tmp_path: Path) -> None:
     code, lines, stderr = retire("--keep", str(tmp_path / "absent.yaml"))
     assert code == 2 and "Traceback" not in stderr
     assert "absent.yaml" in lines[0]["message"]
+
+
+WORKLOAD_CASES = {
+    "a retired flavor an admitted Workload names is held, and its Topology with it": (
+        [flavor("old", "t-old"), flavor("gone")],
+        [topology("t-old")],
+        [workload("w1", "kept"), workload("w2", "old"), workload("w3", "old")],
+        [(FLAVORS, "gone")],
+        [
+            (FLAVORS, "old", "Workload ns/w2 is admitted on it", False),
+            (TOPOLOGIES, "t-old", "ResourceFlavor old names it", False),
+        ],
+    ),
+    "a finished Workload holds nothing": (
+        [flavor("old")],
+        [],
+        [workload("w", "old", finished=True)],
+        [(FLAVORS, "old")],
+        [],
+    ),
+    "a Workload outlasts a managed queue that lets go": (
+        [flavor("old")],
+        [],
+        [workload("w", "old")],
+        [],
+        [(FLAVORS, "old", "Workload ns/w is admitted on it", False)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WORKLOAD_CASES, ids=list(WORKLOAD_CASES))
+def test_choose_with_workloads(case: str) -> None:
+    flavors, topologies, workloads, delete, held = WORKLOAD_CASES[case]
+    queues = [queue("mine", "old", managed=True)] if "managed queue" in case else []
+    assert verdict(flavors, topologies, queues, workloads) == (delete, held)
+
+
+def test_the_retire_role_lists_workloads() -> None:
+    """Catalog.workloads lists them in every namespace: the ClusterRole must allow it."""
+    assert any("workloads" in r["resources"] and r["verbs"] == ["list"] for r in RETIRE_RULES)
