@@ -73,7 +73,7 @@ def first(env: argocd.ArgoEnv) -> First:
     try:
         assert all(w.listed.wait(60) for w in watches), "a watch did not list"
         wiring = argocd.apply_wiring(env)
-        assert [o["kind"] for o in wiring] == ["ApplicationSet"]
+        assert sorted(o["kind"] for o in wiring) == ["AppProject", "ApplicationSet"]
         apps = argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
         return First(revision, apps, jobs.versions(), gate_app.versions())
     finally:
@@ -133,6 +133,9 @@ def test_argocd_applicationset_makes_one_application_per_path(env: argocd.ArgoEn
         assert app["spec"]["syncPolicy"]["automated"]["enabled"] is False
         initiator = app["status"]["operationState"]["operation"]["initiatedBy"]
         assert initiator["username"] == "applicationset-controller", name
+        # in the rendered AppProject, which Argo CD found to permit every object it synced
+        assert app["spec"]["project"] == "tasgen", name
+        assert not [c for c in app["status"].get("conditions") or [] if "Error" in c["type"]], name
 
 
 def test_argocd_first_sync_runs_the_steps_in_order(env: argocd.ArgoEnv, first: First) -> None:
