@@ -12,7 +12,9 @@ from pathlib import Path
 
 from generator import emit, memo, printable
 from generator.compile import Plan, Summary, plan, source_statuses
+from generator.compile.gate_wiring import Previous
 from generator.emit import outtree, repository
+from generator.emit.previous import previous_render
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.model import Finding, Level, Problem
@@ -156,16 +158,18 @@ def compile(
     *,
     node_features: bool = True,
     parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
+    previous: Previous | None = None,
 ) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
     that a git revision compiles as well as the working tree. ``parse``: how files become
-    documents (tasgen plan parses a file that two revisions share once)."""
+    documents (tasgen plan parses a file that two revisions share once). ``previous``: what
+    the render in rendered/ held, whose serial the new one follows (None: a first render)."""
     validation = validate(parse(files), now)
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
         return Compilation(validation.findings, texts, summary=summary, context=ctx)
-    planned = plan(ctx, node_features=node_features)
+    planned = plan(ctx, node_features=node_features, previous=previous)
     # The result changes when a source expires, and when it comes within the warning horizon
     # (source-expiring): a recorded render holds only between such times.
     horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)
@@ -182,7 +186,8 @@ def compile(
 def _run(
     files: list[InputFile], out: outtree.OutputTree | None, now: datetime, mode: Mode, strict: bool
 ) -> Result:
-    compiled = compile(files, now, node_features=mode is not Mode.VALIDATE)
+    previous = previous_render(out.owned) if out is not None else None
+    compiled = compile(files, now, node_features=mode is not Mode.VALIDATE, previous=previous)
     if out is None or compiled.failed or compiled.planned is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned

@@ -83,7 +83,7 @@ class Plan:
     repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
 
 
-def plan(ctx: Context, *, node_features: bool = True) -> Plan:
+def plan(ctx: Context, *, node_features: bool = True, previous: gate_wiring.Previous | None = None) -> Plan:
     """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
     manifests); without the NodeFeatures when only validating (they cannot fail, and they are
     most of the work)."""
@@ -100,11 +100,14 @@ def plan(ctx: Context, *, node_features: bool = True) -> Plan:
     features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
+    serial = gate_wiring.render_serial(previous, frozenset(m.name for m in kueue))
+    for m in kueue:
+        m.body["metadata"]["annotations"][gate_wiring.RENDER_ANNOTATION] = str(serial)
     local_queues = manifests.local_queues(queues, version)
     control = [
         *kueue,
         *_gate(ctx, [m.body for m in queue_objects]),
-        *_retire(ctx, [m.body for m in kueue]),
+        *_retire(ctx, [m.body for m in kueue], serial),
         *queue_objects,
         *local_queues,
     ]
@@ -149,9 +152,9 @@ def _gate(ctx: Context, queues: list[dict[str, Any]]) -> list[Manifest]:
     )
 
 
-def _retire(ctx: Context, kueue: list[dict[str, Any]]) -> list[Manifest]:
+def _retire(ctx: Context, kueue: list[dict[str, Any]], serial: int) -> list[Manifest]:
     namespace, image = _gate_place(ctx)
-    return gate_wiring.retire_manifests(kueue, namespace=namespace, image=image)
+    return gate_wiring.retire_manifests(kueue, namespace=namespace, image=image, serial=serial)
 
 
 def _gate_place(ctx: Context) -> tuple[str, str]:

@@ -37,6 +37,31 @@ RETIRE_NAME = "tasgen-retire"
 KEEP_MOUNT = "/etc/tasgen/retire"
 KEEP_KEY = "keep.yaml"
 RETIRE_TIMEOUT_SECONDS = 300
+#: On every Topology and ResourceFlavor, and in the keep list: the render's serial, which grows
+#: with each render that changes the set of them (docs/explanation/gate.md, "Ordering"). The
+#: retire step deletes only what an older render stamped (the gate may not import the compiler:
+#: generator.gate.retire repeats it, and a test pins both).
+RENDER_ANNOTATION = "topology.gpustack.ai/render"
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What the previous render (rendered/ as it was) held: its serial, and the names of its
+    Topologies and ResourceFlavors."""
+
+    serial: int
+    names: frozenset[str]
+
+
+def render_serial(previous: Previous | None, names: frozenset[str]) -> int:
+    """The serial of a render holding ``names``: the previous one while the set is the same (a
+    render of the same inventory writes the same bytes), one more when it changes; 1 at first.
+    So that a later render never stamps lower than an earlier one along a line of commits."""
+    if previous is None:
+        return 1
+    return max(1, previous.serial if previous.names == names else previous.serial + 1)
+
+
 KUEUE_GROUP = "kueue.x-k8s.io"
 #: What retiring needs: list every flavor, Topology and queue (a foreign queue may name a
 #: flavor of ours) and every Workload (its admission may hold a flavor no queue names any
@@ -108,7 +133,12 @@ def plan_documents(cluster_queues: Sequence[Mapping[str, Any]]) -> Documents:
 
 
 def retire_manifests(
-    kueue_objects: Sequence[Mapping[str, Any]], *, namespace: str, image: str, name: str = RETIRE_NAME
+    kueue_objects: Sequence[Mapping[str, Any]],
+    *,
+    namespace: str,
+    image: str,
+    name: str = RETIRE_NAME,
+    serial: int = 1,
 ) -> list[Manifest]:
     """rendered/retire/, the last step of a sync: a Job that deletes the Topologies and
     ResourceFlavors this render no longer holds once nothing refers to them
@@ -116,7 +146,7 @@ def retire_manifests(
     policy: it never writes a queue), RBAC and keep list. In the gate's namespace, which the
     gate step creates before."""
     retire = _Gate(name, namespace, image, RETIRE_TIMEOUT_SECONDS, "default")
-    keep = keep_documents(kueue_objects)
+    keep = keep_documents(kueue_objects, serial)
     args = ["--keep", KEEP_MOUNT, "--timeout", str(RETIRE_TIMEOUT_SECONDS)]
     pod = _pod_spec(name, image, "generator.gate.retire", args, KEEP_MOUNT, f"{name}-keep")
     configmap = retire.object("v1", "ConfigMap", namespace, name=f"{name}-keep")
@@ -131,14 +161,20 @@ def retire_manifests(
     ]
 
 
-def keep_documents(kueue_objects: Sequence[Mapping[str, Any]]) -> Documents:
-    """The retire step's keep list: the names of the rendered flavors and Topologies."""
+def keep_documents(kueue_objects: Sequence[Mapping[str, Any]], serial: int = 1) -> Documents:
+    """The retire step's keep list: the render's serial and the names of the rendered flavors
+    and Topologies."""
 
     def names(kind: str) -> list[str]:
         return sorted(str(o["metadata"]["name"]) for o in kueue_objects if o["kind"] == kind)
 
     version = next((str(o["apiVersion"]) for o in kueue_objects), f"{KUEUE_GROUP}/v1beta2")
-    doc = {"apiVersion": version, "resourceFlavors": names("ResourceFlavor"), "topologies": names("Topology")}
+    doc = {
+        "apiVersion": version,
+        "render": serial,
+        "resourceFlavors": names("ResourceFlavor"),
+        "topologies": names("Topology"),
+    }
     return Documents((doc,))
 
 

@@ -31,6 +31,9 @@ from generator.gate.runner import JsonLog
 
 KEEP_KEY = "keep.yaml"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "tasgen")
+#: the serial of the render that last wrote a Topology or flavor (generator.compile.gate_wiring
+#: writes it; the gate may not import the compiler, a test pins both)
+RENDER_ANNOTATION = "topology.gpustack.ai/render"
 FLAVORS, TOPOLOGIES, QUEUES = "resourceflavors", "topologies", "clusterqueues"
 #: Exit codes, as the gate's: 1 the timeout passed (the API server failing, or a managed queue
 #: still naming a retired flavor), 2 unusable keep list.
@@ -55,6 +58,9 @@ class Keep:
     version: str
     flavors: frozenset[str]
     topologies: frozenset[str]
+    #: the render's serial: only what an older render stamped is retired (None: a keep list of
+    #: a tasgen that stamped nothing)
+    render: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,13 @@ def choose(
     for flavor, use in _workload_users(workloads).items():
         _use(flavor_users, flavor, use)
     for obj in _retired(flavors, keep.flavors):
+        _newer(keep, obj, flavor_users)
+    for obj in _retired(flavors, keep.flavors):
         _sort(FLAVORS, obj, flavor_users, delete, held)
     retired = {_name(f): flavor_users.get(_name(f)) for f in _retired(flavors, keep.flavors)}
     topology_users = _topology_users(flavors, retired)
     for obj in _retired(topologies, keep.topologies):
+        _newer(keep, obj, topology_users)
         _sort(TOPOLOGIES, obj, topology_users, delete, held)
     return Retirement(tuple(delete), tuple(held))
 
@@ -118,6 +127,24 @@ def _sort(
         held.append((plural, _name(obj), users[_name(obj)]))
     else:
         delete.append((plural, obj))
+
+
+def _stamp(obj: Obj) -> int:
+    """The render serial an object carries; 0 when it has none (a tasgen before stamps: older
+    than every stamped render)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(RENDER_ANNOTATION)
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _newer(keep: Keep, obj: Obj, users: dict[str, Use]) -> None:
+    """Not this render's to retire: a render at least as new wrote it (a newer commit added it
+    while this one's step still runs, e.g. an engine retrying an old revision)."""
+    if keep.render is not None and _stamp(obj) >= keep.render:
+        why = f"render {_stamp(obj)} wrote it, not one older than this render ({keep.render})"
+        users[_name(obj)] = Use(why, False)
 
 
 def _name(obj: Obj) -> str:
@@ -204,7 +231,10 @@ def read_keep(path: Path) -> Keep:
     version = str(doc.get("apiVersion", "")).rpartition("/")[2]
     if doc.get("apiVersion") not in [f"{GROUP}/{v}" for v in VERSIONS]:
         raise KeepError(f"{file}: apiVersion must be {GROUP}/v1beta2 or v1beta1, got {doc.get('apiVersion')}")
-    return Keep(version, _names(doc, "resourceFlavors", file), _names(doc, "topologies", file))
+    render = doc.get("render")
+    if render is not None and (not isinstance(render, int) or isinstance(render, bool) or render < 1):
+        raise KeepError(f"{file}: render must be a positive integer, got {render!r}")
+    return Keep(version, _names(doc, "resourceFlavors", file), _names(doc, "topologies", file), render)
 
 
 def _names(doc: Mapping[str, Any], key: str, file: Path) -> frozenset[str]:
@@ -315,7 +345,8 @@ def _gone(catalog: Catalog, deleted: list[tuple[str, str]], deadline: Deadline, 
 def retire(*, keep_path: Path, timeout: int, kubeconfig: str | None, dry_run: bool) -> None:
     """Delete the ResourceFlavors and Topologies labelled managed-by tasgen that the render no
     longer holds, once no ClusterQueue names or uses them and no Workload's admission names
-    them (a Topology: once no flavor names it). One JSON line per object on stdout.
+    them (a Topology: once no flavor names it), and only those an older render stamped. One
+    JSON line per object on stdout.
 
     \b
     Example:

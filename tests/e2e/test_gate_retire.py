@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import KEEP_KEY, retire_manifests
+from generator.compile.gate_wiring import KEEP_KEY, RENDER_ANNOTATION, retire_manifests
 from generator.gate.kube import Catalog, Conflict
 from tests.conftest import REPO
 from tests.e2e.test_gate_rbac import _token_client
@@ -110,7 +111,8 @@ def setup(api_client: client.ApiClient, kueue: Kueue, tmp_path: Path) -> Iterato
         if obj["metadata"]["name"] not in retired
     ]
     rbac = [
-        as_rendered(m.body) for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name)
+        as_rendered(m.body)
+        for m in retire_manifests(keep_objects, namespace=namespace, image="i", name=name, serial=3)
     ]
     for body in rbac:
         if body["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
@@ -289,3 +291,47 @@ def test_gate_retire_keeps_a_flavor_that_an_admitted_workload_holds(
     retired = {(ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"}
     assert code == 0 and ("resourceflavors", held_on) in retired, lines
     assert not exists(custom, "resourceflavors", held_on)
+
+
+def test_gate_retire_never_deletes_what_a_newer_render_wrote(setup: dict[str, Any], kueue: Kueue) -> None:
+    """An engine still running an older commit's retire step (Argo CD retrying its revision)
+    while a newer commit's kueue step has applied a new flavor, which no queue names yet: the
+    flavor carries the newer render's stamp, and this step's keep list the older one's. Only
+    what an older render stamped (or an unstamped one, from before stamps) is retired."""
+    custom = setup["custom"]
+    keep = yaml.safe_load((setup["keep"] / KEEP_KEY).read_text())
+    serial = keep["render"]
+    stamped = {
+        "newer": str(serial + 1),  # the newer commit's
+        "same": str(serial),  # a render of this serial (another branch's): not older
+        "older": str(serial - 1),
+        "unstamped": None,  # from a tasgen before stamps: older than any stamped render
+    }
+    names = {k: unique(f"retire-{k}") for k in stamped}
+    for key, stamp in stamped.items():
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ResourceFlavor",
+            "metadata": {
+                "name": names[key],
+                "labels": OURS,
+                "annotations": {RENDER_ANNOTATION: stamp} if stamp is not None else {},
+            },
+            "spec": {},
+        }
+        custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", body)
+        kueue.on_cleanup(
+            lambda n=names[key]: custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", n)
+        )
+    code, lines, stderr = retire("--keep", str(setup["keep"]), "--kubeconfig", str(setup["kubeconfig"]))
+    assert code == 0, (lines, stderr)
+    held = {ln["name"]: ln["why"] for ln in lines if ln["event"] == "held"}
+    assert held[names["newer"]] == f"render {serial + 1} wrote it, not one older than this render ({serial})"
+    assert held[names["same"]] == f"render {serial} wrote it, not one older than this render ({serial})"
+    assert exists(custom, "resourceflavors", names["newer"]) and exists(
+        custom, "resourceflavors", names["same"]
+    )
+    assert ("resourceflavors", names["older"]) in {
+        (ln["kind"], ln["name"]) for ln in lines if ln["event"] == "retired"
+    }
+    assert not exists(custom, "resourceflavors", names["older"])

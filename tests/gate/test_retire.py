@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from generator.compile.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
+from generator.compile.gate_wiring import RENDER_ANNOTATION as COMPILER_RENDER_ANNOTATION
 from generator.emit.yaml import documents
-from generator.gate.retire import FLAVORS, TOPOLOGIES, Keep, choose, read_keep
+from generator.gate.retire import FLAVORS, RENDER_ANNOTATION, TOPOLOGIES, Keep, choose, read_keep
 from tests.conftest import REPO
 from tests.gate.test_command_errors import command
 
@@ -242,6 +243,7 @@ def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
         ("a: [\n", "while parsing"),
         ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),  # was a crash
         ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2"),
+        ("apiVersion: kueue.x-k8s.io/v1beta2\nrender: zero\n", "render must be a positive integer"),
     ],
 )
 def test_an_unusable_keep_list_exits_2_and_deletes_nothing(tmp_path: Path, text: str, said: str) -> None:
@@ -296,3 +298,32 @@ def test_choose_with_workloads(case: str) -> None:
 def test_the_retire_role_lists_workloads() -> None:
     """Catalog.workloads lists them in every namespace: the ClusterRole must allow it."""
     assert any("workloads" in r["resources"] and r["verbs"] == ["list"] for r in RETIRE_RULES)
+
+
+def stamped(name: str, serial: int | None) -> dict[str, Any]:
+    annotations = {RENDER_ANNOTATION: str(serial)} if serial is not None else {}
+    return flavor(name, annotations=annotations)
+
+
+def test_only_what_an_older_render_stamped_is_retired() -> None:
+    keep = Keep("v1beta2", frozenset({"kept"}), frozenset(), render=5)
+    flavors = [stamped("older", 4), stamped("same", 5), stamped("newer", 6), stamped("unstamped", None)]
+    found = choose(keep, flavors, [], [])
+    assert [o["metadata"]["name"] for _, o in found.delete] == ["older", "unstamped"]
+    assert {name: (use.why, use.passing) for _, name, use in found.held} == {
+        "same": ("render 5 wrote it, not one older than this render (5)", False),
+        "newer": ("render 6 wrote it, not one older than this render (5)", False),
+    }
+    # a keep list of a tasgen that stamped nothing: no limit, as before
+    legacy = choose(Keep("v1beta2", frozenset({"kept"}), frozenset()), flavors, [], [])
+    assert len(legacy.delete) == 4
+
+
+def test_the_retire_step_and_the_compiler_name_the_stamp_alike() -> None:
+    assert RENDER_ANNOTATION == COMPILER_RENDER_ANNOTATION
+
+
+@pytest.mark.parametrize(("text", "render"), [("render: 7\n", 7), ("", None)])
+def test_the_keep_list_carries_the_render_serial(tmp_path: Path, text: str, render: int | None) -> None:
+    (tmp_path / KEEP_KEY).write_text("apiVersion: kueue.x-k8s.io/v1beta2\n" + text)
+    assert read_keep(tmp_path).render == render
