@@ -269,6 +269,58 @@ def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: 
 
 
 @cli.command()
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@_inventory_option("The inventory folder.")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="json: the shape of generator/schemas/fit-report.schema.json; github: PR annotations.",
+)
+@click.option(
+    "--now",
+    default=None,
+    metavar="RFC3339",
+    help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
+)
+@click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Also say whether each PodSet fits now, from the live usage (read-only; never fails).",
+)
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
+def fit(
+    paths: tuple[str, ...],
+    inventory: Path,
+    format_: str,
+    now: str | None,
+    kubeconfig: Path | None,
+    strict: bool,
+) -> None:
+    """Say whether each workload will ever be admitted: every PodSet of the manifests (files,
+    folders, - for standard input) against its queue's flavors, Topologies, nodes and quota,
+    as Kueue judges them. Writes nothing.
+
+    \b
+    Example:
+      tasgen fit -i inventories jobs/ --format github
+    Exit: 0 every PodSet fits on an empty cluster, 1 one never fits (or a manifest is bad, or
+    the inventory is invalid), 2 usage error.
+    """
+    from generator.commands.fit import command as fit_command  # noqa: PLC0415 - not every render's start
+
+    try:
+        text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
+    except fit_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    sys.stdout.write(_printable(text))
+    sys.exit(code)
+
+
+@cli.command()
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--repo-url",

@@ -282,6 +282,25 @@ def _write_fleet(fleet: Fleet) -> Callable[[Path], None]:
     return write
 
 
+def _fit_case(name: str) -> Callable[[Path], None]:
+    """The inventory of tests/cases/fit and the workload of one of its cases."""
+
+    def prepare(root: Path) -> None:
+        shutil.copytree(CASES / "fit" / "inventory", root / "inventory")
+        shutil.copy(CASES / "fit" / name / "workload.yaml", root / "workload.yaml")
+
+    return prepare
+
+
+def _fit_scenario(case: str, story: str) -> Scenario:
+    return Scenario(
+        f"The inventory of `tests/cases/fit/inventory` and the workload of `tests/cases/fit/{case}`: {story}",
+        _fit_case(case),
+        lambda root: None,
+        ["fit", "-i", "inventory", "--now", NOW, "workload.yaml"],
+    )
+
+
 RENDER = ["render", "-i", "inventory", "-o", "rendered", "--now", NOW]
 PLAN = ["plan", "--base", "main", "--now", NOW]
 
@@ -335,6 +354,14 @@ SCENARIOS: dict[str, Scenario] = {
         _write_fleet(Fleet(levels=(ZONE, RACK, ROW), more={"h-0": {ROW: "w1"}, "h-1": {ROW: "w1"}})),
         PLAN,
     ),
+}
+
+SCENARIOS |= {
+    "fit-never": _fit_scenario("largest-domain", "three 8-GPU pods that must share a rack of two nodes"),
+    "fit-annotation": _fit_scenario("annotation-refused", "a required and a preferred level on one PodSet"),
+    "fit-manifest": _fit_scenario("not-a-workload", "a DaemonSet"),
+    "fit-unmanaged": _fit_scenario("unmanaged", "a Job without a queue label"),
+    "fit-slice-remainder": _fit_scenario("slice-remainder", "three pods in slices of two"),
 }
 
 #: rules no small input reaches: why, shown instead of an example

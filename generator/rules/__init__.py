@@ -2,7 +2,7 @@
 
 A rule is declared once, in the module of the stage that checks it (:mod:`.load`,
 :mod:`.schema`, :mod:`.semantic`, :mod:`.compile`, :mod:`.emit`, :mod:`.plan`,
-:mod:`.import_nodes`), with its ID, level, the one-line summary of the catalogue and its
+:mod:`.import_nodes`, :mod:`.fit`), with its ID, level, the one-line summary of the catalogue and its
 reference text (``why``, ``fix``). Checks never spell a rule ID or a level: they call the rule
 (``rules.load.YAML_SYNTAX(where, message)``) or, for the semantic checks, yield
 :class:`Hit`s that the validate engine hands to the rule the check is registered with. The
@@ -15,7 +15,7 @@ This package sits just above :mod:`generator.model`, so that every stage may imp
 
 from __future__ import annotations
 
-from generator.rules import compile, emit, import_nodes, load, plan, schema, semantic
+from generator.rules import compile, emit, fit, import_nodes, load, plan, schema, semantic
 from generator.rules.base import Hit, Rule, Stage
 
 #: every rule, in catalogue order (the order of the stages, then of declaration)
@@ -27,6 +27,7 @@ REGISTRY: tuple[Rule, ...] = (
     *emit.RULES,
     *plan.RULES,
     *import_nodes.RULES,
+    *fit.RULES,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in REGISTRY}
 

@@ -19,6 +19,7 @@ class Stage(StrEnum):
     EMIT = "emit"
     PLAN = "plan"  # tasgen plan, comparing two revisions
     IMPORT = "import-nodes"  # tasgen import-nodes, reading kubectl's node list
+    FIT = "fit"  # tasgen fit, judging workload manifests against the rendered queues
 
 
 class Hit(NamedTuple):

@@ -1,0 +1,85 @@
+"""How the fit report is printed: text (a line per PodSet, then the problems), JSON (the shape
+of generator/schemas/fit-report.schema.json) and GitHub (annotations on the manifests)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from generator.fit.report import FitReport, PodSetVerdict, WorkloadVerdict
+from generator.model import Level, Problem
+from generator.printable import one_line
+from generator.reporters import problem_line
+
+Format = Callable[[FitReport, list[Problem]], str]
+
+
+def text(report: FitReport, problems: list[Problem]) -> str:
+    lines = [line for w in report["workloads"] for line in _workload_lines(w)]
+    lines += [problem_line(p) for p in problems]
+    lines.append(_summary(report, problems))
+    return "\n".join(lines) + "\n"
+
+
+def _workload_lines(w: WorkloadVerdict) -> list[str]:
+    queue = f"{w['namespace']}/{w['localQueue']}" + (f" -> {w['clusterQueue']}" if w["clusterQueue"] else "")
+    head = (
+        f"{one_line(w['file'])}:{w['line']}:{w['column']}: {w['kind']} {w['namespace']}/{w['name']} ({queue})"
+    )
+    return [f"{head}: {_podset_text(ps)}" for ps in w["podSets"]]
+
+
+def _podset_text(ps: PodSetVerdict) -> str:
+    said = f"PodSet {ps['name']} ({ps['count']} pod(s)) "
+    if ps["fits"]:
+        spread = (
+            f"{ps['domains']} domain(s) hold it whole" if ps["domains"] else "spread over several domains"
+        )
+        said += f"fits: flavor {ps['flavor']}, level {ps['level']}, {spread}"
+    else:
+        said += "never fits"
+    if ps["fitsNow"] is not None:
+        said += "; fits now" if ps["fitsNow"] else "; does not fit now"
+    return one_line(said)
+
+
+def _summary(report: FitReport, problems: list[Problem]) -> str:
+    podsets = [ps for w in report["workloads"] for ps in w["podSets"]]
+    fitting = sum(ps["fits"] for ps in podsets)
+    errors = sum(p.level is Level.ERROR for p in problems)
+    warnings = sum(p.level is Level.WARNING for p in problems)
+    return (
+        f"{len(report['workloads'])} workload(s), {len(podsets)} PodSet(s): {fitting} fit, "
+        f"{len(podsets) - fitting} never fit; {errors} error(s), {warnings} warning(s)"
+    )
+
+
+def json_format(report: FitReport, problems: list[Problem]) -> str:
+    return json.dumps(report, indent=2) + "\n"
+
+
+def github(report: FitReport, problems: list[Problem]) -> str:
+    """Annotations on the manifests: each problem, and a notice per fitting PodSet."""
+    lines = []
+    for p in problems:
+        where = f"file={_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
+        message = f"{p.message} (tasgen rules {p.rule})"
+        lines.append(f"::{p.level} {where},title={_property(p.rule)}::{_data(message)}")
+    for w in report["workloads"]:
+        for ps in w["podSets"]:
+            if ps["fits"]:
+                where = f"file={_property(w['file'])},line={w['line']},col={w['column']}"
+                lines.append(f"::notice {where},title=tasgen fit::{_data(_podset_text(ps))}")
+    lines.append(_summary(report, problems))
+    return "\n".join(lines) + "\n"
+
+
+def _data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(value: str) -> str:
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+FORMATS: dict[str, Format] = {"text": text, "json": json_format, "github": github}

@@ -1,0 +1,552 @@
+"""Each PodSet's verdict on an empty cluster, as Kueue v0.17 reaches it: the flavor assigner
+walks the queue's flavors in order (the TAS checks, the flavor's taints, node affinity, then
+quota), topology-aware scheduling places the PodSet on the flavor it picked, and a PodSet that
+does not fit there is retried on the next flavor. The reasons are Kueue's own messages.
+
+Pure: a function of the :class:`~generator.fit.cluster.Cluster` and the workloads. Each flavor's
+domains are indexed once (:mod:`generator.fit.index`); a PodSet costs its node kinds and
+domain compositions. Explained in docs/explanation/fit.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.fit import index as domain_index
+from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
+from generator.fit.podsets import PodSet, TopologyRequest
+from generator.fit.quantity import text
+from generator.model import Taint
+from generator.validate.checks.taints import tolerates
+
+BLOCKING = ("NoSchedule", "NoExecute")
+INFINITE = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fits: bool
+    flavor: str | None = None
+    level: str | None = None
+    domains: int = 0
+    reason: str | None = None
+    #: what the reason is about: "queue", "quota", "topology", "level" (the annotation's level)
+    cause: str | None = None
+
+
+@dataclass
+class _State:
+    state: int = 0
+    with_leader: int = 0
+    leader: int = 0
+    slices: int = 0
+    slices_with_leader: int = 0
+
+
+@dataclass
+class Engine:
+    """Verdicts over one cluster; indexes are built on first use and kept."""
+
+    cluster: Cluster
+    _indexes: dict[str, domain_index.FlavorIndex | None] = field(default_factory=dict)
+
+    def index(self, flavor: str) -> domain_index.FlavorIndex | None:
+        if flavor not in self._indexes:
+            found = self.cluster.flavors.get(flavor)
+            self._indexes[flavor] = domain_index.build(self.cluster, found) if found else None
+        return self._indexes[flavor]
+
+    def judge(self, queue: ClusterQueue, podsets: Sequence[PodSet]) -> list[Verdict]:
+        """One verdict per PodSet, in order. PodSets of one ``podset-group-name`` are placed
+        together (a leader and its workers); quota adds up over the workload's PodSets."""
+        verdicts: dict[int, Verdict] = {}
+        usage: Counter[tuple[str, str]] = Counter()
+        failed = None
+        for members in _groups(podsets):
+            found = self._judge_group(queue, [podsets[i] for i in members], usage)
+            for i in members:
+                verdicts[i] = found
+            if not found.fits:
+                failed = podsets[members[0]].name
+                break  # Kueue stops at the first PodSet that cannot be assigned
+        skipped = Verdict(False, reason=f"not tried: Kueue stops at PodSet {failed}", cause="skipped")
+        return [verdicts.get(i, skipped) for i in range(len(podsets))]
+
+    def _judge_group(
+        self, queue: ClusterQueue, members: list[PodSet], usage: Counter[tuple[str, str]]
+    ) -> Verdict:
+        requests = _total(queue, members)
+        groups = _resource_groups(queue, requests)
+        if isinstance(groups, Verdict):
+            return groups
+        if not groups:
+            return Verdict(False, reason="no TAS flavor assigned", cause="queue")
+        # tasgen's queues have one resource group; a second one (quota-only) is judged for quota
+        for group in groups[1:]:
+            verdict = self._walk(queue, group, members, requests, usage, tas=False)
+            if not verdict.fits:
+                return verdict
+        return self._walk(queue, groups[0], members, requests, usage, tas=True)
+
+    def _walk(
+        self,
+        queue: ClusterQueue,
+        group: Group,
+        members: list[PodSet],
+        requests: Mapping[str, int],
+        usage: Counter[tuple[str, str]],
+        *,
+        tas: bool,
+    ) -> Verdict:
+        """The flavors in order: the first that passes every check, quota and placement is
+        the one Kueue admits with. Kueue's message is the first attempt's: the reasons of the
+        flavors before the one quota picked, and that one's placement failure."""
+        reasons: list[str] = []
+        first_pick: Verdict | None = None
+        causes: set[str] = set()
+        keys = self.cluster.label_keys(group)
+        wanted = {r: v for r, v in requests.items() if r in group.covered}
+        tas_only = all(self._topology_of(n) is not None for g in queue.groups for n, _ in g.flavors)
+        borrowing_pick: tuple[str, Verdict] | None = None
+        for name, _ in group.flavors:
+            flavor = self.cluster.flavors.get(name)
+            check = self._check(queue, flavor, name, members, keys, tas_only) if tas else None
+            if check is not None:
+                if first_pick is None:
+                    reasons.append(check[0])
+                    causes.add(check[1])
+                continue
+            quota_reason, borrows = self._quota(queue, name, wanted, usage)
+            if quota_reason is not None:
+                if first_pick is None:
+                    reasons.append(quota_reason)
+                    causes.add("quota")
+                continue
+            placed = self._place(name, members, tas_only) if tas else Verdict(True, name)
+            if first_pick is None:
+                # a flavor quota fits drops the earlier flavors' reasons from Kueue's message
+                first_pick = placed
+                reasons = [placed.reason] if placed.reason else []
+                causes = {placed.cause or "topology"}
+            if placed.fits:
+                if borrows and queue.try_next_when_borrowing:
+                    borrowing_pick = borrowing_pick or (name, placed)
+                    continue
+                return self._taken(name, placed, wanted, usage)
+        if borrowing_pick is not None:
+            return self._taken(borrowing_pick[0], borrowing_pick[1], wanted, usage)
+        # the annotation is the cause only when every reason is about it
+        cause = causes.pop() if len(causes) == 1 else "queue"
+        return Verdict(False, reason=", ".join(sorted(reasons)) or None, cause=cause)
+
+    @staticmethod
+    def _taken(
+        name: str, placed: Verdict, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
+    ) -> Verdict:
+        for r, v in wanted.items():
+            usage[(name, r)] += v
+        return placed
+
+    def _topology_of(self, flavor: str) -> str | None:
+        found = self.cluster.flavors.get(flavor)
+        return found.topology if found else None
+
+    def _check(
+        self,
+        queue: ClusterQueue,
+        flavor: Flavor | None,
+        name: str,
+        members: list[PodSet],
+        keys: frozenset[str],
+        tas_only: bool,
+    ) -> tuple[str, str] | None:
+        """Kueue's ``checkFlavorForPodSets``: (message, cause) when the flavor is not tried."""
+        if flavor is None:
+            return f"flavor {name} not found", "queue"
+        for ps in members:
+            if ps.topology is not None and ps.topology.explicit:
+                if flavor.topology is None:
+                    return f'Flavor "{name}" does not support TopologyAwareScheduling', "queue"
+                idx = self.index(name)
+                if idx is None:
+                    return f'Flavor "{name}" information missing in TAS cache', "queue"
+                if not _has_level(idx.levels, ps.topology):
+                    return f'Flavor "{name}" does not contain the requested level', "level"
+            elif not tas_only and flavor.topology is not None:
+                return f'Flavor "{name}" supports only TopologyAwareScheduling', "queue"
+            taint = _untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
+            if taint is not None:
+                return f"untolerated taint {_taint_struct(taint)} in flavor {name}", "queue"
+            if not _matches_flavor(ps, keys, flavor.node_labels):
+                return f"flavor {name} doesn't match node affinity", "queue"
+        return None
+
+    def _quota(
+        self, queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
+    ) -> tuple[str | None, bool]:
+        borrows = False
+        for resource in sorted(wanted):
+            before, value = usage[(flavor, resource)], wanted[resource]
+            most = self.cluster.potential(queue, flavor, resource)
+            if before + value > most:
+                return (
+                    f"insufficient quota for {resource} in flavor {flavor}, previously considered "
+                    f"podsets requests ({text(resource, before)}) + current podset request "
+                    f"({text(resource, value)}) > maximum capacity ({text(resource, most)})"
+                ), False
+            if before + value > _nominal(queue, flavor, resource):
+                borrows = True
+        return None, borrows
+
+    def _place(self, flavor: str, members: list[PodSet], tas_only: bool) -> Verdict:
+        idx = self.index(flavor)
+        if idx is None:  # a flavor without topology: placement is kube-scheduler's
+            return Verdict(True, flavor)
+        workers, leader = _leader_and_workers(members)
+        return _find(idx, workers, leader, implied=tas_only and not _explicit(workers))
+
+
+def _total(queue: ClusterQueue, members: list[PodSet]) -> Counter[str]:
+    """The PodSets' requests (a pod's times the count), and their pods when the queue has quota
+    for pods."""
+    requests: Counter[str] = Counter()
+    for ps in members:
+        for r, v in ps.requests.items():
+            requests[r] += v * ps.count
+        if queue.covers_pods:
+            requests["pods"] += ps.count
+    return requests
+
+
+def _resource_groups(queue: ClusterQueue, requests: Mapping[str, int]) -> list[Group] | Verdict:
+    groups: list[Group] = []
+    for resource in sorted(requests):
+        group = queue.group_of(resource)
+        if group is None:
+            if requests[resource] == 0:
+                continue  # a zero request of a resource the queue does not know is skipped
+            return Verdict(False, reason=f"resource {resource} unavailable in ClusterQueue", cause="queue")
+        if group not in groups:
+            groups.append(group)
+    return groups
+
+
+def _explicit(ps: PodSet) -> bool:
+    return ps.topology is not None and ps.topology.explicit
+
+
+def _nominal(queue: ClusterQueue, flavor: str, resource: str) -> int:
+    for group in queue.groups:
+        for name, quotas in group.flavors:
+            if name == flavor and resource in quotas:
+                return quotas[resource].nominal
+    return 0
+
+
+def _groups(podsets: Sequence[PodSet]) -> list[list[int]]:
+    """Indexes of the PodSets judged together, in order of first appearance."""
+    order: dict[str, list[int]] = {}
+    for i, ps in enumerate(podsets):
+        key = ps.topology.group if ps.topology and ps.topology.group else f"#{i}"
+        order.setdefault(key, []).append(i)
+    return list(order.values())
+
+
+def _leader_and_workers(members: list[PodSet]) -> tuple[PodSet, PodSet | None]:
+    """Kueue's ``findLeaderAndWorkers``: of two PodSets, the larger one is the workers."""
+    if len(members) < 2:
+        return members[0], None
+    workers, leader = members[0], members[1]
+    if leader.count > workers.count:
+        workers, leader = leader, workers
+    return workers, leader
+
+
+def _has_level(levels: tuple[str, ...], request: TopologyRequest) -> bool:
+    """Kueue's ``TASFlavorSnapshot.HasLevel``."""
+    main = _level_key(levels, request)
+    if main is None or main not in levels:
+        return False
+    return (request.slice_level or levels[-1]) in levels
+
+
+def _level_key(levels: tuple[str, ...], request: TopologyRequest | None) -> str | None:
+    if request is None or not levels:
+        return None
+    if request.required is not None:
+        return request.required
+    if request.preferred is not None:
+        return request.preferred
+    if request.slice_only:
+        return levels[0]
+    if request.unconstrained:
+        return levels[-1]
+    return None
+
+
+def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any]]) -> Taint | None:
+    for taint in taints:
+        if taint[2] in BLOCKING and not any(tolerates(dict(t), taint) for t in tolerations):
+            return taint
+    return None
+
+
+def _taint_struct(taint: Taint) -> str:
+    """A taint as Go prints a ``*corev1.Taint`` with ``%s``."""
+    key, value, effect = taint
+    return f"&Taint{{Key:{key},Value:{value},Effect:{effect},TimeAdded:<nil>,}}"
+
+
+def _taint_text(taint: Taint) -> str:
+    """``corev1.Taint.ToString``."""
+    key, value, effect = taint
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+# --- node selection ---------------------------------------------------------------------
+
+
+def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str]) -> bool:
+    """Kueue's ``flavorSelector``: the PodSet's nodeSelector and required affinity, cut to the
+    keys the group's flavors set, against the flavor's nodeLabels."""
+    selector = {k: v for k, v in (ps.node_selector or {}).items() if k in keys}
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    if ps.affinity is None:
+        return True
+    terms = []
+    for term in ps.affinity:
+        kept = tuple(e for e in term if e[0] in keys)
+        if not kept:
+            return True  # an emptied term matches any flavor
+        terms.append(kept)
+    return not terms or any(all(_expression(e, labels) for e in term) for term in terms)
+
+
+def _expression(expression: tuple[str, str, tuple[str, ...]], labels: Mapping[str, str]) -> bool:
+    key, operator, values = expression
+    present, value = key in labels, labels.get(key, "")
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt"):
+        try:
+            have, limit = int(value), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return present and (have > limit if operator == "Gt" else have < limit)
+    return False
+
+
+def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
+    def keep(node: NodeFacts) -> str | None:
+        if any(node.labels.get(k) != v for k, v in (ps.node_selector or {}).items()):
+            return "nodeSelector"
+        if ps.affinity is not None and not any(
+            all(_expression(e, node.labels) for e in t) for t in ps.affinity
+        ):
+            return "affinity"
+        return None
+
+    return keep
+
+
+# --- topology-aware placement -----------------------------------------------------------
+
+
+def _find(idx: domain_index.FlavorIndex, workers: PodSet, leader: PodSet | None, *, implied: bool) -> Verdict:
+    """Kueue's ``findTopologyAssignment`` on an empty flavor: whether it places the PodSet, at
+    which level, and in how many domains of that level it could be placed whole."""
+    shape = _shape(idx.levels, workers.topology, implied)
+    if isinstance(shape, Verdict):
+        return shape
+    level, slice_level, size = shape
+    tolerations = [*workers.tolerations, *idx.flavor.tolerations]
+    levelled, dropped = _levels_for(idx, workers)
+    states, excluded = _states(idx, levelled, workers, leader, tolerations, size, slice_level)
+    excluded.update(dropped)
+    request = workers.topology
+    required = request is not None and request.required is not None
+    unconstrained = implied or (request is not None and (bool(request.unconstrained) or request.slice_only))
+    search = _Search(idx, workers.count // size, "slice" if size > 1 else "pod", 1 if leader else 0, excluded)
+    return search.run(states, level, required=required, unconstrained=unconstrained)
+
+
+def _shape(
+    levels: tuple[str, ...], request: TopologyRequest | None, implied: bool
+) -> Verdict | tuple[int, int, int]:
+    """(level, slice level, slice size) of the request, or why Kueue cannot place it."""
+    key = _level_key(levels, request) or (levels[-1] if implied and levels else None)
+    if key is None:
+        return Verdict(False, reason="topology level not specified", cause="topology")
+    if key not in levels:
+        return Verdict(False, reason=f"no requested topology level: {key}", cause="level")
+    slice_key = (request.slice_level if request else None) or levels[-1]
+    if slice_key not in levels:
+        return Verdict(False, reason=f"no requested topology level for slices: {slice_key}", cause="level")
+    level, slice_level = levels.index(key), levels.index(slice_key)
+    if level > slice_level:
+        reason = f"podset slice topology {slice_key} is above the podset topology {key}"
+        return Verdict(False, reason=reason, cause="level")
+    if request is None or request.slice_level is None:
+        return level, slice_level, 1
+    if request.slice_size is None:
+        return Verdict(False, reason="slice topology requested, but slice size not provided", cause="level")
+    return level, slice_level, request.slice_size
+
+
+@dataclass(frozen=True)
+class _Search:
+    """Kueue's ``findLevelWithFitDomains``, over compositions instead of domains."""
+
+    idx: domain_index.FlavorIndex
+    count: int  # slices (pods when the slice is one pod)
+    unit: str
+    leaders: int
+    excluded: Counter[str]
+
+    def run(
+        self, states: list[dict[int, tuple[_State, int]]], level: int, *, required: bool, unconstrained: bool
+    ) -> Verdict:
+        levels, count = self.idx.levels, self.count
+        while True:
+            at = states[level]
+            if not at:
+                return Verdict(
+                    False, reason=f"no topology domains at level: {levels[level]}", cause="topology"
+                )
+            whole = sum(
+                n for s, n in at.values() if s.slices_with_leader >= count and s.leader >= self.leaders
+            )
+            if whole:
+                return Verdict(True, self.idx.flavor.name, levels[level], whole)
+            if required:
+                best = max(at.values(), key=lambda s: (s[0].slices_with_leader, s[0].state))
+                return self._not_fit(best[0].slices)
+            if level > 0 and not unconstrained:
+                level -= 1  # a preferred level: the next coarser one
+                continue
+            total = sum(s.slices_with_leader * n for s, n in at.values())
+            if total >= count and sum(s.leader * n for s, n in at.values()) >= self.leaders:
+                return Verdict(True, self.idx.flavor.name, levels[level], 0)
+            return self._not_fit(min(total, count))
+
+    def _not_fit(self, fit: int) -> Verdict:
+        return _not_fit(self.idx, fit, self.count, self.unit, self.idx.whole.leaves, self.excluded)
+
+
+def _not_fit(
+    idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
+) -> Verdict:
+    """Kueue's ``notFitMessage``."""
+    if fit == 0:
+        message = f'topology "{idx.topology}" doesn\'t allow to fit any of {count} {unit}(s)'
+    else:
+        message = f'topology "{idx.topology}" allows to fit only {fit} out of {count} {unit}(s)'
+    if excluded:
+        message += (
+            f". Total nodes: {nodes}; excluded: {', '.join(sorted(_stat(k, n) for k, n in excluded.items()))}"
+        )
+    return Verdict(False, reason=message, cause="topology")
+
+
+def _stat(key: str, n: int) -> str:
+    if key in ("nodeSelector", "affinity", "topologyDomain"):
+        return f"{key}: {n}"
+    kind, _, name = key.partition(" ")
+    return f'{kind} "{name}": {n}'
+
+
+def _levels_for(idx: domain_index.FlavorIndex, ps: PodSet) -> tuple[domain_index.Levels, Counter[str]]:
+    if not idx.node_level or (not ps.node_selector and ps.affinity is None):
+        return idx.whole, Counter()
+    key = (tuple(sorted((ps.node_selector or {}).items())), ps.affinity)
+    return idx.restricted(key, _node_filter(ps, ()))
+
+
+def _states(
+    idx: domain_index.FlavorIndex,
+    levelled: domain_index.Levels,
+    workers: PodSet,
+    leader: PodSet | None,
+    tolerations: Sequence[Mapping[str, Any]],
+    size: int,
+    slice_level: int,
+) -> tuple[list[dict[int, tuple[_State, int]]], Counter[str]]:
+    """Per level: composition -> (its counts, how many domains have it); and the nodes left
+    out per reason, as Kueue counts them."""
+    depth = len(idx.levels)
+    excluded: Counter[str] = Counter()
+    per_pod = dict(workers.requests) | {"pods": 1}
+    per_leader = (dict(leader.requests) | {"pods": 1}) if leader is not None else None
+    leaves = levelled.counts[depth - 1]
+    kind_states: dict[int, _State] = {}
+    for kind_id, (allocatable, taints) in enumerate(levelled.kinds):
+        state = _State()
+        taint = _untolerated(taints, tolerations) if idx.node_level else None
+        if taint is not None:
+            excluded[f"taint {_taint_text(taint)}"] += leaves[kind_id]
+        else:
+            capacity = dict(allocatable)
+            state.state, limiting = _count_in(per_pod, capacity)
+            if state.state == 0 and limiting:
+                excluded[f"resource {limiting}"] += leaves[kind_id]
+            state.with_leader = state.state
+            if per_leader is not None and _count_in(per_leader, capacity)[0] > 0:
+                state.leader = 1
+                rest = {r: v - per_leader.get(r, 0) for r, v in capacity.items()}
+                state.with_leader = _count_in(per_pod, rest)[0]
+        if depth - 1 == slice_level:
+            state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+        kind_states[kind_id] = state
+    states: list[dict[int, tuple[_State, int]]] = [{} for _ in range(depth)]
+    states[depth - 1] = {k: (kind_states[k], n) for k, n in leaves.items()}
+    for level in range(depth - 2, -1, -1):
+        below = states[level + 1]
+        for comp, n in levelled.counts[level].items():
+            states[level][comp] = (
+                _parent(levelled.children[level][comp], below, level == slice_level, size),
+                n,
+            )
+    return states, excluded
+
+
+def _parent(
+    children: tuple[tuple[int, int], ...], below: Mapping[int, tuple[_State, int]], at_slice: bool, size: int
+) -> _State:
+    state = _State()
+    gap, slice_gap = INFINITE, INFINITE
+    for comp, n in children:
+        child = below[comp][0]
+        state.state += child.state * n
+        state.slices += child.slices * n
+        gap = min(gap, child.state - child.with_leader)
+        slice_gap = min(slice_gap, child.slices - child.slices_with_leader)
+        state.leader = max(state.leader, child.leader)
+    state.with_leader = state.state - gap
+    state.slices_with_leader = state.slices - slice_gap
+    if at_slice:
+        state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+    return state
+
+
+def _count_in(request: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
+    """Kueue's ``Requests.CountInWithLimitingResource``."""
+    result: int | None = None
+    limiting = ""
+    for name in sorted(request):
+        value = request[name]
+        if name not in capacity and value != 0:
+            return 0, name
+        count = INFINITE if value == 0 else min(INFINITE, capacity.get(name, 0) // value)
+        if result is None or count < result:
+            result, limiting = count, name
+    return (result or 0), limiting

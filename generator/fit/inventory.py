@@ -1,0 +1,34 @@
+"""The cluster a compiled inventory makes: its nodes with the labels they carry once the
+rendered NodeFeatures apply (the profile label and the levels their source states), and the
+rendered Kueue objects."""
+
+from __future__ import annotations
+
+from generator.fit.cluster import Cluster, NodeFacts, from_objects, node_facts
+from generator.model import PROFILE_KEY
+from generator.pipeline import Compilation
+
+
+def cluster_of(compiled: Compilation) -> Cluster:
+    """The compiled inventory's cluster (``compiled`` did not fail)."""
+    ctx, planned = compiled.context, compiled.planned
+    assert ctx is not None and planned is not None and planned.assignment is not None
+    assignment = planned.assignment
+    stated: dict[str, dict[str, str]] = {}
+    for source in ctx.loaded_sources():
+        if ctx.expired(source):
+            continue
+        for node, values in ctx.hierarchy_values(source):
+            if assignment.source_of.get(node.name) == source.name:
+                stated[node.name] = values
+    nodes: list[NodeFacts] = []
+    for name, node in ctx.inventory.nodes.items():
+        if node.unschedulable:
+            continue  # Kueue's TAS cache leaves cordoned nodes out
+        labels = dict(node.labels)
+        labels.update(stated.get(name, {}))
+        profile = assignment.profile_of.get(name)
+        if profile is not None:
+            labels[PROFILE_KEY] = profile.id
+        nodes.append(node_facts(name, labels, node.allocatable, node.taints))
+    return from_objects([m.body for m in planned.manifests], nodes)

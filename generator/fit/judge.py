@@ -1,0 +1,132 @@
+"""Workloads -> their verdicts and findings: each workload's queue through its LocalQueue,
+then the engine's verdict per PodSet. Pure (docs/explanation/fit.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.fit.cluster import Cluster, ClusterQueue
+from generator.fit.engine import Engine, Verdict
+from generator.fit.kinds import Workload, unmanaged
+from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_SIZE, PodSet
+from generator.model import Finding, Where
+from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass
+class Judged:
+    workload: Workload
+    cluster_queue: str | None
+    verdicts: list[Verdict]
+    local_queue: str = ""
+
+
+@dataclass
+class Judgement:
+    judged: list[Judged] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def judge(cluster: Cluster, workloads: list[Workload], engine: Engine | None = None) -> Judgement:
+    engine = engine or Engine(cluster)
+    out = Judgement()
+    for workload in workloads:
+        local = workload.local_queue
+        if local is None and (workload.namespace, "default") in cluster.local_queues:
+            local = "default"  # Kueue's LocalQueue defaulting
+        if local is None:
+            out.findings.append(unmanaged(workload))
+            continue
+        name = cluster.local_queues.get((workload.namespace, local))
+        queue = cluster.queues.get(name) if name is not None else None
+        verdicts = _verdicts(engine, cluster, workload, local, name, queue)
+        out.judged.append(Judged(workload, name, verdicts, local))
+        out.findings += _findings(workload, verdicts)
+    return out
+
+
+def _verdicts(
+    engine: Engine,
+    cluster: Cluster,
+    workload: Workload,
+    local: str,
+    name: str | None,
+    queue: ClusterQueue | None,
+) -> list[Verdict]:
+    reason = None
+    if name is None:
+        reason = f"LocalQueue {local} doesn't exist"
+    elif queue is None:
+        reason = f"ClusterQueue {name} doesn't exist"
+    elif not _selects(
+        queue.namespace_selector, cluster.namespaces.get(workload.namespace), workload.namespace
+    ):
+        reason = "Workload namespace doesn't match ClusterQueue selector"
+    if reason is not None or queue is None:
+        return [Verdict(False, reason=reason, cause="queue") for _ in workload.podsets]
+    return engine.judge(queue, workload.podsets)
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None, namespace: str) -> bool:
+    """Whether the namespaceSelector selects the namespace; True when it cannot be told (a
+    label the inventory does not know). Kueue selects none when the selector is unset."""
+    if selector is None:
+        return False
+    known = dict(labels) if labels is not None else {NAME_LABEL: namespace}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if key not in known:
+            return labels is None
+        if known[key] != str(value):
+            return False
+    for e in selector.get("matchExpressions") or ():
+        key, op, values = e.get("key"), e.get("operator"), [str(v) for v in e.get("values") or ()]
+        if key not in known and labels is None:
+            return True
+        present, value = key in known, known.get(str(key))
+        ok = {
+            "In": present and value in values,
+            "NotIn": not present or value not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(str(op), False)
+        if not ok:
+            return False
+    return True
+
+
+def _findings(workload: Workload, verdicts: list[Verdict]) -> list[Finding]:
+    found = []
+    for ps, places, verdict in zip(workload.podsets, workload.annotations, verdicts, strict=True):
+        if not verdict.fits and verdict.cause != "skipped":
+            where = _cause_where(workload, ps, places, verdict)
+            message = (
+                f"{workload.kind} {workload.namespace}/{workload.name}: PodSet {ps.name} "
+                f"({ps.count} pod(s)) never fits: {verdict.reason or 'Kueue admits it with no flavor'}"
+            )
+            found.append(FIT_NEVER(where, message))
+        remainder = _remainder(ps)
+        if remainder:
+            message = (
+                f"PodSet {ps.name} has {ps.count} pod(s), not a multiple of the slice size "
+                f"{ps.topology.slice_size if ps.topology else 1}: Kueue places {ps.count - remainder} "
+                f"and the other {remainder} get no topology assignment"
+            )
+            found.append(FIT_SLICE_REMAINDER(places.get(SLICE_SIZE, workload.where), message))
+    return found
+
+
+def _remainder(ps: PodSet) -> int:
+    size = ps.topology.slice_size if ps.topology and ps.topology.slice_level else None
+    return ps.count % size if size else 0
+
+
+def _cause_where(workload: Workload, ps: PodSet, places: dict[str, Where], verdict: Verdict) -> Where:
+    if verdict.cause == "level" or (verdict.cause == "topology" and REQUIRED in places):
+        for key in (REQUIRED, PREFERRED, SLICE_SIZE):
+            if key in places:
+                return places[key]
+    return workload.where
