@@ -15,8 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import cli
+from generator.commands.fit import live
 from generator.fit import podsets as ps
+from generator.fit.cluster import Cluster, from_objects, node_facts
+from generator.fit.engine import Engine
 from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
+from generator.model import HOSTNAME_KEY
 from generator.rules.fit import RULES
 from tests.conftest import NOW, REPO, tasgen
 
@@ -209,3 +213,73 @@ def test_kinds_give_kueue_podset_names_and_counts(monkeypatch: pytest.MonkeyPatc
     }
     [pytorch] = [w for w in report["workloads"] if w["kind"] == "PyTorchJob"]
     assert [p["fits"] for p in pytorch["podSets"]] == [True, False]  # quota adds up over PodSets
+
+
+# --- what fits now -------------------------------------------------------------------------
+
+
+def _small_cluster() -> Cluster:
+    nodes = [
+        node_facts(name, {HOSTNAME_KEY: name, "gpu": "yes"}, {"nvidia.com/gpu": "8", "pods": "110"}, ())
+        for name in ("h1", "h2")
+    ]
+    objects = [
+        {"kind": "Topology", "metadata": {"name": "t"}, "spec": {"levels": [{"nodeLabel": HOSTNAME_KEY}]}},
+        {
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "f"},
+            "spec": {"nodeLabels": {"gpu": "yes"}, "topologyName": "t"},
+        },
+        {
+            "kind": "ClusterQueue",
+            "metadata": {"name": "q"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [
+                            {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+    ]
+    return from_objects(objects, nodes)
+
+
+def _admitted(gpus: str, slices: list[dict[str, object]]) -> dict[str, object]:
+    assignment = {
+        "name": "main",
+        "count": 2,
+        "flavors": {"nvidia.com/gpu": "f"},
+        "resourceUsage": {"nvidia.com/gpu": gpus},
+        "topologyAssignment": {"levels": [HOSTNAME_KEY], "slices": slices},
+    }
+    return {"status": {"admission": {"clusterQueue": "q", "podSetAssignments": [assignment]}}}
+
+
+def test_now_takes_admitted_quota_placements_and_running_pods() -> None:
+    cluster = _small_cluster()
+    one_each = {"domainCount": 2, "valuesPerLevel": [{"individual": {"prefix": "h", "roots": ["1", "2"]}}]}
+    workload = _admitted("8", [one_each | {"podCounts": {"universal": 1}}])  # 4 GPUs a pod, one on each
+    pod = {"spec": {"nodeName": "h1", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "2"}}}]}}
+    done = pod | {"status": {"phase": "Succeeded"}}
+    now = live.now_cluster(cluster, [workload], [pod, done], {})
+    assert {n.name: n.allocatable["nvidia.com/gpu"] for n in now.nodes} == {"h1": 2, "h2": 4}
+    assert now.usage == {("q", "f", "nvidia.com/gpu"): 8}
+    queue = now.queues["q"]
+    assert (
+        now.available(queue, "f", "nvidia.com/gpu") == 8 and now.potential(queue, "f", "nvidia.com/gpu") == 16
+    )
+
+    def verdicts(count: int, gpus: int) -> tuple[bool, bool]:
+        podset = ps.PodSet("main", count, {"nvidia.com/gpu": gpus})
+        [ever] = Engine(cluster).judge(cluster.queues["q"], [podset])
+        [fits_now] = Engine(now, now=True).judge(queue, [podset])
+        return ever.fits, fits_now.fits
+
+    assert verdicts(1, 4) == (True, True)  # h2 has 4 left
+    assert verdicts(1, 6) == (True, False)  # no node has 6 left
+    assert verdicts(3, 3) == (True, False)  # 9 GPUs: more than the 8 of quota left

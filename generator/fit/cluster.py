@@ -71,6 +71,8 @@ class Cluster:
     local_queues: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, name) -> queue
     #: namespace -> its labels, where known (a live cluster); otherwise only the name label
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    #: (queue, flavor, resource) -> what admitted Workloads reserve (live; empty offline)
+    usage: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def label_keys(self, group: Group) -> frozenset[str]:
         """Kueue's ``ResourceGroup.LabelKeys``: the keys any of the group's flavors' nodeLabels set."""
@@ -94,6 +96,23 @@ class Cluster:
         if quota.borrowing is not None:
             available = min(quota.nominal + quota.borrowing, available)
         return available
+
+    def available(self, queue: ClusterQueue, flavor: str, resource: str) -> int:
+        """Kueue's ``Available``: what the queue can use now, with :attr:`usage` reserved."""
+        quota, used = _quota(queue, flavor, resource), self.usage.get((queue.name, flavor, resource), 0)
+        if queue.cohort is None:
+            return quota.nominal - used
+        local = _local(quota)
+        members = [q for q in self.queues.values() if q.cohort == queue.cohort]
+        pool = sum(_lendable(_quota(q, flavor, resource)) for q in members)
+        pool_used = sum(
+            max(0, self.usage.get((q.name, flavor, resource), 0) - _local(_quota(q, flavor, resource)))
+            for q in members
+        )
+        parent = pool - pool_used
+        if quota.borrowing is not None:
+            parent = min(quota.nominal - local - max(0, used - local) + quota.borrowing, parent)
+        return max(0, local - used) + parent
 
 
 def _quota(queue: ClusterQueue, flavor: str, resource: str) -> Quota:

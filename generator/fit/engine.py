@@ -51,6 +51,8 @@ class Engine:
     """Verdicts over one cluster; indexes are built on first use and kept."""
 
     cluster: Cluster
+    #: judge with the cluster's usage (what fits now) rather than on an empty cluster
+    now: bool = False
     _indexes: dict[str, domain_index.FlavorIndex | None] = field(default_factory=dict)
 
     def index(self, flavor: str) -> domain_index.FlavorIndex | None:
@@ -191,6 +193,8 @@ class Engine:
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
             most = self.cluster.potential(queue, flavor, resource)
+            if self.now:
+                most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
                 return (
                     f"insufficient quota for {resource} in flavor {flavor}, previously considered "
