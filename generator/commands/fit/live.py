@@ -72,6 +72,16 @@ def now_cluster(
     namespaces: Mapping[str, Mapping[str, str]],
 ) -> Cluster:
     """The cluster with live usage: pure, for tests without an API server."""
+    workloads = list(workloads)
+    used = _node_usage(cluster, workloads, pods)
+    nodes = [_less(n, used.get(n.name)) for n in cluster.nodes]
+    return dataclasses.replace(
+        cluster, nodes=nodes, usage=_quota_usage(workloads), namespaces=dict(namespaces)
+    )
+
+
+def _quota_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """(queue, flavor, resource) -> what admitted Workloads reserve."""
     usage: Counter[tuple[str, str, str]] = Counter()
     for w in workloads:
         found = admission(w)
@@ -83,6 +93,13 @@ def now_cluster(
             for resource, amount in (assignment.get("resourceUsage") or {}).items():
                 if resource in flavors and (value := units(resource, amount)) is not None:
                     usage[(queue, str(flavors[resource]), resource)] += value
+    return dict(usage)
+
+
+def _node_usage(
+    cluster: Cluster, workloads: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+) -> dict[str, Counter[str]]:
+    """Node -> what admitted Workloads' topology assignments and running non-TAS Pods use."""
     used: dict[str, Counter[str]] = {}
     placed: dict[str, Counter[str]] = {}  # by hostname, as topology assignments name nodes
     for w in workloads:
@@ -102,8 +119,7 @@ def now_cluster(
         requests = pod_requests(spec)
         requests["pods"] = requests.get("pods", 0) + 1
         used.setdefault(str(node), Counter()).update(requests)
-    nodes = [_less(n, used.get(n.name)) for n in cluster.nodes]
-    return dataclasses.replace(cluster, nodes=nodes, usage=dict(usage), namespaces=dict(namespaces))
+    return used
 
 
 def _topology_usage(workload: Mapping[str, Any], used: dict[str, Counter[str]]) -> None:
