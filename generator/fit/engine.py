@@ -447,6 +447,22 @@ class _Search:
         return _not_fit(self.idx, fit, self.count, self.unit, self.idx.whole.leaves, self.excluded)
 
 
+def largest(
+    idx: domain_index.FlavorIndex, requests: Mapping[str, int], tolerations: Sequence[Mapping[str, Any]]
+) -> list[int]:
+    """Per level of the flavor's Topology, coarsest first: the most pods of ``requests`` that one
+    domain holds (a node's allocatable pods not counted), with the flavor's tolerations and
+    ``tolerations`` (tasgen plan's fit preview)."""
+    if not idx.levels:
+        return []
+    workers = PodSet("preview", 1, requests)
+    every = [*tolerations, *idx.flavor.tolerations]
+    # a PodSet that asks for nothing the nodes have: one pod per node
+    cap = INFINITE if any(v > 0 for v in requests.values()) else 1
+    states, _ = _states(idx, idx.whole, workers, None, every, 1, len(idx.levels) - 1, pods=False, cap=cap)
+    return [max((s.state for s, _ in level.values()), default=0) for level in states]
+
+
 def _not_fit(
     idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
 ) -> Verdict:
@@ -484,12 +500,16 @@ def _states(
     tolerations: Sequence[Mapping[str, Any]],
     size: int,
     slice_level: int,
+    *,
+    pods: bool = True,
+    cap: int = INFINITE,
 ) -> tuple[list[dict[int, tuple[_State, int]]], Counter[str]]:
     """Per level: composition -> (its counts, how many domains have it); and the nodes left
-    out per reason, as Kueue counts them."""
+    out per reason, as Kueue counts them (``pods``: each pod takes one of a node's pods;
+    ``cap``: the most pods a node takes)."""
     depth = len(idx.levels)
     excluded: Counter[str] = Counter()
-    per_pod = dict(workers.requests) | {"pods": 1}
+    per_pod = dict(workers.requests) | ({"pods": 1} if pods else {})
     per_leader = (dict(leader.requests) | {"pods": 1}) if leader is not None else None
     leaves = levelled.counts[depth - 1]
     kind_states: dict[int, _State] = {}
@@ -501,6 +521,7 @@ def _states(
         else:
             capacity = dict(allocatable)
             state.state, limiting = _count_in(per_pod, capacity)
+            state.state = min(state.state, cap)
             if state.state == 0 and limiting:
                 excluded[f"resource {limiting}"] += leaves[kind_id]
             state.with_leader = state.state

@@ -4,10 +4,11 @@ of each level, before and after.
 Only nodes Kueue's TAS places pods on count: not cordoned, and every NoSchedule or NoExecute
 taint tolerated by the flavor (kubernetes-sigs/kueue#4180, #3678).
 
-A PodSet here is pods of the flavor's node shape (the allocatable most of its nodes have, so
-one pod per node) that a workload asks Kueue to place in one domain of a level
-(``kueue.x-k8s.io/podset-required-topology``). Its size at a level is the number of nodes of
-that shape in the fullest domain of the level; its GPUs, that times the shape's GPUs. Kueue
+A PodSet here is pods of the flavor's node shape (the allocatable most of its nodes have) that
+a workload asks Kueue to place in one domain of a level
+(``kueue.x-k8s.io/podset-required-topology``). Its size at a level is the most such pods one
+domain of the level holds (a node of the shape holds one), counted by tasgen fit's domain index
+(generator/fit/index.py, the one engine); its GPUs, that times the shape's GPUs. Kueue
 places a PodSet with one of the queue's flavors, so an identity's figure at a level is the best
 over its flavors whose Topology has the level; a level none of them has does not fit at all.
 """
@@ -19,6 +20,10 @@ from decimal import Decimal
 from typing import Any
 
 from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
+from generator.fit.cluster import Cluster, Flavor, node_facts
+from generator.fit.engine import largest
+from generator.fit.index import build
+from generator.fit.quantity import units
 from generator.model import Node
 from generator.validate.checks.taints import BLOCKING, tolerates
 from generator.validate.quantities import parse
@@ -86,46 +91,41 @@ def _better(a: Fit, b: Fit) -> bool:
 
 
 def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[str]) -> dict[str, Fit]:
+    """The flavor's figure per level, from tasgen fit's domain index (generator/fit/): the most
+    pods of the node shape one domain holds."""
     tolerations = flavor.spec.get("tolerations") or []
-    nodes = [n for n in nodes if _usable(side.nodes[n], tolerations)]
-    if not nodes:  # every node cordoned or tainted against the flavor: nothing fits anywhere
-        return {level: {"pods": 0, "gpus": 0} for level in side.profiles[flavor.profile]}
-    resources = queue.covered or tuple(sorted({r for n in nodes for r in side.nodes[n].allocatable}))
-    # Fleets repeat a few allocatable values: judge each distinct one once.
-    signature = {n: tuple(map(side.nodes[n].allocatable.get, resources)) for n in nodes}
-    counts = Counter(signature.values())
+    keys = side.profiles[flavor.profile]
+    members = [side.nodes[n] for n in nodes if not side.nodes[n].unschedulable]
+    usable = [n for n in members if not _untolerated(n, tolerations)]
+    resources = queue.covered or tuple(sorted({r for n in usable for r in n.allocatable}))
+    # Fleets repeat a few allocatable values: the shape is judged from each distinct one once.
+    counts = Counter(tuple(map(n.allocatable.get, resources)) for n in usable)
     shape = _shape(counts)
-    holds = {s for s in counts if all(a >= b for a, b in zip(_amounts(s), shape, strict=True))}
-    fitting = [n for n in nodes if signature[n] in holds]
+    if not usable:  # every node cordoned or tainted against the flavor: nothing fits anywhere
+        return {level: {"pods": 0, "gpus": 0} for level in keys}
+    facts = [
+        node_facts(n.name, dict(zip(keys, side.domain_of[n.name], strict=True)), n.allocatable, n.taints)
+        for n in members
+    ]
+    cluster = Cluster(facts, topologies={"t": keys})
+    found = build(cluster, Flavor(flavor.name, {}, tolerations=tuple(tolerations), topology="t"))
+    assert found is not None
+    requests = {r: to_units(r, amount) for r, amount in zip(resources, shape, strict=True)}
     gpus = sum(int(amount) for r, amount in zip(resources, shape, strict=True) if is_gpu(r))
-    fits = {}
-    for level, pods in zip(side.profiles[flavor.profile], largest_domains(side, fitting), strict=True):
-        fits[level] = {"pods": pods, "gpus": pods * gpus}
-    return fits
+    return {
+        level: {"pods": pods, "gpus": pods * gpus}
+        for level, pods in zip(keys, largest(found, requests, ()), strict=True)
+    }
 
 
-def _usable(node: Node, tolerations: list[dict[str, Any]]) -> bool:
-    """Whether Kueue's TAS may place a pod of the flavor there: not cordoned, and every taint
-    that keeps pods off (NoSchedule, NoExecute) tolerated by the flavor's tolerations."""
-    if node.unschedulable:
-        return False
-    return all(
-        taint[2] not in BLOCKING or any(tolerates(t, taint) for t in tolerations) for taint in node.taints
+def _untolerated(node: Node, tolerations: list[dict[str, Any]]) -> bool:
+    return any(
+        taint[2] in BLOCKING and not any(tolerates(t, taint) for t in tolerations) for taint in node.taints
     )
 
 
-def largest_domains(side: Side, nodes: list[str]) -> list[int]:
-    """Per level of the nodes' profile, coarsest first: the node count of its fullest domain.
-    One pass over the nodes (counted by their domain just above hostname), then over domains."""
-    parents = Counter(side.domain_of[n][:-1] for n in nodes)
-    depth = max((len(p) for p in parents), default=0)
-    largest = []
-    for cut in range(1, depth + 1):
-        per_domain: Counter[tuple[str, ...]] = Counter()
-        for path, count in parents.items():
-            per_domain[path[:cut]] += count
-        largest.append(max(per_domain.values()))
-    return [*largest, 1 if nodes else 0]  # a hostname domain is one node
+def to_units(resource: str, amount: Decimal) -> int:
+    return units(resource, str(amount)) or 0
 
 
 def _shape(counts: Counter[tuple[str | None, ...]]) -> tuple[Decimal, ...]:
