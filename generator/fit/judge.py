@@ -10,7 +10,7 @@ from typing import Any
 from generator.fit.cluster import Cluster, ClusterQueue
 from generator.fit.engine import Engine, Verdict
 from generator.fit.kinds import Workload, unmanaged
-from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_SIZE, PodSet
+from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
 from generator.model import Finding, Where
 from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
 
@@ -126,7 +126,8 @@ def _remainder(ps: PodSet) -> int:
 
 def _cause_where(workload: Workload, ps: PodSet, places: dict[str, Where], verdict: Verdict) -> Where:
     if verdict.cause == "level" or (verdict.cause == "topology" and REQUIRED in places):
-        for key in (REQUIRED, PREFERRED, SLICE_SIZE):
+        about_slices = "slice" in (verdict.reason or "")
+        for key in (SLICE_LEVEL, REQUIRED, PREFERRED) if about_slices else (REQUIRED, PREFERRED, SLICE_LEVEL):
             if key in places:
                 return places[key]
     return workload.where
