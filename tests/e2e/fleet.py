@@ -86,19 +86,19 @@ def _documents(path: Path) -> list[Obj]:
         return [doc for doc in yaml.safe_load_all(stream) if isinstance(doc, dict) and "kind" in doc]
 
 
-def _inventory_documents() -> list[Obj]:
-    files = [p for p in sorted(INVENTORY_DIR.rglob("*")) if p.suffix in {".yaml", ".yml", ".json"}]
+def _inventory_documents(inventory_dir: Path) -> list[Obj]:
+    files = [p for p in sorted(inventory_dir.rglob("*")) if p.suffix in {".yaml", ".yml", ".json"}]
     return [doc for path in files for doc in _documents(path)]
 
 
-def _rendered_files() -> list[Path]:
+def _rendered_files(rendered_dir: Path) -> list[Path]:
     """Every manifest of rendered/ that a sync applies: not the kustomizations, not the
     engines' wiring (flux/, argocd/)."""
     return [
         path
-        for path in sorted(RENDERED_DIR.rglob("*.yaml"))
+        for path in sorted(rendered_dir.rglob("*.yaml"))
         if path.name != "kustomization.yaml"
-        and not {"flux", "argocd"} & set(path.relative_to(RENDERED_DIR).parts)
+        and not {"flux", "argocd"} & set(path.relative_to(rendered_dir).parts)
     ]
 
 
@@ -109,8 +109,9 @@ def apply_order(obj: Obj) -> tuple[int, int, str]:
     return wave, rank, kind
 
 
-def load_fleet() -> Fleet:
-    inventory = _inventory_documents()
+def load_fleet(inventory_dir: Path = INVENTORY_DIR, rendered_dir: Path = RENDERED_DIR) -> Fleet:
+    """A fleet's inventory and its render: the repository's example unless told otherwise."""
+    inventory = _inventory_documents(inventory_dir)
     nodes = [
         Node(
             name=n["name"],
@@ -124,7 +125,7 @@ def load_fleet() -> Fleet:
     ]
     configs = [doc.get("spec", {}) for doc in inventory if doc["kind"] == "GeneratorConfig"]
     settings = configs[0] if configs else {}
-    rendered = [obj for path in _rendered_files() for obj in _documents(path)]
+    rendered = [obj for path in _rendered_files(rendered_dir) for obj in _documents(path)]
     return Fleet(
         nodes=nodes,
         rendered=sorted(rendered, key=apply_order),
