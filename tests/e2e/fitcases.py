@@ -1,0 +1,508 @@
+"""The workloads of the differential test of `tasgen fit` against real Kueue
+(tests/e2e/test_fit_differential.py): a generated fleet whose queues share a cohort, Jobs
+generated around a fleet's own thresholds (a node's, a domain's, a flavor's, a quota's
+capacity), and Kueue's decisions read into causes that fit's verdicts are compared with.
+
+Nothing here predicts a verdict: sizes are drawn from capacities so that both answers occur,
+and the two judges decide."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+from kubernetes.utils import parse_quantity
+
+from generator.emit import yaml
+from tests.e2e.fleet import NODE_NAME_LABEL, Fleet, Obj
+
+API = "topology.gpustack.ai/v1alpha1"
+GPU = "nvidia.com/gpu"
+HOSTNAME = "kubernetes.io/hostname"
+PRODUCT = "nvidia.com/gpu.product"
+QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+#: A level no Topology of any fleet here has.
+MISSING_LEVEL = "topology.gpustack.ai/no-such-level"
+UNKNOWN_QUEUE = "no-such-queue"
+#: An extended resource no queue covers.
+UNCOVERED = "example.com/fpga"
+
+# --- the generated fleet ---------------------------------------------------------------------
+
+GEN_POOL = "gen.example.com/pool"
+GEN_BLOCK = "gen.example.com/block"
+GEN_RACK = "gen.example.com/rack"
+GEN_TAINT = {"key": "gen.example.com/reserved", "value": "serve", "effect": "NoSchedule"}
+GEN_COHORT = "gen-cohort"
+GEN_A, GEN_B = "NVIDIA-GEN-A", "NVIDIA-GEN-B"
+
+
+def _gen_node(
+    rng: random.Random,
+    name: str,
+    pool: str,
+    product: str,
+    gpus: int,
+    levels: Mapping[str, str],
+    taints: list[Obj],
+) -> Obj:
+    labels = {HOSTNAME: name, "kubernetes.io/os": "linux", GEN_POOL: pool, PRODUCT: product, **levels}
+    allocatable = {
+        "cpu": rng.choice(["32", "64", "95500m"]),
+        "memory": rng.choice(["256Gi", "512Gi"]),
+        GPU: str(gpus),
+        "pods": rng.choice(["110", "110", "6"]),
+    }
+    node: Obj = {"name": name, "labels": dict(sorted(labels.items())), "allocatable": allocatable}
+    if taints:
+        node["taints"] = taints
+    return node
+
+
+def write_generated_fleet(root: Path, rng: random.Random) -> None:
+    """An inventory in root: two GPU products on nodes of their own (GEN-A in blocks of racks,
+    GEN-B in racks, some of its nodes tainted without a flavor toleration) and two queues in
+    one cohort that name both, with declared quotas, a lendingLimit and borrowingLimits."""
+    nodes: list[Obj] = []
+    for block in range(2):
+        for rack in range(rng.randint(1, 2)):
+            for i in range(rng.randint(2, 3)):
+                levels = {GEN_BLOCK: f"blk-{block}", GEN_RACK: f"a-{block}-{rack}"}
+                gpus = rng.choice([4, 8])
+                nodes.append(_gen_node(rng, f"gen-a-{block}-{rack}-{i}", "a", GEN_A, gpus, levels, []))
+    for rack in range(rng.randint(2, 3)):
+        for i in range(rng.randint(1, 3)):
+            taints = [dict(GEN_TAINT)] if rng.random() < 0.3 else []
+            nodes.append(
+                _gen_node(
+                    rng, f"gen-b-{rack}-{i}", "b", GEN_B, rng.choice([2, 4]), {GEN_RACK: f"b-{rack}"}, taints
+                )
+            )
+    gpus = {
+        p: sum(int(n["allocatable"][GPU]) for n in nodes if n["labels"][PRODUCT] == p) for p in (GEN_A, GEN_B)
+    }
+    train_a = rng.choice([gpus[GEN_A], gpus[GEN_A] - 4, gpus[GEN_A] // 2])
+    serve_b = rng.choice([2, 4])
+    plans = [
+        _plan(
+            "gen-train",
+            [
+                {
+                    "identity": {PRODUCT: GEN_A},
+                    "nominalQuota": {GPU: str(train_a)},
+                    "lendingLimit": {GPU: str(rng.randint(0, min(8, train_a)))},
+                },
+                {"identity": {PRODUCT: GEN_B}},
+            ],
+        ),
+        _plan(
+            "gen-serve",
+            [
+                {
+                    "identity": {PRODUCT: GEN_B},
+                    "nominalQuota": {GPU: str(serve_b)},
+                    "borrowingLimit": {GPU: str(rng.choice([2, 4, 8]))},
+                },
+                {
+                    "identity": {PRODUCT: GEN_A},
+                    "nominalQuota": {GPU: str(rng.choice([0, 4]))},
+                    "borrowingLimit": {GPU: str(rng.choice([4, 16]))},
+                },
+            ],
+        ),
+    ]
+    sources = [
+        _source("gen-a", "a", [GEN_BLOCK, GEN_RACK]),
+        _source("gen-b", "b", [GEN_RACK]),
+    ]
+    config = {"apiVersion": API, "kind": "GeneratorConfig", "metadata": {"name": "gen"}, "spec": {}}
+    inventory = {"apiVersion": API, "kind": "NodeInventory", "metadata": {"name": "gen"}, "nodes": nodes}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(yaml.dump(config))
+    (root / "nodes.yaml").write_text(yaml.dump(inventory))
+    (root / "sources.yaml").write_text("---\n".join(yaml.dump(s) for s in sources))
+    (root / "queues.yaml").write_text("---\n".join(yaml.dump(p) for p in plans))
+
+
+def _plan(name: str, hardware: list[Obj]) -> Obj:
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueuePlan",
+        "metadata": {"name": name},
+        "spec": {
+            "coveredResources": ["cpu", "memory", GPU],
+            "hardware": hardware,
+            "localQueues": [{"namespace": name}],
+            "clusterQueue": {"cohortName": GEN_COHORT, "namespaceSelector": {}},
+        },
+    }
+
+
+def _source(name: str, pool: str, levels: list[str]) -> Obj:
+    return {
+        "apiVersion": API,
+        "kind": "TopologySource",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": {"matchLabels": {GEN_POOL: pool}}, "levels": levels, "nodeLabels": {}},
+    }
+
+
+# --- a fleet as the generator sees it --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: dict[str, str]
+    topology: str
+    levels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: dict[str, str]  # the inventory's and the NodeFeatures' labels
+    allocatable: dict[str, Decimal]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One fleet on the control plane: its flavors, queues and nodes. Lanes share no node,
+    flavor or cohort, so the workloads of two lanes can be judged at the same time."""
+
+    name: str
+    fleet: Fleet
+    inventory: Path
+    flavors: dict[str, Flavor]
+    queues: dict[str, tuple[str, ...]]  # ClusterQueue -> its flavors, in order
+    nominal: dict[tuple[str, str], dict[str, Decimal]]  # (queue, flavor) -> resource -> nominalQuota
+    local_queues: dict[tuple[str, str], str]  # (namespace, name) -> ClusterQueue
+    nodes: list[Node] = field(default_factory=list)
+
+    def nodes_of(self, flavor: Flavor) -> list[Node]:
+        return [n for n in self.nodes if flavor.node_labels.items() <= n.labels.items()]
+
+    def flavors_named(self, topology: str, queue: str) -> set[str]:
+        return {f for f in self.queues[queue] if self.flavors[f].topology == topology}
+
+
+def lane_of(name: str, fleet: Fleet, inventory: Path) -> Lane:
+    topologies = {
+        t["metadata"]["name"]: tuple(lv["nodeLabel"] for lv in t["spec"]["levels"])
+        for t in fleet.of_kind("Topology")
+    }
+    flavors = {
+        f["metadata"]["name"]: Flavor(
+            f["metadata"]["name"],
+            dict(f["spec"].get("nodeLabels") or {}),
+            f["spec"]["topologyName"],
+            topologies[f["spec"]["topologyName"]],
+        )
+        for f in fleet.of_kind("ResourceFlavor")
+    }
+    queues: dict[str, tuple[str, ...]] = {}
+    nominal: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for cq in fleet.of_kind("ClusterQueue"):
+        queue = cq["metadata"]["name"]
+        listed = [f for group in cq["spec"]["resourceGroups"] for f in group["flavors"]]
+        queues[queue] = tuple(f["name"] for f in listed)
+        for f in listed:
+            nominal[queue, f["name"]] = {r["name"]: parse_quantity(r["nominalQuota"]) for r in f["resources"]}
+    local = {
+        (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq["spec"]["clusterQueue"]
+        for lq in fleet.of_kind("LocalQueue")
+    }
+    projected = fleet.node_feature_labels()
+    nodes = [
+        Node(
+            n.name,
+            {**n.labels, **projected.get(n.name, {})},
+            {k: parse_quantity(v) for k, v in n.allocatable.items()},
+        )
+        for n in fleet.nodes
+    ]
+    return Lane(name, fleet, inventory, flavors, queues, nominal, local, nodes)
+
+
+def applied_kinds(fleet: Fleet) -> list[Obj]:
+    """What a sync of the lane's fleet puts into the cluster that Kueue and nfd-master read
+    (the gate's objects of two fleets would collide, and no drain happens here)."""
+    kinds = {"NodeFeature", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"}
+    return [obj for obj in fleet.rendered if obj["kind"] in kinds]
+
+
+def projected_labels(fleet: Fleet) -> dict[str, dict[str, str]]:
+    """Node -> the labels nfd-master must have put on it before Kueue can judge."""
+    features: dict[str, dict[str, str]] = defaultdict(dict)
+    for feature in fleet.of_kind("NodeFeature"):
+        features[feature["metadata"]["labels"][NODE_NAME_LABEL]].update(feature["spec"].get("labels") or {})
+    return dict(features)
+
+
+# --- the workloads ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One Job: `count` pods of `requests` each, in one LocalQueue, maybe with a topology
+    request (annotation, level) on its pod template."""
+
+    name: str
+    namespace: str
+    local_queue: str
+    count: int
+    requests: dict[str, str]
+    topology: tuple[str, str] | None = None
+    tolerations: tuple[Obj, ...] = ()
+
+    def job(self) -> Obj:
+        template: Obj = {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {
+                            "requests": dict(self.requests),
+                            # extended resources need limits equal to their requests
+                            **(
+                                {"limits": {k: v for k, v in self.requests.items() if "/" in k}}
+                                if any("/" in k for k in self.requests)
+                                else {}
+                            ),
+                        },
+                    }
+                ],
+                **({"tolerations": [dict(t) for t in self.tolerations]} if self.tolerations else {}),
+            }
+        }
+        if self.topology:
+            template["metadata"] = {"annotations": {self.topology[0]: self.topology[1]}}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": {QUEUE_NAME: self.local_queue},
+            },
+            "spec": {
+                "parallelism": self.count,
+                "completions": self.count,
+                "suspend": True,
+                "template": template,
+            },
+        }
+
+    def describe(self) -> str:
+        topo = f" {self.topology[0].rsplit('-', 2)[-2]}={self.topology[1]}" if self.topology else ""
+        tol = " +tolerations" if self.tolerations else ""
+        return f"{self.namespace}/{self.local_queue} {self.count}x{self.requests}{topo}{tol}"
+
+
+def _capacity(node: Node, requests: Mapping[str, Decimal]) -> int:
+    """Pods of `requests` one empty node holds (one pod slot each)."""
+    fits = [int(node.allocatable.get("pods", Decimal(0)))]
+    fits += [int(node.allocatable.get(r, Decimal(0)) // q) for r, q in requests.items() if q > 0]
+    return max(0, min(fits))
+
+
+def _sizes(
+    rng: random.Random, lane: Lane, queue: str, flavor: Flavor, level: str, requests: Mapping[str, Decimal]
+) -> list[int]:
+    """The counts around the flavor's thresholds for these requests: what its largest node,
+    its largest domain at the level, all its nodes and the queue's quota hold, and one more."""
+    per_node = {n.name: _capacity(n, requests) for n in lane.nodes_of(flavor)}
+    domains: dict[str, int] = defaultdict(int)
+    for node in lane.nodes_of(flavor):
+        domains[node.labels.get(level, "")] += per_node[node.name]
+    total = sum(per_node.values())
+    sizes = {1, max(per_node.values(), default=0), max(domains.values(), default=0), total}
+    gpu = requests.get(GPU, Decimal(0))
+    if gpu > 0:
+        sizes.add(int(lane.nominal[queue, flavor.name].get(GPU, Decimal(0)) // gpu))
+    sizes |= {s + 1 for s in sizes}
+    sizes.add(rng.randint(1, total + 2))
+    return sorted(s for s in sizes if s >= 1)
+
+
+def generate(rng: random.Random, lane: Lane, n: int, prefix: str) -> list[Case]:
+    """n Jobs for the lane's LocalQueues. Each third asks for a required level, each third a
+    preferred one, each third none; every seventh asks for MISSING_LEVEL; every fifth requests
+    no GPU; the first names an unknown LocalQueue, the second an uncovered resource."""
+    cases = []
+    local_queues = sorted(lane.local_queues)
+    for i in range(n):
+        namespace, local = rng.choice(local_queues)
+        queue = lane.local_queues[namespace, local]
+        flavor = lane.flavors[rng.choice(lane.queues[queue])]
+        requests: dict[str, str]
+        if i % 5 == 4:
+            requests = {
+                "cpu": rng.choice(["1", "8", "24", "100", "200"]),
+                "memory": rng.choice(["2Gi", "100Gi", "600Gi"]),
+            }
+        else:
+            requests = {GPU: str(rng.choice([1, 2, 4, 8]))}
+            if rng.random() < 0.5:
+                requests["cpu"] = rng.choice(["500m", "4", "16", "48"])
+            if rng.random() < 0.3:
+                requests["memory"] = rng.choice(["1Gi", "64Gi", "300Gi"])
+        if i == 1:
+            requests[UNCOVERED] = "1"
+        mode = (REQUIRED, PREFERRED, None)[i % 3]
+        level = MISSING_LEVEL if i % 7 == 3 else rng.choice(flavor.levels)
+        if mode is None or level == MISSING_LEVEL:
+            size_level = level if level != MISSING_LEVEL else HOSTNAME
+        else:
+            size_level = level
+        parsed = {k: parse_quantity(v) for k, v in requests.items()}
+        count = rng.choice(_sizes(rng, lane, queue, flavor, size_level, parsed))
+        tolerations: tuple[Obj, ...] = ()
+        if rng.random() < 0.3:
+            tolerations = ({"key": GEN_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},)
+        cases.append(
+            Case(
+                name=f"{prefix}-{i:02d}",
+                namespace=namespace,
+                local_queue=UNKNOWN_QUEUE if i == 0 else local,
+                count=count,
+                requests=requests,
+                topology=(mode, level) if mode else None,
+                tolerations=tolerations,
+            )
+        )
+    return cases
+
+
+# --- Kueue's decisions and their causes ------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Cause:
+    """Why one flavor (or the queue) refuses a PodSet, as Kueue words it: `kind` is level
+    (the flavor's Topology lacks the requested level), quota, taint (a flavor's nodeTaints),
+    affinity, uncovered (no resource group covers the resource), topology (no domain holds the
+    PodSet: `fit` of `total` pods fit) or local-queue; `subject` the resource, taint or queue."""
+
+    kind: str
+    flavors: frozenset[str] = frozenset()
+    subject: str = ""
+    fit: int | None = None
+    total: int | None = None
+
+
+_KUEUE_CAUSES = [
+    ("level", re.compile(r'Flavor "(?P<flavor>[^"]+)" does not contain the requested level')),
+    (
+        "quota",
+        re.compile(
+            r"insufficient quota for (?P<subject>\S+) in flavor (?P<flavor>\S+), previously "
+            r"considered podsets requests \([^)]*\) \+ current podset request \((?P<total>[^)]*)\) "
+            r"> maximum capacity \((?P<fit>[^)]*)\)"
+        ),
+    ),
+    ("taint", re.compile(r"untolerated taint (?P<subject>.+?) in flavor (?P<flavor>[^\s,]+)")),
+    ("affinity", re.compile(r"flavor (?P<flavor>\S+) doesn't match node affinity")),
+    ("uncovered", re.compile(r"resource (?P<subject>\S+) unavailable in ClusterQueue")),
+    (
+        "topology",
+        re.compile(
+            r'topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit any of (?P<none>\d+)'
+            r"|allows to fit only (?P<fit>\d+) out of (?P<total>\d+)) (?:pod|slice)\(s\)"
+        ),
+    ),
+    ("local-queue", re.compile(r"LocalQueue (?P<subject>\S+) doesn't exist")),
+]
+
+
+def kueue_causes(message: str, lane: Lane, queue: str | None) -> set[Cause]:
+    """Every cause one of Kueue's messages (a Workload condition or a Pending event) states."""
+    found: set[Cause] = set()
+    for kind, pattern in _KUEUE_CAUSES:
+        for m in pattern.finditer(message):
+            groups = m.groupdict()
+            if kind == "topology":
+                flavors = frozenset(lane.flavors_named(groups["topology"], queue)) if queue else frozenset()
+                if groups["none"] is not None:
+                    found.add(Cause(kind, flavors, fit=0, total=int(groups["none"])))
+                else:
+                    found.add(Cause(kind, flavors, fit=int(groups["fit"]), total=int(groups["total"])))
+            elif kind == "quota":
+                found.add(
+                    Cause(
+                        kind,
+                        frozenset({groups["flavor"]}),
+                        groups["subject"],
+                        fit=_whole(groups["fit"]),
+                        total=_whole(groups["total"]),
+                    )
+                )
+            else:
+                flavor = groups.get("flavor")
+                found.add(
+                    Cause(kind, frozenset({flavor}) if flavor else frozenset(), groups.get("subject") or "")
+                )
+    return found
+
+
+def _whole(quantity: str) -> int | None:
+    """A quantity as an integer in its base unit (millicores for cpu would be a fraction:
+    compared in thousandths then)."""
+    value = parse_quantity(quantity)
+    return int(value * 1000) if value != int(value) else int(value)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What Kueue did with a Workload alone in its queue: admitted on `flavors` (PodSet ->
+    flavor), or pending with its final QuotaReserved message and every attempt's message."""
+
+    admitted: bool
+    flavors: dict[str, str]
+    message: str = ""
+    attempts: tuple[str, ...] = ()
+
+    def causes(self, lane: Lane, queue: str | None) -> set[Cause]:
+        return {c for text in (self.message, *self.attempts) for c in kueue_causes(text, lane, queue)}
+
+
+def is_final(message: str, lane: Lane, queue: str | None) -> bool:
+    """Whether a pending Workload's message can only be Kueue's last attempt. Kueue tries a
+    queue's flavors in turn: when the flavor it picked by quota fails topology-aware
+    scheduling, it requeues the Workload at once to try the next. The last attempt is the one
+    that ends the turn: topology failing on the queue's last flavor, or no flavor fitting from
+    where the turn stood (the message then lists quota and flavor causes, no topology)."""
+    if queue is None or "LocalQueue" in message:
+        return True
+    causes = kueue_causes(message, lane, queue)
+    topology = [c for c in causes if c.kind == "topology"]
+    if not topology:
+        return bool(causes) or bool(message)
+    last = lane.queues[queue][-1]
+    return any(last in c.flavors for c in topology)
+
+
+def flavors_of(workload: Obj) -> dict[str, str]:
+    """PodSet -> the flavor of its assignment (one resource group: one flavor per PodSet)."""
+    out = {}
+    for assignment in workload["status"]["admission"]["podSetAssignments"]:
+        names = set((assignment.get("flavors") or {}).values())
+        out[assignment["name"]] = ",".join(sorted(names))
+    return out
+
+
+def summary(causes: Iterable[Cause]) -> str:
+    return "; ".join(
+        f"{c.kind}[{','.join(sorted(c.flavors))}]{' ' + c.subject if c.subject else ''}"
+        + (f" {c.fit}/{c.total}" if c.total is not None else "")
+        for c in sorted(causes)
+    )

@@ -1,0 +1,345 @@
+"""`tasgen fit` agrees with real Kueue: generated Jobs, each submitted alone to empty queues
+of the example fleet and of a generated fleet whose queues share a cohort, get from Kueue
+v0.17 the decision fit announced: admitted on fit's flavor, or pending for fit's reason.
+
+The workloads come from a seed (TASGEN_FIT_SEED, else a fresh one, named in every failure)
+through tests/e2e/fitcases.py, sized around each fleet's own capacities so that both answers
+occur; the test must pass on every seed. The two fleets share no node, flavor or cohort and are
+judged at the same time, each one Job after another: a Job and its Workload are deleted, and
+its queue reports no reservation, before the next is created. How a pending reason is compared
+is in `_disagreement`."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.utils import parse_quantity
+
+from tests.conftest import NOW, tasgen
+from tests.e2e import harness, kube
+from tests.e2e.fitcases import (
+    Case,
+    Cause,
+    Decision,
+    Lane,
+    applied_kinds,
+    flavors_of,
+    generate,
+    is_final,
+    kueue_causes,
+    lane_of,
+    projected_labels,
+    summary,
+    write_generated_fleet,
+)
+from tests.e2e.fleet import REPO, Fleet, load_fleet
+
+pytestmark = pytest.mark.cluster
+
+SEED = int(os.environ.get("TASGEN_FIT_SEED") or random.SystemRandom().randrange(1 << 32))
+#: Jobs per fleet (the issue asks for at least 40 in all).
+PER_LANE = int(os.environ.get("TASGEN_FIT_CASES", "24"))
+DECISION_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Judged:
+    case: Case
+    decision: Decision
+
+
+# --- the control plane and the two fleets on it ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fit_cluster(
+    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
+) -> Iterator[harness.Cluster]:
+    """A control plane of this module's own: the queues are empty when it starts."""
+    yield from harness.entered(_Started(cluster_build, tmp_path_factory.mktemp("fit-cluster"), fleet))
+
+
+class _Started:
+    def __init__(self, build: harness.Build, work: Path, fleet: Fleet) -> None:
+        self.build, self.work, self.fleet = build, work, fleet
+        self.cluster: harness.Cluster | None = None
+
+    def __enter__(self) -> harness.Cluster:
+        self.cluster = harness.start(self.build, self.work, self.fleet.nfd_label_namespaces)
+        return self.cluster
+
+    def __exit__(self, *_: object) -> None:
+        if self.cluster:
+            self.cluster.stop()
+
+
+def _api(cluster: harness.Cluster) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+@pytest.fixture(scope="module")
+def lanes(fit_cluster: harness.Cluster, fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> list[Lane]:
+    """The example (inventories/ as rendered/ has it) and a generated fleet rendered by tasgen,
+    both synced: Nodes created from the NodeInventory with their labels, then the rendered
+    NodeFeatures, Topologies, ResourceFlavors and queues; ready once nfd-master has labelled
+    every Node and every ClusterQueue is Active."""
+    root = tmp_path_factory.mktemp("generated")
+    write_generated_fleet(root / "inventories", random.Random(SEED))
+    render = tasgen("render", "-i", str(root / "inventories"), "-o", str(root / "rendered"), "--now", NOW)
+    assert render.exit_code == 0, render.output
+    generated = load_fleet(root / "inventories", root / "rendered")
+    found = [
+        lane_of("example", fleet, REPO / "inventories"),
+        lane_of("generated", generated, root / "inventories"),
+    ]
+    api = _api(fit_cluster)
+    try:
+        core, dyn = client.CoreV1Api(api), DynamicClient(api)
+        for lane in found:
+            _sync(core, dyn, lane.fleet)
+        for lane in found:
+            _wait_ready(core, dyn, lane.fleet)
+    finally:
+        api.close()
+    return found
+
+
+def _sync(core: client.CoreV1Api, dyn: DynamicClient, fleet: Fleet) -> None:
+    kube.ensure_namespace(core, fleet.node_feature_namespace)
+    for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+        kube.ensure_namespace(core, namespace, labels=labels or None)
+    for node in fleet.nodes:
+        kube.create_ready_node(core, node)
+    for obj in applied_kinds(fleet):
+        kube.apply(dyn, obj)
+
+
+def _wait_ready(core: client.CoreV1Api, dyn: DynamicClient, fleet: Fleet) -> None:
+    for node, labels in projected_labels(fleet).items():
+
+        def labelled(node: str = node, labels: dict[str, str] = labels) -> bool:
+            have = core.read_node(node).metadata.labels or {}
+            return labels.items() <= have.items()
+
+        kube.wait_for(f"nfd-master to label Node {node}", labelled)
+    for cq in fleet.of_kind("ClusterQueue"):
+        kube.wait_for(
+            f"ClusterQueue {cq['metadata']['name']} Active",
+            lambda n=cq["metadata"]["name"]: kube.queue_active(dyn, n),
+        )
+
+
+# --- Kueue's side ------------------------------------------------------------------------------
+
+
+def _workload_of(dyn: DynamicClient, namespace: str, uid: str) -> dict[str, Any] | None:
+    items = (
+        dyn.resources.get(api_version=kube.KUEUE_API, kind="Workload")
+        .get(namespace=namespace)
+        .to_dict()["items"]
+    )
+    owned = [w for w in items if any(r["uid"] == uid for r in w["metadata"].get("ownerReferences") or [])]
+    return owned[0] if owned else None
+
+
+def _pending_messages(core: client.CoreV1Api, namespace: str, workload: str) -> list[str]:
+    selector = f"involvedObject.name={workload},involvedObject.kind=Workload,reason=Pending"
+    return [e.message or "" for e in core.list_namespaced_event(namespace, field_selector=selector).items]
+
+
+def _decision(
+    dyn: DynamicClient, core: client.CoreV1Api, lane: Lane, case: Case, name: str
+) -> Decision | None:
+    """Kueue's decision once it is one: quota reserved, or pending with the message of its
+    last attempt (is_final), which the Workload's Pending events include by then."""
+    workload = kube.get(dyn, kube.KUEUE_API, "Workload", name, case.namespace)
+    reserved = kube.condition(workload, "QuotaReserved")
+    if reserved is None:
+        return None
+    if reserved["status"] == "True":
+        return Decision(admitted=True, flavors=flavors_of(workload))
+    queue = lane.local_queues.get((case.namespace, case.local_queue))
+    message = reserved.get("message") or ""
+    if not is_final(message, lane, queue):
+        return None
+    attempts = _pending_messages(core, case.namespace, name)
+    if queue is not None and message not in attempts:
+        return None  # the events of the attempts are still on their way
+    return Decision(admitted=False, flavors={}, message=message, attempts=tuple(attempts))
+
+
+def _reservation_free(dyn: DynamicClient, queue: str) -> bool:
+    status = kube.get(dyn, kube.KUEUE_API, "ClusterQueue", queue).get("status") or {}
+    totals = [
+        parse_quantity(r.get("total", "0"))
+        for key in ("flavorsReservation", "flavorsUsage")
+        for entry in status.get(key) or []
+        for r in entry["resources"]
+    ]
+    return all(t == 0 for t in totals) and not status.get("reservingWorkloads")
+
+
+def _judge(api: client.ApiClient, lane: Lane, case: Case) -> Decision:
+    dyn, core, batch = DynamicClient(api), client.CoreV1Api(api), client.BatchV1Api(api)
+    created = kube.create(dyn, case.job())
+    assert created["spec"]["suspend"] is True, created["spec"]
+    uid = created["metadata"]["uid"]
+    workload: dict[str, Any] | None = None
+    try:
+        workload = kube.wait_for(
+            f"the Workload of {case.name}", lambda: _workload_of(dyn, case.namespace, uid)
+        )
+        name = workload["metadata"]["name"]
+        return kube.wait_for(
+            f"Kueue's decision on {case.name} (seed {SEED})",
+            lambda: _decision(dyn, core, lane, case, name),
+            DECISION_TIMEOUT_S,
+        )
+    finally:
+        # Without kube-controller-manager nothing deletes a deleted Job's Workload, and its
+        # reservation would stay: both go, and the queue must report it free again.
+        batch.delete_namespaced_job(case.name, case.namespace, propagation_policy="Background")
+        if workload is not None:
+            resource = dyn.resources.get(api_version=kube.KUEUE_API, kind="Workload")
+            try:
+                resource.delete(name=workload["metadata"]["name"], namespace=case.namespace)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            kube.wait_for(
+                f"the Workload of {case.name} gone",
+                lambda: _workload_of(dyn, case.namespace, uid) is None,
+            )
+        queue = lane.local_queues.get((case.namespace, case.local_queue))
+        if queue is not None:
+            kube.wait_for(
+                f"ClusterQueue {queue} free after {case.name}", lambda: _reservation_free(dyn, queue)
+            )
+
+
+def _judge_lane(
+    cluster: harness.Cluster,
+    lane: Lane,
+    cases: list[Case],
+    out: dict[str, Judged],
+    errors: list[BaseException],
+) -> None:
+    api = _api(cluster)
+    try:
+        for case in cases:
+            out[case.name] = Judged(case, _judge(api, lane, case))
+    except BaseException as exc:  # reported by the test's thread
+        errors.append(exc)
+    finally:
+        api.close()
+
+
+# --- tasgen's side -----------------------------------------------------------------------------
+
+
+def _fit(lane: Lane, folder: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """(namespace, name) -> the workload's entry in `tasgen fit --format json`."""
+    run = tasgen("fit", "--format", "json", "-i", str(lane.inventory), str(folder))
+    assert run.exit_code in (0, 1), run.output
+    report = run.json()
+    return {(w["namespace"], w["name"]): w for w in report["workloads"]}
+
+
+# --- the comparison ----------------------------------------------------------------------------
+
+
+def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) -> str | None:
+    """None when fit's verdict is Kueue's decision, else what differs.
+
+    Admitted: fit says every PodSet fits, on the flavor Kueue assigned it. Pending: fit says
+    some PodSet never fits, and its reason states causes in Kueue's terms (fit_causes), each of
+    which one of Kueue's messages for that Workload states too: the same kind (level missing
+    from a flavor's Topology, quota, taint, affinity, uncovered resource, topology, LocalQueue),
+    the same flavors, resource or taint, and for quota and topology the same numbers (request
+    and maximum capacity; pods that fit and pods asked for)."""
+    case, decision = judged.case, judged.decision
+    if verdict is None:
+        return "fit reported no such workload"
+    podsets = {p["name"]: p for p in verdict["podSets"]}
+    if decision.admitted:
+        wrong = {
+            name: (podsets.get(name, {}).get("fits"), podsets.get(name, {}).get("flavor"), flavor)
+            for name, flavor in decision.flavors.items()
+            if not podsets.get(name, {}).get("fits") or podsets[name].get("flavor") != flavor
+        }
+        return f"Kueue admitted it; fit (fits, flavor) vs Kueue's flavor: {wrong}" if wrong else None
+    refused = [p for p in verdict["podSets"] if not p["fits"]]
+    if not refused:
+        return f"Kueue left it pending ({decision.message!r}); fit says it fits: {verdict['podSets']}"
+    queue = lane.local_queues.get((case.namespace, case.local_queue))
+    kueue = decision.causes(lane, queue)
+    for podset in refused:
+        stated = fit_causes(podset.get("reason") or "", lane, queue, case)
+        if not stated:
+            return (
+                f"fit's reason {podset.get('reason')!r} states no cause Kueue states; Kueue: {summary(kueue)}"
+            )
+        if not stated <= kueue:
+            return (
+                f"fit's reason {podset.get('reason')!r} ({summary(stated)}) is not Kueue's "
+                f"({summary(kueue)}; {decision.message!r})"
+            )
+    return None
+
+
+def fit_causes(reason: str, lane: Lane, queue: str | None, case: Case) -> set[Cause]:
+    """The causes fit's reason states, read as Kueue's messages are."""
+    return kueue_causes(reason, lane, queue)
+
+
+def test_fit_verdicts_are_kueues_decisions(
+    fit_cluster: harness.Cluster, lanes: list[Lane], tmp_path: Path
+) -> None:
+    rng = random.Random(SEED)
+    cases = {lane.name: generate(rng, lane, PER_LANE, lane.name[:3]) for lane in lanes}
+    verdicts: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for lane in lanes:
+        folder = tmp_path / lane.name
+        folder.mkdir()
+        for case in cases[lane.name]:
+            (folder / f"{case.name}.yaml").write_text(yaml.safe_dump(case.job(), sort_keys=False))
+        verdicts[lane.name] = _fit(lane, folder)
+
+    judged: dict[str, Judged] = {}
+    errors: list[BaseException] = []
+    threads = [
+        threading.Thread(target=_judge_lane, args=(fit_cluster, lane, cases[lane.name], judged, errors))
+        for lane in lanes
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+    differences = []
+    by_lane = {lane.name: lane for lane in lanes}
+    for lane_name, lane_cases in cases.items():
+        lane = by_lane[lane_name]
+        for case in lane_cases:
+            verdict = verdicts[lane_name].get((case.namespace, case.name))
+            problem = _disagreement(lane, judged[case.name], verdict)
+            if problem:
+                differences.append(f"{case.name} ({case.describe()}): {problem}")
+    total = sum(len(c) for c in cases.values())
+    assert total >= 40
+    admitted = sum(j.decision.admitted for j in judged.values())
+    assert 0 < admitted < total, f"seed {SEED}: Kueue admitted {admitted} of {total}: no contrast"
+    assert not differences, f"seed {SEED}: {len(differences)} of {total} differ:\n" + "\n".join(differences)
