@@ -391,7 +391,8 @@ class Cause:
     """Why one flavor (or the queue) refuses a PodSet, as Kueue words it: `kind` is level
     (the flavor's Topology lacks the requested level), quota, taint (a flavor's nodeTaints),
     affinity, uncovered (no resource group covers the resource), topology (no domain holds the
-    PodSet: `fit` of `total` pods fit) or local-queue; `subject` the resource, taint or queue."""
+    PodSet: `fit` of `total` pods fit) or local-queue; `subject` the resource, taint or queue,
+    and for topology which nodes were excluded for what (untolerated taints, resources)."""
 
     kind: str
     flavors: frozenset[str] = frozenset()
@@ -418,6 +419,7 @@ _KUEUE_CAUSES = [
         re.compile(
             r'topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit any of (?P<none>\d+)'
             r"|allows to fit only (?P<fit>\d+) out of (?P<total>\d+)) (?:pod|slice)\(s\)"
+            r"(?:\. Total nodes: (?P<nodes>\d+); excluded: (?P<excluded>[^;]*))?"
         ),
     ),
     ("local-queue", re.compile(r"LocalQueue (?P<subject>\S+) doesn't exist")),
@@ -432,10 +434,12 @@ def kueue_causes(message: str, lane: Lane, queue: str | None) -> set[Cause]:
             groups = m.groupdict()
             if kind == "topology":
                 flavors = frozenset(lane.flavors_named(groups["topology"], queue)) if queue else frozenset()
-                if groups["none"] is not None:
-                    found.add(Cause(kind, flavors, fit=0, total=int(groups["none"])))
-                else:
-                    found.add(Cause(kind, flavors, fit=int(groups["fit"]), total=int(groups["total"])))
+                # which nodes were left out, and why: "5 nodes: resource "cpu": 5"
+                excluded = f"{groups['nodes']} nodes: {groups['excluded']}" if groups["nodes"] else ""
+                fit, total = (
+                    (0, groups["none"]) if groups["none"] is not None else (groups["fit"], groups["total"])
+                )
+                found.add(Cause(kind, flavors, excluded, fit=int(fit), total=int(total)))
             elif kind == "quota":
                 found.add(
                     Cause(
@@ -506,3 +510,50 @@ def summary(causes: Iterable[Cause]) -> str:
         + (f" {c.fit}/{c.total}" if c.total is not None else "")
         for c in sorted(causes)
     )
+
+
+def other_kinds(case: Case) -> list[Obj]:
+    """The case's one PodSet written as the kinds whose Kueue integration the harness does not
+    run (it runs batch/job only): a JobSet of one replicatedJob, a StatefulSet (a pod group),
+    a LeaderWorkerSet without a leader, a PyTorchJob of workers. fit must judge each as it
+    judges the Job, which Kueue judges."""
+    job = case.job()
+    template = job["spec"]["template"]
+    meta = {"namespace": case.namespace, "labels": {QUEUE_NAME: case.local_queue}}
+    count = case.count
+    job_spec = {"parallelism": count, "completions": count, "template": template}
+    return [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": f"{case.name}-jobset", **meta},
+            "spec": {"replicatedJobs": [{"name": "main", "replicas": 1, "template": {"spec": job_spec}}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": f"{case.name}-sts", **meta},
+            "spec": {"replicas": count, "serviceName": case.name, "template": _always(template)},
+        },
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": f"{case.name}-lws", **meta},
+            "spec": {
+                "replicas": 1,
+                "leaderWorkerTemplate": {"size": count, "workerTemplate": _always(template)},
+            },
+        },
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": f"{case.name}-pytorch", **meta},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": count, "template": template}}},
+        },
+    ]
+
+
+def _always(template: Obj) -> Obj:
+    """A pod template as a controller of long-running pods requires it."""
+    spec = dict(template["spec"], restartPolicy="Always")
+    return {**template, "spec": spec}
