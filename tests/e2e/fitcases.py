@@ -215,6 +215,10 @@ def lane_of(name: str, fleet: Fleet, inventory: Path) -> Lane:
         queues[queue] = tuple(f["name"] for f in listed)
         for f in listed:
             nominal[queue, f["name"]] = {r["name"]: parse_quantity(r["nominalQuota"]) for r in f["resources"]}
+    for queue, names in queues.items():
+        # Kueue's topology messages name a Topology: one per flavor tells which flavor failed
+        tops = [flavors[f].topology for f in names]
+        assert len(set(tops)) == len(tops), f"flavors of {queue} share a Topology: {tops}"
     local = {
         (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq["spec"]["clusterQueue"]
         for lq in fleet.of_kind("LocalQueue")
@@ -475,24 +479,26 @@ class Decision:
     message: str = ""
     attempts: tuple[str, ...] = ()
 
-    def causes(self, lane: Lane, queue: str | None) -> set[Cause]:
-        return {c for text in (self.message, *self.attempts) for c in kueue_causes(text, lane, queue)}
 
+def ends_turn(message: str, lane: Lane, queue: str | None) -> bool:
+    """Whether one of Kueue's attempts for a pending Workload is the last of a turn through
+    its queue's flavors, after which, the cluster being empty, no attempt admits it.
 
-def is_final(message: str, lane: Lane, queue: str | None) -> bool:
-    """Whether a pending Workload's message can only be Kueue's last attempt. Kueue tries a
-    queue's flavors in turn: when the flavor it picked by quota fails topology-aware
-    scheduling, it requeues the Workload at once to try the next. The last attempt is the one
-    that ends the turn: topology failing on the queue's last flavor, or no flavor fitting from
-    where the turn stood (the message then lists quota and flavor causes, no topology)."""
-    if queue is None or "LocalQueue" in message:
-        return True
+    Kueue tries the flavors in order and picks the first whose quota fits: when topology-aware
+    scheduling then fails on it, the Workload is requeued at once to try from the next flavor.
+    A turn ends with topology failing on the queue's last flavor, or with no flavor fitting
+    from where the turn stood (the message then names each with its cause, no topology), or
+    with a cause no flavor changes (an unknown LocalQueue, an uncovered resource). The turn
+    then starts again, as each attempt rewrites the QuotaReserved message, which requeues it:
+    so the condition alone never says which attempt it shows, and the Pending events (one per
+    attempt, in order; client-go's spam filter drops those past 25) are read instead."""
     causes = kueue_causes(message, lane, queue)
+    if queue is None or any(c.kind in ("uncovered", "local-queue") for c in causes):
+        return bool(causes)
     topology = [c for c in causes if c.kind == "topology"]
     if not topology:
-        return bool(causes) or bool(message)
-    last = lane.queues[queue][-1]
-    return any(last in c.flavors for c in topology)
+        return bool(causes)
+    return any(lane.queues[queue][-1] in c.flavors for c in topology)
 
 
 def flavors_of(workload: Obj) -> dict[str, str]:

@@ -30,13 +30,12 @@ from tests.conftest import NOW, tasgen
 from tests.e2e import harness, kube
 from tests.e2e.fitcases import (
     Case,
-    Cause,
     Decision,
     Lane,
     applied_kinds,
+    ends_turn,
     flavors_of,
     generate,
-    is_final,
     kueue_causes,
     lane_of,
     other_kinds,
@@ -156,14 +155,16 @@ def _workload_of(dyn: DynamicClient, namespace: str, uid: str) -> dict[str, Any]
 
 def _pending_messages(core: client.CoreV1Api, namespace: str, workload: str) -> list[str]:
     selector = f"involvedObject.name={workload},involvedObject.kind=Workload,reason=Pending"
-    return [e.message or "" for e in core.list_namespaced_event(namespace, field_selector=selector).items]
+    events = core.list_namespaced_event(namespace, field_selector=selector).items
+    # an event is named after its object and the hex nanoseconds of its first occurrence
+    return [e.message or "" for e in sorted(events, key=lambda e: e.metadata.name)]
 
 
 def _decision(
     dyn: DynamicClient, core: client.CoreV1Api, lane: Lane, case: Case, name: str
 ) -> Decision | None:
-    """Kueue's decision once it is one: quota reserved, or pending with the message of its
-    last attempt (is_final), which the Workload's Pending events include by then."""
+    """Kueue's decision once it is one: quota reserved, or pending once an attempt ended a
+    turn through the queue's flavors (ends_turn)."""
     workload = kube.get(dyn, kube.KUEUE_API, "Workload", name, case.namespace)
     reserved = kube.condition(workload, "QuotaReserved")
     if reserved is None:
@@ -172,11 +173,10 @@ def _decision(
         return Decision(admitted=True, flavors=flavors_of(workload))
     queue = lane.local_queues.get((case.namespace, case.local_queue))
     message = reserved.get("message") or ""
-    if not is_final(message, lane, queue):
+    # the queue's refusals are the scheduler's attempts; an unknown LocalQueue's is the condition
+    attempts = _pending_messages(core, case.namespace, name) if queue else []
+    if not any(ends_turn(m, lane, queue) for m in (attempts if queue else [message])):
         return None
-    attempts = _pending_messages(core, case.namespace, name)
-    if queue is not None and message not in attempts:
-        return None  # the events of the attempts are still on their way
     return Decision(admitted=False, flavors={}, message=message, attempts=tuple(attempts))
 
 
@@ -267,11 +267,14 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
     """None when fit's verdict is Kueue's decision, else what differs.
 
     Admitted: fit says every PodSet fits, on the flavor Kueue assigned it. Pending: fit says
-    some PodSet never fits, and its reason states causes in Kueue's terms (fit_causes), each of
-    which one of Kueue's messages for that Workload states too: the same kind (level missing
-    from a flavor's Topology, quota, taint, affinity, uncovered resource, topology, LocalQueue),
-    the same flavors, resource or taint, and for quota and topology the same numbers (request
-    and maximum capacity; pods that fit and pods asked for)."""
+    the PodSet never fits, for the reason one of Kueue's attempts gave (the Workload's final
+    QuotaReserved message or a Pending event of an attempt before), compared cause by cause
+    as both are worded in Kueue's terms (kueue_causes): the same causes, each of the same kind
+    (level missing from a flavor's Topology, quota, taint, affinity, uncovered resource,
+    topology, LocalQueue), on the same flavors, resource or taint, with the same numbers
+    (request and maximum capacity; pods that fit and pods asked for; nodes excluded and why).
+    Which attempt does not matter: Kueue words its first from where its turn through the
+    queue's flavors starts, the later ones from where the previous stopped."""
     case, decision = judged.case, judged.decision
     if verdict is None:
         return "fit reported no such workload"
@@ -287,24 +290,15 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
     if not refused:
         return f"Kueue left it pending ({decision.message!r}); fit says it fits: {verdict['podSets']}"
     queue = lane.local_queues.get((case.namespace, case.local_queue))
-    kueue = decision.causes(lane, queue)
+    attempts = [kueue_causes(message, lane, queue) for message in (decision.message, *decision.attempts)]
     for podset in refused:
-        stated = fit_causes(podset.get("reason") or "", lane, queue, case)
-        if not stated:
+        stated = kueue_causes(podset.get("reason") or "", lane, queue)
+        if not stated or stated not in attempts:
             return (
-                f"fit's reason {podset.get('reason')!r} states no cause Kueue states; Kueue: {summary(kueue)}"
-            )
-        if not stated <= kueue:
-            return (
-                f"fit's reason {podset.get('reason')!r} ({summary(stated)}) is not Kueue's "
-                f"({summary(kueue)}; {decision.message!r})"
+                f"fit's reason {podset.get('reason')!r} ({summary(stated) or 'no cause'}) is none of "
+                f"Kueue's: {' | '.join(summary(a) for a in attempts)}"
             )
     return None
-
-
-def fit_causes(reason: str, lane: Lane, queue: str | None, case: Case) -> set[Cause]:
-    """The causes fit's reason states, read as Kueue's messages are."""
-    return kueue_causes(reason, lane, queue)
 
 
 def _judged_alike(verdict: dict[str, Any]) -> list[tuple[Any, ...]]:
