@@ -472,12 +472,14 @@ def _whole(quantity: str) -> int | None:
 @dataclass(frozen=True)
 class Decision:
     """What Kueue did with a Workload alone in its queue: admitted on `flavors` (PodSet ->
-    flavor), or pending with its final QuotaReserved message and every attempt's message."""
+    flavor), or pending with the QuotaReserved message that decided it and each attempt's
+    message before, in order."""
 
     admitted: bool
     flavors: dict[str, str]
     message: str = ""
     attempts: tuple[str, ...] = ()
+    name: str = ""  # the Workload's
 
 
 def ends_turn(message: str, lane: Lane, queue: str | None) -> bool:
@@ -488,10 +490,14 @@ def ends_turn(message: str, lane: Lane, queue: str | None) -> bool:
     scheduling then fails on it, the Workload is requeued at once to try from the next flavor.
     A turn ends with topology failing on the queue's last flavor, or with no flavor fitting
     from where the turn stood (the message then names each with its cause, no topology), or
-    with a cause no flavor changes (an unknown LocalQueue, an uncovered resource). The turn
-    then starts again, as each attempt rewrites the QuotaReserved message, which requeues it:
-    so the condition alone never says which attempt it shows, and the Pending events (one per
-    attempt, in order; client-go's spam filter drops those past 25) are read instead."""
+    with a cause no flavor changes (an unknown LocalQueue, an uncovered resource). Kueue then
+    starts again: each attempt rewrites the QuotaReserved message, which requeues the Workload
+    (from the first flavor, when that update wins the race with the requeue for the next one),
+    so the condition at one moment shows any attempt, and the Pending events stop at 25 per
+    Workload (client-go's spam filter); a watch of the Workload sees every attempt.
+    An attempt that starts at a flavor follows one whose topology failed on the flavor
+    before, back to an attempt from the first: so an attempt that ends a turn follows a
+    refusal of every flavor."""
     causes = kueue_causes(message, lane, queue)
     if queue is None or any(c.kind in ("uncovered", "local-queue") for c in causes):
         return bool(causes)

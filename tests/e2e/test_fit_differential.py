@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.utils import parse_quantity
@@ -51,6 +51,7 @@ SEED = int(os.environ.get("TASGEN_FIT_SEED") or random.SystemRandom().randrange(
 #: Jobs per fleet (the issue asks for at least 40 in all).
 PER_LANE = int(os.environ.get("TASGEN_FIT_CASES", "24"))
 DECISION_TIMEOUT_S = 60.0
+KUEUE_GROUP, KUEUE_VERSION = kube.KUEUE_API.split("/")
 
 
 @dataclass(frozen=True)
@@ -153,31 +154,49 @@ def _workload_of(dyn: DynamicClient, namespace: str, uid: str) -> dict[str, Any]
     return owned[0] if owned else None
 
 
-def _pending_messages(core: client.CoreV1Api, namespace: str, workload: str) -> list[str]:
-    selector = f"involvedObject.name={workload},involvedObject.kind=Workload,reason=Pending"
-    events = core.list_namespaced_event(namespace, field_selector=selector).items
-    # an event is named after its object and the hex nanoseconds of its first occurrence
-    return [e.message or "" for e in sorted(events, key=lambda e: e.metadata.name)]
-
-
-def _decision(
-    dyn: DynamicClient, core: client.CoreV1Api, lane: Lane, case: Case, name: str
-) -> Decision | None:
-    """Kueue's decision once it is one: quota reserved, or pending once an attempt ended a
-    turn through the queue's flavors (ends_turn)."""
-    workload = kube.get(dyn, kube.KUEUE_API, "Workload", name, case.namespace)
-    reserved = kube.condition(workload, "QuotaReserved")
-    if reserved is None:
-        return None
-    if reserved["status"] == "True":
-        return Decision(admitted=True, flavors=flavors_of(workload))
+def _watch_decision(
+    custom: client.CustomObjectsApi, lane: Lane, case: Case, uid: str, since: str
+) -> Decision:
+    """Kueue's decision on the Workload of the Job `uid`, from every change of the namespace's
+    Workloads since resourceVersion `since` (before the Job was created): admitted once its
+    quota is reserved, pending once an attempt ended a turn through the queue's flavors
+    (ends_turn). Each attempt rewrites the QuotaReserved message; a watch sees each rewrite,
+    where polling would miss most of a Workload going round quickly."""
     queue = lane.local_queues.get((case.namespace, case.local_queue))
-    message = reserved.get("message") or ""
-    # the queue's refusals are the scheduler's attempts; an unknown LocalQueue's is the condition
-    attempts = _pending_messages(core, case.namespace, name) if queue else []
-    if not any(ends_turn(m, lane, queue) for m in (attempts if queue else [message])):
-        return None
-    return Decision(admitted=False, flavors={}, message=message, attempts=tuple(attempts))
+    messages: list[str] = []
+    watching = watch.Watch()
+    stream = watching.stream(
+        custom.list_namespaced_custom_object,
+        KUEUE_GROUP,
+        KUEUE_VERSION,
+        case.namespace,
+        "workloads",
+        resource_version=since,
+        timeout_seconds=int(DECISION_TIMEOUT_S),
+    )
+    try:
+        for event in stream:
+            workload = event["object"]
+            if not any(r["uid"] == uid for r in workload["metadata"].get("ownerReferences") or []):
+                continue
+            reserved = kube.condition(workload, "QuotaReserved")
+            if reserved is None:
+                continue
+            if reserved["status"] == "True":
+                return Decision(
+                    admitted=True, flavors=flavors_of(workload), name=workload["metadata"]["name"]
+                )
+            message = reserved.get("message") or ""
+            if not messages or messages[-1] != message:
+                messages.append(message)
+            if ends_turn(message, lane, queue):
+                return Decision(False, {}, message, tuple(messages), workload["metadata"]["name"])
+    finally:
+        watching.stop()
+    raise AssertionError(
+        f"seed {SEED}: no decision of Kueue on {case.name} within {DECISION_TIMEOUT_S:.0f}s; "
+        f"its attempts: {messages}"
+    )
 
 
 def _reservation_free(dyn: DynamicClient, queue: str) -> bool:
@@ -192,25 +211,18 @@ def _reservation_free(dyn: DynamicClient, queue: str) -> bool:
 
 
 def _judge(api: client.ApiClient, lane: Lane, case: Case) -> Decision:
-    dyn, core, batch = DynamicClient(api), client.CoreV1Api(api), client.BatchV1Api(api)
+    dyn, batch, custom = DynamicClient(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
+    since = custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, case.namespace, "workloads")
     created = kube.create(dyn, case.job())
     assert created["spec"]["suspend"] is True, created["spec"]
     uid = created["metadata"]["uid"]
-    workload: dict[str, Any] | None = None
     try:
-        workload = kube.wait_for(
-            f"the Workload of {case.name}", lambda: _workload_of(dyn, case.namespace, uid)
-        )
-        name = workload["metadata"]["name"]
-        return kube.wait_for(
-            f"Kueue's decision on {case.name} (seed {SEED})",
-            lambda: _decision(dyn, core, lane, case, name),
-            DECISION_TIMEOUT_S,
-        )
+        return _watch_decision(custom, lane, case, uid, since["metadata"]["resourceVersion"])
     finally:
         # Without kube-controller-manager nothing deletes a deleted Job's Workload, and its
         # reservation would stay: both go, and the queue must report it free again.
         batch.delete_namespaced_job(case.name, case.namespace, propagation_policy="Background")
+        workload = _workload_of(dyn, case.namespace, uid)
         if workload is not None:
             resource = dyn.resources.get(api_version=kube.KUEUE_API, kind="Workload")
             try:
@@ -218,10 +230,9 @@ def _judge(api: client.ApiClient, lane: Lane, case: Case) -> Decision:
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-            kube.wait_for(
-                f"the Workload of {case.name} gone",
-                lambda: _workload_of(dyn, case.namespace, uid) is None,
-            )
+        kube.wait_for(
+            f"the Workload of {case.name} gone", lambda: _workload_of(dyn, case.namespace, uid) is None
+        )
         queue = lane.local_queues.get((case.namespace, case.local_queue))
         if queue is not None:
             kube.wait_for(
