@@ -59,12 +59,15 @@ def write_fleet(
     *,
     changed: bool = False,
     sync: Mapping[str, object] | None = None,
+    local_queues: bool = False,
 ) -> None:
     """The fleet's inventory in root; a GeneratorConfig with ``shards`` labels shards
     (default: shards_for(n)) and ``sync`` as its sync section (the end-to-end tests name their
     git server there). ``changed``: the change `tasgen plan` is benchmarked on, a large
     one: the H100 source drops its block level (every H100 node changes profile and both H100
-    queues swap flavors) and every 16th L40S node moves to the next rack."""
+    queues swap flavors) and every 16th L40S node moves to the next rack. ``local_queues``:
+    each queue gets a LocalQueue of its name in the namespace of its name (what workloads
+    name, for `tasgen fit`)."""
     root.mkdir(parents=True, exist_ok=True)
     spec: dict[str, object] = {"output": {"nodeFeatureShards": shards or shards_for(n)}}
     if sync is not None:
@@ -132,7 +135,7 @@ def write_fleet(
         if n["labels"]["fleet.example.com/pool"] == "l40s"
     }
     (root / "l40s.json").write_text(json.dumps({"revision": "inv-1", "nodes": l40s}))
-    (root / "queues.yaml").write_text("---\n".join(yaml.dump(q) for q in _queues()))
+    (root / "queues.yaml").write_text("---\n".join(yaml.dump(q) for q in _queues(local_queues)))
 
 
 def _l40s_rack(i: int, changed: bool) -> int:
@@ -149,7 +152,7 @@ def _source(pool: str, levels: list[str], kind: dict[str, object]) -> dict[str, 
     }
 
 
-def _queues() -> list[dict[str, object]]:
+def _queues(local_queues: bool = False) -> list[dict[str, object]]:
     covered = ["cpu", "memory", "nvidia.com/gpu"]
     products = {
         "training": ["NVIDIA-H100", "NVIDIA-GB200"],
@@ -165,6 +168,7 @@ def _queues() -> list[dict[str, object]]:
                 "coveredResources": covered,
                 "hardware": [{"identity": {"nvidia.com/gpu.product": p}} for p in products[name]],
                 "clusterQueue": {"namespaceSelector": {}},  # else every queue is a warning
+                **({"localQueues": [{"namespace": name}]} if local_queues else {}),
             },
         }
         for name in products
