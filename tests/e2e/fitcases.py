@@ -68,8 +68,9 @@ def _gen_node(
 
 def write_generated_fleet(root: Path, rng: random.Random) -> None:
     """An inventory in root: two GPU products on nodes of their own (GEN-A in blocks of racks,
-    GEN-B in racks, some of its nodes tainted without a flavor toleration) and two queues in
-    one cohort that name both, with declared quotas, a lendingLimit and borrowingLimits."""
+    maybe with a flavor nodeTaint; GEN-B in racks, some of its nodes tainted without a flavor
+    toleration) and two queues in one cohort that name both, with declared quotas, a
+    lendingLimit and borrowingLimits."""
     nodes: list[Obj] = []
     for block in range(2):
         for rack in range(rng.randint(1, 2)):
@@ -89,6 +90,8 @@ def write_generated_fleet(root: Path, rng: random.Random) -> None:
         p: sum(int(n["allocatable"][GPU]) for n in nodes if n["labels"][PRODUCT] == p) for p in (GEN_A, GEN_B)
     }
     train_a = rng.choice([gpus[GEN_A], gpus[GEN_A] - 4, gpus[GEN_A] // 2])
+    # Kueue refuses GEN-A's flavor to a pod that does not tolerate these (when a seed sets them)
+    a_taints = {"nodeTaints": [dict(GEN_TAINT)]} if rng.random() < 0.5 else {}
     serve_b = rng.choice([2, 4])
     plans = [
         _plan(
@@ -98,6 +101,7 @@ def write_generated_fleet(root: Path, rng: random.Random) -> None:
                     "identity": {PRODUCT: GEN_A},
                     "nominalQuota": {GPU: str(train_a)},
                     "lendingLimit": {GPU: str(rng.randint(0, min(8, train_a)))},
+                    **a_taints,
                 },
                 {"identity": {PRODUCT: GEN_B}},
             ],
@@ -114,6 +118,7 @@ def write_generated_fleet(root: Path, rng: random.Random) -> None:
                     "identity": {PRODUCT: GEN_A},
                     "nominalQuota": {GPU: str(rng.choice([0, 4]))},
                     "borrowingLimit": {GPU: str(rng.choice([4, 16]))},
+                    **a_taints,
                 },
             ],
         ),
@@ -265,6 +270,7 @@ class Case:
     requests: dict[str, str]
     topology: tuple[str, str] | None = None
     tolerations: tuple[Obj, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
 
     def job(self) -> Obj:
         template: Obj = {
@@ -286,6 +292,7 @@ class Case:
                     }
                 ],
                 **({"tolerations": [dict(t) for t in self.tolerations]} if self.tolerations else {}),
+                **({"nodeSelector": dict(self.node_selector)} if self.node_selector else {}),
             }
         }
         if self.topology:
@@ -309,7 +316,8 @@ class Case:
     def describe(self) -> str:
         topo = f" {self.topology[0].rsplit('-', 2)[-2]}={self.topology[1]}" if self.topology else ""
         tol = " +tolerations" if self.tolerations else ""
-        return f"{self.namespace}/{self.local_queue} {self.count}x{self.requests}{topo}{tol}"
+        sel = f" nodeSelector={dict(self.node_selector)}" if self.node_selector else ""
+        return f"{self.namespace}/{self.local_queue} {self.count}x{self.requests}{topo}{tol}{sel}"
 
 
 def _capacity(node: Node, requests: Mapping[str, Decimal]) -> int:
@@ -341,7 +349,8 @@ def _sizes(
 def generate(rng: random.Random, lane: Lane, n: int, prefix: str) -> list[Case]:
     """n Jobs for the lane's LocalQueues. Each third asks for a required level, each third a
     preferred one, each third none; every seventh asks for MISSING_LEVEL; every fifth requests
-    no GPU; the first names an unknown LocalQueue, the second an uncovered resource."""
+    no GPU; some select a product by nodeSelector (one of the queue's, or none); the first names
+    an unknown LocalQueue, the second an uncovered resource."""
     cases = []
     local_queues = sorted(lane.local_queues)
     for i in range(n):
@@ -373,6 +382,11 @@ def generate(rng: random.Random, lane: Lane, n: int, prefix: str) -> list[Case]:
         tolerations: tuple[Obj, ...] = ()
         if rng.random() < 0.3:
             tolerations = ({"key": GEN_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},)
+        # the pod's own nodeSelector: a product of one of the queue's flavors, or of none
+        selector: tuple[tuple[str, str], ...] = ()
+        if rng.random() < 0.15:
+            products = sorted({lane.flavors[f].node_labels.get(PRODUCT, "") for f in lane.queues[queue]})
+            selector = ((PRODUCT, rng.choice([*products, "NVIDIA-NONE"])),)
         cases.append(
             Case(
                 name=f"{prefix}-{i:02d}",
@@ -382,6 +396,7 @@ def generate(rng: random.Random, lane: Lane, n: int, prefix: str) -> list[Case]:
                 requests=requests,
                 topology=(mode, level) if mode else None,
                 tolerations=tolerations,
+                node_selector=selector,
             )
         )
     return cases
