@@ -190,6 +190,7 @@ class Lane:
     nominal: dict[tuple[str, str], dict[str, Decimal]]  # (queue, flavor) -> resource -> nominalQuota
     local_queues: dict[tuple[str, str], str]  # (namespace, name) -> ClusterQueue
     nodes: list[Node] = field(default_factory=list)
+    covered: dict[str, frozenset[str]] = field(default_factory=dict)  # ClusterQueue -> resources
 
     def nodes_of(self, flavor: Flavor) -> list[Node]:
         return [n for n in self.nodes if flavor.node_labels.items() <= n.labels.items()]
@@ -213,11 +214,15 @@ def lane_of(name: str, fleet: Fleet, inventory: Path) -> Lane:
         for f in fleet.of_kind("ResourceFlavor")
     }
     queues: dict[str, tuple[str, ...]] = {}
+    covered: dict[str, frozenset[str]] = {}
     nominal: dict[tuple[str, str], dict[str, Decimal]] = {}
     for cq in fleet.of_kind("ClusterQueue"):
         queue = cq["metadata"]["name"]
         listed = [f for group in cq["spec"]["resourceGroups"] for f in group["flavors"]]
         queues[queue] = tuple(f["name"] for f in listed)
+        covered[queue] = frozenset(
+            r for group in cq["spec"]["resourceGroups"] for r in group["coveredResources"]
+        )
         for f in listed:
             nominal[queue, f["name"]] = {r["name"]: parse_quantity(r["nominalQuota"]) for r in f["resources"]}
     for queue, names in queues.items():
@@ -237,7 +242,7 @@ def lane_of(name: str, fleet: Fleet, inventory: Path) -> Lane:
         )
         for n in fleet.nodes
     ]
-    return Lane(name, fleet, inventory, flavors, queues, nominal, local, nodes)
+    return Lane(name, fleet, inventory, flavors, queues, nominal, local, nodes, covered)
 
 
 def applied_kinds(fleet: Fleet) -> list[Obj]:

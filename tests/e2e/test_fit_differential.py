@@ -30,6 +30,7 @@ from tests.conftest import NOW, tasgen
 from tests.e2e import harness, kube
 from tests.e2e.fitcases import (
     Case,
+    Cause,
     Decision,
     Lane,
     applied_kinds,
@@ -285,7 +286,8 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
     topology, LocalQueue), on the same flavors, resource or taint, with the same numbers
     (request and maximum capacity; pods that fit and pods asked for; nodes excluded and why).
     Which attempt does not matter: Kueue words its first from where its turn through the
-    queue's flavors starts, the later ones from where the previous stopped."""
+    queue's flavors starts, the later ones from where the previous stopped. A PodSet asking for
+    a resource no group covers may get that cause whatever the attempts said (see below)."""
     case, decision = judged.case, judged.decision
     if verdict is None:
         return "fit reported no such workload"
@@ -302,6 +304,12 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
         return f"Kueue left it pending ({decision.message!r}); fit says it fits: {verdict['podSets']}"
     queue = lane.local_queues.get((case.namespace, case.local_queue))
     attempts = [kueue_causes(message, lane, queue) for message in (decision.message, *decision.attempts)]
+    if queue is not None:
+        # Kueue visits a PodSet's resources in Go's map order, which is random: a PodSet that
+        # asks for a resource no group covers gets that cause, or its group's refusal when the
+        # group is visited first and refuses it: that cause is Kueue's whatever they showed.
+        uncovered = {Cause("uncovered", subject=r) for r in case.requests if r not in lane.covered[queue]}
+        attempts += [{c} for c in uncovered]
     for podset in refused:
         stated = kueue_causes(podset.get("reason") or "", lane, queue)
         if not stated or stated not in attempts:
