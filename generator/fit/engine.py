@@ -299,9 +299,9 @@ def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any
 
 
 def _taint_struct(taint: Taint) -> str:
-    """A taint as Go prints a ``*corev1.Taint`` with ``%s``."""
+    """A taint as Kueue's message prints it: a ``corev1.Taint`` value with ``%v``."""
     key, value, effect = taint
-    return f"&Taint{{Key:{key},Value:{value},Effect:{effect},TimeAdded:<nil>,}}"
+    return f"{{{key} {value} {effect} <nil>}}"
 
 
 def _taint_text(taint: Taint) -> str:
