@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -150,6 +150,10 @@ class Node:
 
 
 KueueVersion = Literal["v1beta1", "v1beta2"]
+#: what happens to a busy flavor a queue drops (docs/explanation/gate.md): the gate drains the
+#: whole queue, or the flavor stays in the queue at zero quota until no Workload holds it
+DropPolicy = Literal["HoldAndDrain", "WaitForIdle"]
+DEFAULT_DROP_POLICY: DropPolicy = "HoldAndDrain"
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,7 @@ class QueuePlan:
     where: Where
     local_queues: tuple[LocalQueue, ...] = ()
     spec: dict[str, Any] = field(default_factory=dict, compare=False)  # as written
+    drop_policy: DropPolicy | None = None  # None: GeneratorConfig's gate.dropPolicy
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,9 @@ class Settings:
     hardware_identity_keys: tuple[str, ...] = ("nvidia.com/gpu.product",)
     admin_label_prefix: str | None = None
     node_feature_namespace: str = "node-feature-discovery"
-    gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds
+    gate: dict[str, Any] = field(default_factory=dict)  # namespace, image, timeoutSeconds, ...
+    drop_policy: DropPolicy = DEFAULT_DROP_POLICY  # gate.dropPolicy: each queue's unless it sets one
+    retain_for: timedelta | None = None  # gate.retainFor, once valid: WaitForIdle's longest wait
     kueue_api_version: KueueVersion = "v1beta2"
     output: dict[str, Any] = field(default_factory=dict)  # nodeFeatureShards, maxObjectsPerShard
     sync: dict[str, Any] = field(default_factory=dict)  # path, flux, argocd

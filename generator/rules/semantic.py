@@ -422,6 +422,22 @@ ARGOCD_PROJECT = Rule(
     ),
 )
 
+RETAIN_FOR = Rule(
+    "retain-for",
+    _S,
+    "gate.retainFor is a positive Go duration (e.g. 168h, 36h30m): how long WaitForIdle keeps a "
+    "dropped flavor at most.",
+    why=(
+        "Under dropPolicy WaitForIdle a dropped flavor stays in its queue at zero quota until no "
+        "Workload is admitted on it; retainFor bounds that wait, after which the flavor is dropped "
+        "the normal way (the gate drains it if it is still busy). A value that is no duration, or "
+        "zero, would bound nothing or drop at once."
+    ),
+    fix=(
+        "Write a Go duration with units `h`, `m`, `s` (`ms`, `us`, `ns`), such as `168h` for a "
+        "week, or leave retainFor out to wait for as long as the work runs."
+    ),
+)
 PLAN_LIMIT_COHORT = Rule(
     "plan-limit-cohort",
     _S,
@@ -624,6 +640,7 @@ RULES = (
     GENERATOR_CONFIG,
     GATE_NAMESPACE,
     ARGOCD_PROJECT,
+    RETAIN_FOR,
     PLAN_LIMIT_COHORT,
     LENDING_LIMIT,
     PLAN_TOLERATIONS,

@@ -37,6 +37,7 @@ from generator.rules.schema import (
     UNKNOWN_KIND,
 )
 from generator.sourcetypes import of_spec
+from generator.util.durations import duration
 from generator.validate import schema
 from generator.validate.hierarchy import normalize_levels
 
@@ -122,6 +123,8 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         admin_label_prefix=spec.get("adminLabelPrefix"),
         node_feature_namespace=spec.get("nodeFeatureNamespace", defaults.node_feature_namespace),
         gate=dict(spec.get("gate", {})),
+        drop_policy=spec.get("gate", {}).get("dropPolicy", defaults.drop_policy),
+        retain_for=duration(str(spec.get("gate", {}).get("retainFor", ""))),
         kueue_api_version=spec.get("kueueAPIVersion", defaults.kueue_api_version),
         output=dict(spec.get("output", {})),
         sync=dict(spec.get("sync", {})),
@@ -234,6 +237,7 @@ def plan(doc: Document) -> QueuePlan:
         hardware=hardware,
         cluster_queue=cluster_queue_fields(spec.get("clusterQueue", {})),
         stop_policy=spec.get("stopPolicy", "None"),
+        drop_policy=spec.get("dropPolicy"),
         where=doc.where(),
         local_queues=local_queues,
         spec=spec,

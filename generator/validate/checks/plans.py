@@ -16,7 +16,9 @@ from generator.rules.semantic import (
     PLAN_IDENTITY,
     PLAN_QUOTA,
     QUANTITY,
+    RETAIN_FOR,
 )
+from generator.util.durations import duration
 from generator.validate.checks.base import Check, Context
 from generator.validate.checks.sources import selector_hits
 from generator.validate.documents import selector
@@ -216,6 +218,18 @@ def _prefix_problem(prefix: str) -> str | None:
     return None
 
 
+def _retain_for(ctx: Context) -> Iterable[Hit]:
+    settings = ctx.inventory.settings
+    value = settings.gate.get("retainFor")
+    if settings.where is None or value is None or duration(value):
+        return
+    message = (
+        f"gate.retainFor {value!r} is not a positive Go duration such as 168h or 36h30m "
+        "(units h, m, s, ms, us, ns; at most Go's 2562047h)"
+    )
+    yield Hit(settings.where.at("gate", "retainFor"), message)
+
+
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (PLAN_IDENTITY, _identity),
     (FLAVOR_OVERLAP, _overlap),
@@ -226,4 +240,5 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (GENERATOR_CONFIG, _config),
     (GATE_NAMESPACE, _gate_namespace),
     (ARGOCD_PROJECT, _argocd_project),
+    (RETAIN_FOR, _retain_for),
 )
