@@ -107,6 +107,7 @@ def _execute(
     now: str | None,
     strict: bool,
     use_memo: bool = True,
+    kubeconfig: Path | None = None,
 ) -> None:
     if not inventory.is_dir():
         raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
@@ -118,6 +119,7 @@ def _execute(
         report=lambda r: _report(REPORTERS[format_], r, mode.value),
         use_memo=use_memo,
         strict=strict,
+        kubeconfig=kubeconfig,
         on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
     )
     sys.stdout.write(_printable(result.report))
@@ -196,19 +198,36 @@ def validate(inventory: Path, format_: str, now: str | None, strict: bool) -> No
 @click.option(
     "--no-cache", is_flag=True, help="Run every stage even if nothing changed since the last render."
 )
+@click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the live Workloads and ClusterQueues (read-only): drop the flavors that WaitForIdle "
+    "queues keep at zero quota once no Workload is admitted on them.",
+)
 def render(
-    inventory: Path, output: Path, format_: str, now: str | None, strict: bool, no_cache: bool
+    inventory: Path,
+    output: Path,
+    format_: str,
+    now: str | None,
+    strict: bool,
+    no_cache: bool,
+    kubeconfig: Path | None,
 ) -> None:
     """Validate and write rendered/: all or nothing, only changed files, stale ones removed.
 
     \b
     Example:
       tasgen render -i inventories -o rendered && git add rendered
+      tasgen render --kubeconfig ~/.kube/config   # retire idle WaitForIdle flavors
     Any error (including an immutable-field drift) means nothing is written. When neither
     the inventory, nor rendered/, nor tasgen changed since the last render (and no expiry
-    passed), the recorded result is reused from the user's cache folder.
+    passed), the recorded result is reused from the user's cache folder (never with
+    --kubeconfig). A cluster that cannot be read is an error (cluster-unreadable).
     """
-    _execute(Mode.RENDER, inventory, output, format_, now, strict, use_memo=not no_cache)
+    _execute(
+        Mode.RENDER, inventory, output, format_, now, strict, use_memo=not no_cache, kubeconfig=kubeconfig
+    )
 
 
 @cli.command()
@@ -248,7 +267,10 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Read the live queues (read-only): what each drain would evict.",
 )
-def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: Path | None) -> None:
+@_output_option
+def plan(
+    base: str, inventory: Path, format_: str, now: str | None, kubeconfig: Path | None, output: Path
+) -> None:
     """Show what merging the inventory change does to the cluster: queues and drains,
     hierarchies, relabelled nodes, fit preview and risk warnings. Writes nothing.
 
@@ -261,7 +283,7 @@ def plan(base: str, inventory: Path, format_: str, now: str | None, kubeconfig: 
     from generator.commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
 
     try:
-        text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig)
+        text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig, output)
     except plan_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
     sys.stdout.write(text)

@@ -154,6 +154,9 @@ KueueVersion = Literal["v1beta1", "v1beta2"]
 #: whole queue, or the flavor stays in the queue at zero quota until no Workload holds it
 DropPolicy = Literal["HoldAndDrain", "WaitForIdle"]
 DEFAULT_DROP_POLICY: DropPolicy = "HoldAndDrain"
+#: ClusterQueue annotation per flavor it keeps at zero quota (WaitForIdle): <prefix><flavor>,
+#: the RFC 3339 time the flavor went into retention
+RETIRING_PREFIX = f"retiring.{API_GROUP}/"
 
 
 @dataclass(frozen=True)
@@ -279,3 +282,20 @@ class Manifest:
     @property
     def name(self) -> str:
         return str(self.body["metadata"]["name"])
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What the previous render wrote that the next one carries on: its queues' flavors and
+    retiring times, and the ResourceFlavors and Topologies a retained flavor still needs (read
+    from rendered/ at the load/emit edge, so that compile stays pure); with a live cluster
+    (render --kubeconfig), which of those flavors nothing holds any more. Empty: a first render
+    (docs/explanation/gate.md, WaitForIdle)."""
+
+    queues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ClusterQueue -> flavors, in order
+    since: dict[str, dict[str, datetime]] = field(default_factory=dict)  # queue -> retained flavor -> since
+    flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # ResourceFlavor -> its spec
+    topologies: dict[str, dict[str, Any]] = field(default_factory=dict)  # Topology -> its spec
+    #: ClusterQueue -> its flavors that no unfinished Workload's admission names and that the
+    #: live queue gives no quota; None without a cluster (offline: only retainFor ends a wait)
+    idle: dict[str, frozenset[str]] | None = None

@@ -15,10 +15,14 @@ from generator.compile import Plan, Summary, plan, source_statuses
 from generator.compile.gate_wiring import Previous
 from generator.emit import outtree, repository
 from generator.emit.previous import previous_render
+from generator.load import live
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
+from generator.load.previous import previous_of
 from generator.model import Finding, Level, Problem
+from generator.model import Previous as Carried
 from generator.rules.emit import OUTPUT_UNWRITABLE
+from generator.rules.load import CLUSTER_UNREADABLE
 from generator.util.gc import no_cycle_collection
 from generator.validate import validate
 from generator.validate.checks import Context
@@ -84,9 +88,12 @@ def run(
     use_memo: bool = True,
     strict: bool = False,
     on_wait: Callable[[], None] = lambda: None,
+    kubeconfig: Path | None = None,
 ) -> Result:
     """The whole pipeline; with ``strict``, warnings block writing as errors do. rendered/ is
-    read once, under a lock held until the new tree is swapped in (emit.outtree)."""
+    read once, under a lock held until the new tree is swapped in (emit.outtree). With
+    ``kubeconfig``, the live cluster says which retained flavors are idle (read-only; never
+    recalled from the memo)."""
     with no_cycle_collection():
         files = read_inventory(inventory_dir)
         if mode is Mode.VALIDATE:
@@ -96,8 +103,10 @@ def run(
             create = mode is Mode.RENDER
             with outtree.opened(out_dir, out_label, inventory_dir, create=create, on_wait=on_wait) as out:
                 if mode is Mode.CHECK:
-                    return _run(files, out, now, mode, strict).reported(report)
-                return _render(files, out, now, strict, use_memo, report, display_path(inventory_dir))
+                    return _run(files, out, now, mode, strict, kubeconfig).reported(report)
+                use_memo = use_memo and kubeconfig is None
+                in_label = display_path(inventory_dir)
+                return _render(files, out, now, strict, use_memo, report, in_label, kubeconfig)
         except outtree.OutputError as e:
             return Result([OUTPUT_UNWRITABLE.problem(out_label, 1, 1, str(e))]).reported(report)
 
@@ -110,6 +119,7 @@ def _render(
     use_memo: bool,
     report: Report,
     in_label: str,
+    kubeconfig: Path | None = None,
 ) -> Result:
     # Keyed on the bytes that are parsed below, never re-read: an edit during the render
     # cannot pair old bytes with new output.
@@ -118,7 +128,7 @@ def _render(
     recalled = memo.recall(out, digest, now) if use_memo else None
     if recalled is not None:
         return Result(*recalled, inputs=files).reported(report)
-    result = _run(files, out, now, Mode.RENDER, strict).reported(report)
+    result = _run(files, out, now, Mode.RENDER, strict, kubeconfig).reported(report)
     if result.files is None:
         return result
     try:
@@ -159,17 +169,21 @@ def compile(
     node_features: bool = True,
     parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
     previous: Previous | None = None,
+    carried: Carried | None = None,
 ) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
     that a git revision compiles as well as the working tree. ``parse``: how files become
     documents (tasgen plan parses a file that two revisions share once). ``previous``: what
-    the render in rendered/ held, whose serial the new one follows (None: a first render)."""
+    the render in rendered/ held, whose serial the new one follows (None: a first render).
+    ``carried``: what that render gave the queues (and the cluster showed idle), read by the
+    caller; WaitForIdle queues keep the flavors it gave them that the new plan drops
+    (docs/explanation/gate.md)."""
     validation = validate(parse(files), now)
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
         return Compilation(validation.findings, texts, summary=summary, context=ctx)
-    planned = plan(ctx, node_features=node_features, previous=previous)
+    planned = plan(ctx, node_features=node_features, previous=previous, carried=carried or Carried(), now=now)
     # The result changes when a source expires, and when it comes within the warning horizon
     # (source-expiring): a recorded render holds only between such times.
     horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)
@@ -179,15 +193,28 @@ def compile(
         if s.snapshot is not None and s.snapshot.expires_at is not None
         for moment in (s.snapshot.expires_at, s.snapshot.expires_at - horizon)
     ]
+    expiries += planned.expiries
     findings = validation.findings + planned.findings
     return Compilation(findings, texts, planned, planned.summary, expiries, ctx)
 
 
 def _run(
-    files: list[InputFile], out: outtree.OutputTree | None, now: datetime, mode: Mode, strict: bool
+    files: list[InputFile],
+    out: outtree.OutputTree | None,
+    now: datetime,
+    mode: Mode,
+    strict: bool,
+    kubeconfig: Path | None = None,
 ) -> Result:
     previous = previous_render(out.owned) if out is not None else None
-    compiled = compile(files, now, node_features=mode is not Mode.VALIDATE, previous=previous)
+    carried = previous_of(out.owned) if out is not None else None
+    if carried is not None and kubeconfig is not None:
+        try:
+            carried = live.with_idle(carried, kubeconfig)
+        except live.LiveError as e:
+            return Result([CLUSTER_UNREADABLE.problem(display_path(kubeconfig), 1, 1, str(e))], inputs=files)
+    features = mode is not Mode.VALIDATE
+    compiled = compile(files, now, node_features=features, previous=previous, carried=carried)
     if out is None or compiled.failed or compiled.planned is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned

@@ -55,6 +55,8 @@ def _queue_line(queue: dict[str, Any]) -> str:
 
 def _flavor_text(flavor: dict[str, Any]) -> str:
     text = f"{flavor['name']} {_amounts(flavor['nominalQuota'])}"
+    if "retiringSince" in flavor:
+        text += f" (retained until idle, since {flavor['retiringSince']})"
     limits = [f"{key} {_amounts(flavor[key])}" for key in ("borrowingLimit", "lendingLimit") if key in flavor]
     return f"{text} ({'; '.join(limits)})" if limits else text
 

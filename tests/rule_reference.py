@@ -301,6 +301,10 @@ def _fit_scenario(case: str, story: str) -> Scenario:
     )
 
 
+def _kubeconfig_without_context(root: Path) -> None:
+    (root / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+
+
 RENDER = ["render", "-i", "inventory", "-o", "rendered", "--now", NOW]
 PLAN = ["plan", "--base", "main", "--now", NOW]
 
@@ -333,6 +337,13 @@ SCENARIOS: dict[str, Scenario] = {
         _repository_with_config,
         lambda root: None,
         ["render", "-i", "inventory", "-o", "deploy/rendered", "--now", NOW],
+    ),
+    "cluster-unreadable": Scenario(
+        "`tests/cases/valid/minimal` rendered into `rendered/`, then rendered again with a "
+        "kubeconfig that names no cluster",
+        _rendered,
+        _kubeconfig_without_context,
+        [*RENDER, "--kubeconfig", "kubeconfig"],
     ),
     "node-list": Scenario(
         "`kubectl get nodes -o json` of two nodes, one with a label whose value is a boolean",

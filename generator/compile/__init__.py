@@ -5,14 +5,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from generator.compile import gate_wiring, manifests, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
 from generator.compile.queues import Queue, QueueFlavor, plan_queues
+from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
-from generator.model import Finding, KueueVersion, Level, Manifest, Source, Where
+from generator.model import Finding, KueueVersion, Level, Manifest, Previous, Source, Where
 from generator.rules.compile import PATH_SIZE, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.checks import Context
@@ -81,16 +83,33 @@ class Plan:
     synced: tuple[str, ...] = ()  # every folder of rendered/ an engine syncs (written even empty)
     repo_path: str = DEFAULT_SYNC_PATH  # where the engines find rendered/ in the repository
     repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
+    expiries: list[datetime] = field(default_factory=list)  # when a retained flavor's retainFor ends
 
 
-def plan(ctx: Context, *, node_features: bool = True, previous: gate_wiring.Previous | None = None) -> Plan:
+def plan(
+    ctx: Context,
+    *,
+    node_features: bool = True,
+    previous: gate_wiring.Previous | None = None,
+    carried: Previous | None = None,
+    now: datetime | None = None,
+) -> Plan:
     """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
     manifests); without the NodeFeatures when only validating (they cannot fail, and they are
-    most of the work)."""
+    most of the work). ``previous``: the serial and objects of the render in rendered/;
+    ``carried``: what it gave the queues, which WaitForIdle queues carry on (with ``now``,
+    when a retention starts and whether retainFor passed)."""
     inventory = ctx.inventory
     assignment = assign(ctx)
     version = inventory.settings.kueue_api_version
-    queues, flavors, findings = plan_queues(inventory.plans.values(), ctx.ordered_nodes, assignment, version)
+    retention = None
+    if carried is not None and now is not None:
+        retention = Retention(carried, now, inventory.settings)
+    queues, flavors, findings = plan_queues(
+        inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention
+    )
+    kept_flavors = retention.flavor_specs if retention else {}
+    kept_topologies = retention.topology_specs if retention else {}
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
     sharding = Sharding.of(inventory.settings.output)
     folder_of = sharding.folders_of(inventory.nodes, assignment.domain_of)
@@ -99,7 +118,10 @@ def plan(ctx: Context, *, node_features: bool = True, previous: gate_wiring.Prev
     ]
     features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
     queue_objects = manifests.cluster_queues(queues, version)
-    kueue = [*manifests.topologies(assignment, version), *manifests.resource_flavors(flavors, version)]
+    kueue = [
+        *manifests.topologies(assignment, version, kept_topologies),
+        *manifests.resource_flavors(flavors, version, kept_flavors),
+    ]
     serial = gate_wiring.render_serial(previous, frozenset(m.name for m in kueue))
     for m in kueue:
         m.body["metadata"]["annotations"][gate_wiring.RENDER_ANNOTATION] = str(serial)
@@ -138,6 +160,7 @@ def plan(ctx: Context, *, node_features: bool = True, previous: gate_wiring.Prev
         synced=paths.folders,
         repo_path=paths.repo_path,
         repo_path_where=config,
+        expiries=retention.expiries if retention else [],
     )
 
 
@@ -182,6 +205,12 @@ def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
         "stopPolicy": manifests.cluster_queue(queue, version)["spec"]["stopPolicy"],
         "flavors": [_flavor_summary(f) for f in queue.flavors],
     }
+    if queue.retained:
+        zero = dict.fromkeys(queue.plan.covered_resources, "0")
+        found["flavors"] += [
+            {"name": r.name, "nominalQuota": zero, "retiringSince": since_text(r.since)}
+            for r in queue.retained
+        ]
     if queue.plan.local_queues:
         found["localQueues"] = [f"{lq.namespace}/{lq.name}" for lq in queue.plan.local_queues]
     return found

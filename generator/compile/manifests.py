@@ -31,6 +31,7 @@ from generator.compile.engines import (
 )
 from generator.compile.profiles import Assignment
 from generator.compile.queues import Flavor, Queue, QueueFlavor
+from generator.compile.retention import RETIRING_PREFIX, since_text
 from generator.model import PROFILE_KEY, PROFILES_FEATURE_NAME, Inventory, KueueVersion, Manifest, Source
 from generator.util.columns import group
 from generator.validate.labels import READ_ONLY_PARENTS
@@ -167,34 +168,47 @@ def kueue_api(version: KueueVersion) -> str:
     return f"{KUEUE_GROUP}/{version}"
 
 
-def topologies(assignment: Assignment, version: KueueVersion = "v1beta2") -> list[Manifest]:
+def topologies(
+    assignment: Assignment,
+    version: KueueVersion = "v1beta2",
+    retained: Mapping[str, dict[str, Any]] | None = None,
+) -> list[Manifest]:
+    """One per profile, and those that retained flavors still name (``retained``: name ->
+    spec as the previous render wrote it), in name order."""
+    specs = {
+        f"gpustack-{p.id}": {"levels": [{"nodeLabel": key} for key in p.keys]}
+        for p in assignment.profiles().values()
+    }
+    specs |= {name: spec for name, spec in (retained or {}).items() if name not in specs}
     return [
-        Manifest(
-            "kueue/topologies.yaml",
-            {
-                "apiVersion": kueue_api(version),
-                "kind": "Topology",
-                "metadata": _catalog_meta(f"gpustack-{p.id}", "2"),
-                "spec": {"levels": [{"nodeLabel": key} for key in p.keys]},
-            },
-        )
-        for p in sorted(assignment.profiles().values(), key=lambda p: p.id)
+        _catalog_object("kueue/topologies.yaml", "Topology", name, specs[name], version)
+        for name in sorted(specs)
     ]
 
 
-def resource_flavors(flavors: dict[str, Flavor], version: KueueVersion = "v1beta2") -> list[Manifest]:
+def resource_flavors(
+    flavors: dict[str, Flavor],
+    version: KueueVersion = "v1beta2",
+    retained: Mapping[str, dict[str, Any]] | None = None,
+) -> list[Manifest]:
+    """The planned flavors, and the retained ones the plan no longer has (``retained``: name
+    -> spec as the previous render wrote it), in name order."""
+    specs = {name: _flavor_spec(f) for name, f in flavors.items()}
+    specs |= {name: spec for name, spec in (retained or {}).items() if name not in specs}
     return [
-        Manifest(
-            "kueue/resourceflavors.yaml",
-            {
-                "apiVersion": kueue_api(version),
-                "kind": "ResourceFlavor",
-                "metadata": _catalog_meta(f.name, "2"),
-                "spec": _flavor_spec(f),
-            },
-        )
-        for f in (flavors[name] for name in sorted(flavors))
+        _catalog_object("kueue/resourceflavors.yaml", "ResourceFlavor", name, specs[name], version)
+        for name in sorted(specs)
     ]
+
+
+def _catalog_object(file: str, kind: str, name: str, spec: dict[str, Any], version: KueueVersion) -> Manifest:
+    body = {
+        "apiVersion": kueue_api(version),
+        "kind": kind,
+        "metadata": _catalog_meta(name, "2"),
+        "spec": spec,
+    }
+    return Manifest(file, body)
 
 
 def _flavor_spec(flavor: Flavor) -> dict[str, Any]:
@@ -237,24 +251,35 @@ def _local_meta(namespace: str, name: str) -> dict[str, Any]:
 def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, Any]:
     plan = queue.plan
     spec: dict[str, Any] = spelled(plan.cluster_queue, version)
-    if queue.flavors:
+    if queue.flavors or queue.retained:
+        cohort = bool(plan.cluster_queue.get("cohortName"))
         spec["resourceGroups"] = [
             {
                 "coveredResources": list(plan.covered_resources),
                 "flavors": [
-                    {"name": qf.flavor.name, "resources": _resources(qf, plan.covered_resources)}
-                    for qf in queue.flavors
+                    *(
+                        {"name": qf.flavor.name, "resources": _resources(qf, plan.covered_resources)}
+                        for qf in queue.flavors
+                    ),
+                    *(
+                        {"name": r.name, "resources": _retained_resources(plan.covered_resources, cohort)}
+                        for r in queue.retained
+                    ),
                 ],
             }
         ]
     # An emptied plan stays held: Kueue would still admit workloads that request nothing.
     spec["stopPolicy"] = plan.stop_policy if queue.flavors else "Hold"
-    return {
-        "apiVersion": kueue_api(version),
-        "kind": "ClusterQueue",
-        "metadata": _kueue_meta(plan.name, "4"),
-        "spec": spec,
-    }
+    metadata = _kueue_meta(plan.name, "4")
+    metadata["annotations"] |= {f"{RETIRING_PREFIX}{r.name}": since_text(r.since) for r in queue.retained}
+    return {"apiVersion": kueue_api(version), "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
+
+
+def _retained_resources(covered: tuple[str, ...], cohort: bool) -> list[dict[str, str]]:
+    """Zero quota: nothing new is admitted on the flavor, and Kueue keeps counting what runs
+    there; in a cohort nothing is borrowed onto it or lent from it either."""
+    limits = {"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {}
+    return [{"name": r, "nominalQuota": "0", **limits} for r in covered]
 
 
 def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]]:

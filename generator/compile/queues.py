@@ -19,6 +19,7 @@ from operator import eq
 from typing import Any
 
 from generator.compile.profiles import Assignment, Profile
+from generator.compile.retention import Retained, Retention
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.rules.compile import (
     FLAVOR_COLLISION,
@@ -57,6 +58,8 @@ class QueueFlavor:
 class Queue:
     plan: QueuePlan
     flavors: list[QueueFlavor] = field(default_factory=list)
+    #: flavors the plan dropped that the queue keeps at zero quota (WaitForIdle), after these
+    retained: list[Retained] = field(default_factory=list)
 
 
 def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tuple[Any, ...] = ()) -> str:
@@ -99,17 +102,36 @@ class Planner:
         queue = Queue(plan)
         for hw in plan.hardware:
             queue.flavors += self._hardware(plan, hw)
-        if len(queue.flavors) > MAX_FLAVORS:
+        return queue
+
+    def limits(self, queue: Queue) -> None:
+        """Kueue's bounds on one resource group, retained flavors counted: the 65th flavor is
+        an error rather than an early drop of a retained one, which would evict (under
+        HoldAndDrain) the very work WaitForIdle promised to leave running."""
+        plan, count = queue.plan, len(queue.flavors) + len(queue.retained)
+        needs = f"{count} flavors (hardware identities x profiles)"
+        if queue.retained:
+            needs = (
+                f"{count} flavors ({len(queue.flavors)} of its hardware identities x profiles and "
+                f"{len(queue.retained)} retained at zero quota until idle, dropPolicy WaitForIdle)"
+            )
+        wait = (
+            "; wait until the retained flavors are idle (tasgen render --kubeconfig drops them) or "
+            "let this change drain the queue (dropPolicy: HoldAndDrain)"
+            if queue.retained
+            else ""
+        )
+        if count > MAX_FLAVORS:
             message = (
-                f"queue {plan.name!r} needs {len(queue.flavors)} flavors (hardware identities x "
-                f"profiles) but Kueue allows {MAX_FLAVORS} in a resource group; nothing is written"
+                f"queue {plan.name!r} needs {needs} but Kueue allows {MAX_FLAVORS} in a resource "
+                f"group; nothing is written{wait}"
             )
             self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "hardware"), message))
-        elif len(queue.flavors) * len(plan.covered_resources) > MAX_FLAVOR_RESOURCES:
+        elif count * len(plan.covered_resources) > MAX_FLAVOR_RESOURCES:
             message = (
-                f"queue {plan.name!r} needs {len(queue.flavors)} flavors x {len(plan.covered_resources)} "
-                f"covered resources = {len(queue.flavors) * len(plan.covered_resources)} quotas, but "
-                f"Kueue allows {MAX_FLAVOR_RESOURCES} in a resource group; nothing is written"
+                f"queue {plan.name!r} needs {needs} x {len(plan.covered_resources)} "
+                f"covered resources = {count * len(plan.covered_resources)} quotas, but "
+                f"Kueue allows {MAX_FLAVOR_RESOURCES} in a resource group; nothing is written{wait}"
             )
             self.findings.append(FLAVOR_LIMIT(plan.where.at("spec", "coveredResources"), message))
         if not queue.flavors:
@@ -118,7 +140,6 @@ class Planner:
                 "(a queue without resource groups would admit every workload)"
             )
             self.findings.append(QUEUE_EMPTY(plan.where.at("spec", "hardware"), message))
-        return queue
 
     def _matching(self, identity: dict[str, str]) -> list[Node]:
         """The nodes that have every label of an identity, in name order."""
@@ -319,10 +340,21 @@ def plan_queues(
     nodes: list[Node],
     assignment: Assignment,
     version: KueueVersion = "v1beta2",
+    retention: Retention | None = None,
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
+    """The queues and their flavors; with ``retention``, each WaitForIdle queue also keeps
+    the flavors of the previous render that its plan drops (decided once every queue's new
+    flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
     ordered = sorted(plans, key=lambda p: p.name)
     planner = Planner(nodes, assignment, version)
     queues = [planner.queue(plan) for plan in ordered]
+    if retention is not None:
+        topologies = {f"gpustack-{p}" for p in planner.profiles}
+        for queue in queues:
+            kept = {qf.flavor.name for qf in queue.flavors}
+            queue.retained = retention.of(queue.plan, kept, planner.flavors, topologies)
+    for queue in queues:
+        planner.limits(queue)
     return queues, planner.flavors, planner.findings
 
 

@@ -53,6 +53,29 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
     return [entry.input_file(f"{ref}:{_join(prefix, entry.shown)}", blobs) for entry in found]
 
 
+def read_files(folder: Path, ref: str, inventory: Path, paths: tuple[str, ...]) -> dict[str, str]:
+    """The texts of ``paths`` (relative to ``folder``, e.g. rendered/'s files) at ``ref``, in
+    the repository of ``inventory``; a path the revision lacks is left out (a first render).
+    Regular files only: rendered/ holds no links."""
+    top = _work_tree(inventory)
+    try:
+        prefix = folder.resolve().relative_to(top).as_posix()
+    except ValueError as e:
+        raise GitError(f"{folder} is not inside the git repository {top}") from e
+    commit = _commit(top, ref)
+    wanted = [_join(prefix, p) for p in paths]
+    listing = _git(top, "ls-tree", "-z", commit, "--", *wanted)
+    found: dict[str, str] = {}
+    for entry in filter(None, listing.split(b"\0")):
+        meta, _, raw_path = entry.partition(b"\t")
+        mode, kind, sha = meta.split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if kind == b"blob" and mode in _BLOB_MODES and path in wanted:
+            found[_relative(path, prefix)] = sha.decode()
+    texts = _contents(top, list(found.values()))
+    return {p: text.decode("utf-8", "replace") for p, text in zip(found, texts, strict=True)}
+
+
 @dataclass(frozen=True)
 class _Found:
     """One inventory file of the revision: the regular file read for the path it is shown

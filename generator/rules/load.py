@@ -30,6 +30,23 @@ SYMLINK_OUTSIDE = Rule(
     ),
     fix=("Copy the file into the inventory folder, or point the link at a file or folder inside it."),
 )
+CLUSTER_UNREADABLE = Rule(
+    "cluster-unreadable",
+    _S,
+    "With --kubeconfig, the cluster's Workloads and ClusterQueues can be read.",
+    why=(
+        "`tasgen render --kubeconfig` drops a flavor that a WaitForIdle queue keeps at zero quota "
+        "only once the live cluster shows that no Workload is admitted on it. A cluster that "
+        "cannot be read (no such file, an unreachable server, a refused credential, no Kueue) "
+        "shows nothing, and guessing would either evict work or keep the flavor for no reason, "
+        "so the render fails and writes nothing."
+    ),
+    fix=(
+        "Fix what the message names: the kubeconfig's path, server and credentials; the user "
+        "needs `list` on `workloads` (all namespaces) and `clusterqueues` of kueue.x-k8s.io. Or "
+        "render without --kubeconfig (offline, deterministic: only retainFor ends a retention)."
+    ),
+)
 YAML_SYNTAX = Rule(
     "yaml-syntax",
     _S,
@@ -175,4 +192,5 @@ RULES = (
     MAPPING_KEY,
     NUMBER_RANGE,
     DOCUMENT_SHAPE,
+    CLUSTER_UNREADABLE,
 )

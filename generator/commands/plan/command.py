@@ -26,13 +26,18 @@ class UsageProblem(Exception):
 
 
 def execute(
-    base: str, inventory: Path, format_: str, now: datetime, kubeconfig: Path | None
+    base: str,
+    inventory: Path,
+    format_: str,
+    now: datetime,
+    kubeconfig: Path | None,
+    output: Path = Path("rendered"),
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
     if not inventory.is_dir():
         raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
     try:
-        outcome = plan_change(inventory, base, now)
+        outcome = plan_change(inventory, base, now, output)
     except GitError as e:
         raise UsageProblem("--base", str(e)) from e
     if outcome.report is None:

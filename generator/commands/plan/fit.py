@@ -62,7 +62,8 @@ def _fits(side: Side) -> dict[tuple[str, Any, str], Fit]:
     members = _members(side)
     by_flavor: dict[tuple[str, tuple[str, ...]], dict[str, Fit]] = {}  # queues share flavors
     for queue in side.queues.values():
-        for flavor in queue.flavors.values():
+        # a retained flavor has no quota: nothing new fits there
+        for flavor in (f for f in queue.flavors.values() if f.retiring_since is None):
             key = (flavor.name, queue.covered)
             if key not in by_flavor:
                 nodes = members.get((flavor.identity, flavor.profile), [])
@@ -76,7 +77,12 @@ def _fits(side: Side) -> dict[tuple[str, Any, str], Fit]:
 
 def _members(side: Side) -> dict[tuple[Any, str], list[str]]:
     """(identity, profile) -> its nodes: the profile's nodes that carry the identity."""
-    flavors = {(f.identity, f.profile) for q in side.queues.values() for f in q.flavors.values()}
+    flavors = {
+        (f.identity, f.profile)
+        for q in side.queues.values()
+        for f in q.flavors.values()
+        if f.retiring_since is None
+    }
     nodes = side.nodes
     return {
         (identity, profile): [

@@ -9,7 +9,8 @@ from typing import Any
 
 from generator.commands.plan.report import build
 from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
-from generator.load.git import read_revision
+from generator.load.git import read_files, read_revision
+from generator.load.previous import FILES, previous_of
 from generator.model import Problem
 from generator.pipeline import compile
 from generator.util.gc import no_cycle_collection
@@ -24,17 +25,22 @@ class Outcome:
     desired: dict[str, dict[str, Any]] = field(default_factory=dict)  # the new ClusterQueues by name
 
 
-def plan_change(inventory: Path, base_ref: str, now: datetime) -> Outcome:
-    """Raises :class:`generator.load.git.GitError` when the base cannot be read."""
+def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Path("rendered")) -> Outcome:
+    """Raises :class:`generator.load.git.GitError` when the base cannot be read. ``output``:
+    rendered/ in the working tree; the base revision's is what the cluster runs, so both sides
+    carry on what it retains (WaitForIdle), as render does from the rendered/ it replaces."""
     base_files = read_revision(inventory, base_ref)
+    previous = previous_of(read_files(output, base_ref, inventory, FILES))
     with no_cycle_collection():
         head_files = read_inventory(inventory)
         parsed = _Parsed()
-        head = compile(head_files, now, node_features=False, parse=parsed)
+        head = compile(head_files, now, node_features=False, parse=parsed, carried=previous)
         if head.failed:
             return Outcome(None, head.problems())
         shared = _shared(base_files, head_files)
-        base = compile(shared, now, node_features=False, parse=parsed) if base_files else None
+        base = (
+            compile(shared, now, node_features=False, parse=parsed, carried=previous) if base_files else None
+        )
         assert head.planned is not None
         queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
         return Outcome(build(base, head, base_ref), desired=queues)

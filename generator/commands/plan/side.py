@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
-from generator.model import HOSTNAME_KEY, PROFILE_KEY, Node, Where
+from generator.model import HOSTNAME_KEY, PROFILE_KEY, RETIRING_PREFIX, Node, Where
 from generator.pipeline import Compilation
 
 
@@ -19,6 +19,8 @@ class FlavorFacts:
     profile: str
     resources: dict[str, dict[str, str]]  # resource -> nominalQuota / borrowingLimit / lendingLimit
     spec: dict[str, Any] = field(default_factory=dict)  # the ResourceFlavor's, as rendered
+    #: kept at zero quota until idle (dropPolicy WaitForIdle): since when, as annotated
+    retiring_since: str | None = None
 
 
 @dataclass
@@ -111,8 +113,10 @@ def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:
         groups = spec.get("resourceGroups") or [{}]
         queue = QueueFacts(body["metadata"]["name"], spec["stopPolicy"], {}, (), body)
         queue.covered = tuple(groups[0].get("coveredResources", ()))
+        retiring = body["metadata"].get("annotations", {})
         for entry in groups[0].get("flavors", ()):
-            queue.flavors[entry["name"]] = _flavor(entry, flavors[entry["name"]])
+            since = retiring.get(f"{RETIRING_PREFIX}{entry['name']}")
+            queue.flavors[entry["name"]] = _flavor(entry, flavors[entry["name"]], since)
         side.queues[queue.name] = queue
     for body in (b for b in bodies if b["kind"] == "LocalQueue"):
         meta, queue_name = body["metadata"], body["spec"]["clusterQueue"]
@@ -121,10 +125,10 @@ def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:
             found.local_queues = (*found.local_queues, f"{meta['namespace']}/{meta['name']}")
 
 
-def _flavor(entry: dict[str, Any], spec: dict[str, Any]) -> FlavorFacts:
+def _flavor(entry: dict[str, Any], spec: dict[str, Any], since: str | None = None) -> FlavorFacts:
     labels = dict(spec["nodeLabels"])
     profile = labels.pop(PROFILE_KEY)
     resources = {
         r["name"]: {k: str(v) for k, v in r.items() if k != "name"} for r in entry.get("resources", ())
     }
-    return FlavorFacts(entry["name"], tuple(sorted(labels.items())), profile, resources, spec)
+    return FlavorFacts(entry["name"], tuple(sorted(labels.items())), profile, resources, spec, since)

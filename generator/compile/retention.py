@@ -1,0 +1,93 @@
+"""WaitForIdle: a flavor that a queue's new plan drops stays in the queue, after the new
+flavors, at zero quota, until nothing holds it (docs/explanation/gate.md, WaitForIdle).
+
+What the previous render gave each queue is an input (:class:`generator.model.Previous`), so
+the decision is a pure function of the inventory, the previous rendered/, the time and, with a
+live cluster, which flavors are idle: a flavor goes into retention at the first render that
+drops it (the time it is annotated with is that render's ``now``, carried from then on), and
+leaves when ``gate.retainFor`` has passed since then or the cluster shows it idle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, DropPolicy, Previous, QueuePlan, Settings
+
+__all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
+
+
+def since_text(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Retained:
+    """A flavor a queue keeps at zero quota: its name and since when it retires."""
+
+    name: str
+    since: datetime
+
+
+@dataclass
+class Retention:
+    """Decides, queue by queue, which dropped flavors stay; collects what they still need."""
+
+    previous: Previous
+    now: datetime
+    settings: Settings
+    #: ResourceFlavor / Topology name -> spec, of retained flavors the new plan does not render
+    flavor_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    topology_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: when a retention ends by retainFor (the render's result changes then)
+    expiries: list[datetime] = field(default_factory=list)
+
+    def policy(self, plan: QueuePlan) -> DropPolicy:
+        return plan.drop_policy or self.settings.drop_policy or DEFAULT_DROP_POLICY
+
+    def of(
+        self, plan: QueuePlan, kept: set[str], rendered: dict[str, Any], topologies: set[str]
+    ) -> list[Retained]:
+        """The flavors ``plan``'s queue keeps beyond its new ones (``kept``), in the previous
+        render's order. ``rendered``: the new plan's flavors by name; ``topologies``: its
+        Topologies' names."""
+        if self.policy(plan) != "WaitForIdle":
+            return []
+        since = self.previous.since.get(plan.name, {})
+        idle = (
+            self.previous.idle.get(plan.name, frozenset()) if self.previous.idle is not None else frozenset()
+        )
+        found: list[Retained] = []
+        for name in self.previous.queues.get(plan.name, ()):
+            if name in kept or name in idle:
+                continue
+            start = since.get(name, self.now)
+            end = start + self.settings.retain_for if self.settings.retain_for is not None else None
+            if end is not None and self.now >= end:
+                continue  # waited long enough: dropped the normal way
+            spec = self._flavor_spec(name, rendered)
+            if spec is None or not self._topology(spec, topologies):
+                continue  # the previous render does not say what it was: dropped the normal way
+            if end is not None:
+                self.expiries.append(end)
+            found.append(Retained(name, start))
+            if name not in rendered:
+                self.flavor_specs[name] = spec
+        return found
+
+    def _flavor_spec(self, name: str, rendered: dict[str, Any]) -> dict[str, Any] | None:
+        if name in rendered:
+            return {}  # rendered anyway (another queue has it)
+        return self.previous.flavors.get(name)
+
+    def _topology(self, spec: dict[str, Any], topologies: set[str]) -> bool:
+        """The flavor's Topology is rendered, or the previous render had it (then kept)."""
+        name = spec.get("topologyName")
+        if not spec or name in topologies:
+            return True
+        if not isinstance(name, str) or name not in self.previous.topologies:
+            return False
+        self.topology_specs[name] = self.previous.topologies[name]
+        return True

@@ -1,0 +1,106 @@
+"""What the live cluster says of the flavors WaitForIdle queues keep (render --kubeconfig):
+read-only, Workloads and ClusterQueues listed once. A flavor is idle for a queue when no
+unfinished Workload's admission names it for that queue (generator/gate/admissions.py, the
+authority) and the live queue gives it no quota (so nothing new can be admitted on it between
+this read and the sync that drops it). docs/explanation/gate.md, WaitForIdle."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from generator.model import Previous
+
+#: how long transient API errors (5xx, 429, a dropped connection) are retried
+RETRY_SECONDS = 15
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+))")
+
+
+class LiveError(Exception):
+    """The cluster cannot be read; the message says why (the render writes nothing)."""
+
+
+def with_idle(previous: Previous, kubeconfig: Path) -> Previous:
+    """``previous`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
+    workloads, queues = _read(kubeconfig)
+    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+
+    held = admissions.held_flavors(workloads)
+    idle = {
+        name: frozenset(
+            f for f in flavors if f not in held.get(name, frozenset()) and _no_quota(queues.get(name), f)
+        )
+        for name, flavors in previous.queues.items()
+    }
+    return replace(previous, idle=idle)
+
+
+def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    # The API client costs a second of start-up: imported only for --kubeconfig.
+    from kubernetes import config  # noqa: PLC0415
+    from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
+    from urllib3.exceptions import HTTPError  # noqa: PLC0415
+
+    from generator.gate import kube  # noqa: PLC0415
+
+    where = f"the cluster of {kubeconfig}"
+    try:
+        api = kube.load_client(str(kubeconfig))
+    except (config.ConfigException, OSError) as err:
+        raise LiveError(f"cannot use {kubeconfig}: {err}") from err
+    deadline = kube.Deadline(RETRY_SECONDS)
+    try:
+        with api:
+            for version in kube.VERSIONS:
+                catalog = kube.Catalog(api, version)
+                try:
+                    workloads = kube.with_backoff(catalog.workloads, deadline, lambda _: None)
+                except ApiException as err:
+                    if err.status == 404:
+                        continue  # this Kueue API version is not served: try the older one
+                    raise
+                queues = kube.with_backoff(partial(catalog.list, "clusterqueues"), deadline, lambda _: None)
+                return workloads, {str(q["metadata"]["name"]): q for q in queues}
+    except ApiException as err:
+        reason = f"HTTP {err.status} {err.reason}" if err.status else str(err.reason)
+        raise LiveError(f"cannot list Kueue's Workloads and ClusterQueues in {where}: {reason}") from err
+    except (HTTPError, OSError, kube.Conflict) as err:
+        raise LiveError(f"cannot reach {where}: {err}") from err
+    raise LiveError(f"{where} serves no Kueue API ({', '.join(kube.VERSIONS)} of kueue.x-k8s.io)")
+
+
+def _no_quota(live: Mapping[str, Any] | None, flavor: str) -> bool:
+    """The live queue admits nothing new on ``flavor``: it does not list it, or gives it zero
+    nominal quota (and, in a cohort, zero borrowing) for every resource."""
+    if live is None:
+        return True
+    spec = live.get("spec") or {}
+    cohort = bool(spec.get("cohortName") or spec.get("cohort"))
+    for group in spec.get("resourceGroups") or ():
+        for entry in group.get("flavors") or ():
+            if entry.get("name") != flavor:
+                continue
+            for resource in entry.get("resources") or ():
+                if not _zero(resource.get("nominalQuota")):
+                    return False
+                if cohort and not _zero(resource.get("borrowingLimit")):
+                    return False  # unset: it may borrow without bound
+    return True
+
+
+def _zero(quantity: object) -> bool:
+    """A Kubernetes quantity that is zero (the API server writes "0"; "0Gi" is zero too)."""
+    if isinstance(quantity, int | float):
+        return quantity == 0
+    match = _NUMBER.match(quantity) if isinstance(quantity, str) else None
+    if match is None:
+        return False
+    try:
+        return Decimal(match[1]) == 0
+    except InvalidOperation:
+        return False

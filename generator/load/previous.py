@@ -1,0 +1,96 @@
+"""What the previous render wrote that the next one carries on (WaitForIdle's retained
+flavors): read from rendered/'s texts, or a git revision's, at the edge of the pure compile
+(docs/explanation/gate.md, WaitForIdle). A file that does not parse, or an object of another
+shape, is simply not carried on: rendered/ is tasgen's own output, and a hand edit there is
+what `tasgen check` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from generator.load.files import ParseError, parse_text
+from generator.model import RETIRING_PREFIX, Previous
+
+QUEUES = "queues/clusterqueues.yaml"
+FLAVORS = "kueue/resourceflavors.yaml"
+TOPOLOGIES = "kueue/topologies.yaml"
+#: the files of rendered/ a render reads back (relative to rendered/)
+FILES = (QUEUES, FLAVORS, TOPOLOGIES)
+
+
+def previous_of(texts: Mapping[str, str]) -> Previous:
+    """``texts``: rendered/-relative path -> text (only FILES are read)."""
+    previous = Previous()
+    for body in _objects(texts, QUEUES, "ClusterQueue"):
+        name, flavors = _queue(body)
+        if name is None:
+            continue
+        previous.queues[name] = flavors
+        since = _since(body, flavors)
+        if since:
+            previous.since[name] = since
+    for kind, file, found in (
+        ("ResourceFlavor", FLAVORS, previous.flavors),
+        ("Topology", TOPOLOGIES, previous.topologies),
+    ):
+        for body in _objects(texts, file, kind):
+            name, spec = _name(body), body.get("spec")
+            if name is not None and isinstance(spec, dict):
+                found[name] = spec
+    return previous
+
+
+def _objects(texts: Mapping[str, str], file: str, kind: str) -> list[dict[str, Any]]:
+    text = texts.get(file)
+    if text is None:
+        return []
+    try:
+        documents = parse_text(text)
+    except ParseError:
+        return []
+    return [d for d in documents if isinstance(d, dict) and d.get("kind") == kind]
+
+
+def _name(body: dict[str, Any]) -> str | None:
+    meta = body.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _queue(body: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+    spec = body.get("spec")
+    groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
+    flavors: list[str] = []
+    for group in groups if isinstance(groups, list) else ():
+        entries = group.get("flavors") if isinstance(group, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name not in flavors:
+                flavors.append(name)
+    return _name(body), tuple(flavors)
+
+
+def _since(body: dict[str, Any], flavors: tuple[str, ...]) -> dict[str, datetime]:
+    """Retained flavor -> since when, from the queue's annotations (of flavors it lists)."""
+    annotations = body["metadata"].get("annotations")
+    found: dict[str, datetime] = {}
+    for key, value in (annotations if isinstance(annotations, dict) else {}).items():
+        if not (isinstance(key, str) and key.startswith(RETIRING_PREFIX)):
+            continue
+        flavor, moment = key[len(RETIRING_PREFIX) :], _time(value)
+        if flavor in flavors and moment is not None:
+            found[flavor] = moment
+    return found
+
+
+def _time(value: object) -> datetime | None:
+    """An RFC 3339 time with an offset (as the render writes it), in UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo is not None else None

@@ -1,0 +1,389 @@
+"""dropPolicy WaitForIdle: a flavor the plan drops stays in its queue at zero quota, after the
+new flavors, until retainFor passes or the cluster shows it idle (render --kubeconfig); the
+new flavors take the full quota at once; check and plan --base agree with render. The live
+part against a real API server and Kueue: tests/e2e/test_cluster_retention.py."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator.load.live import _no_quota
+from generator.load.previous import previous_of
+from generator.model import RETIRING_PREFIX
+from tests.conftest import NOW, REPO, tasgen, tree
+
+H100_5CE2 = "gpustack-nvidia-h100-80gb-hbm3-b46e62-5ce26b67c9cf"  # rack b-r02 not yet recorded
+H100_7DE0 = "gpustack-nvidia-h100-80gb-hbm3-b46e62-7de0bea5615a"
+SOURCE = "sources/h100-racks.yaml"
+LATER = "2026-12-01T06:00:00Z"
+
+
+def _set_policy(inventory: Path, policy: str | None, retain_for: str | None = None) -> None:
+    config = inventory / "config.yaml"
+    text = config.read_text()
+    gate = "    timeoutSeconds: 1800\n"
+    more = (f"    dropPolicy: {policy}\n" if policy else "") + (
+        f"    retainFor: {retain_for}\n" if retain_for else ""
+    )
+    assert gate in text
+    config.write_text(text.replace(gate, gate + more))
+
+
+def _record_rack(inventory: Path) -> None:
+    """The issue's rack edit: rack b-r02 recorded for its four H100 nodes."""
+    path = inventory / SOURCE
+    text, count = re.subn(
+        r"(h100-1b-r2-0\d): \{infra.example.com/block: blk-b\}",
+        r"\1: {infra.example.com/block: blk-b, topology.gpustack.ai/rack: b-r02}",
+        path.read_text(),
+    )
+    assert count == 4
+    path.write_text(text)
+
+
+def _render(inventory: Path, out: Path, now: str = NOW, *more: str) -> str:
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", now, *more)
+    assert run.exit_code == 0, run.output
+    return run.output
+
+
+def _queues(out: Path) -> dict[str, dict[str, Any]]:
+    docs = yaml.safe_load_all((out / "queues" / "clusterqueues.yaml").read_text())
+    return {d["metadata"]["name"]: d for d in docs if d}
+
+
+def _names(out: Path, file: str) -> list[str]:
+    return [d["metadata"]["name"] for d in yaml.safe_load_all((out / file).read_text()) if d]
+
+
+def _flavors(queue: dict[str, Any]) -> list[dict[str, Any]]:
+    flavors: list[dict[str, Any]] = queue["spec"]["resourceGroups"][0]["flavors"]
+    return flavors
+
+
+def _retiring(queue: dict[str, Any]) -> dict[str, str]:
+    annotations = queue["metadata"]["annotations"]
+    return {k[len(RETIRING_PREFIX) :]: v for k, v in annotations.items() if k.startswith(RETIRING_PREFIX)}
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> tuple[Path, Path]:
+    """The example inventory, WaitForIdle, rendered once (before the rack edit)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories", inventory)
+    _set_policy(inventory, "WaitForIdle")
+    out = tmp_path / "rendered"
+    _render(inventory, out)
+    return inventory, out
+
+
+def _hold_and_drain(tmp_path: Path, inventory: Path) -> Path:
+    """The same inventory under HoldAndDrain, rendered from scratch: what the new plan is."""
+    other = tmp_path / "hold-and-drain"
+    shutil.copytree(inventory, other / "inventory")
+    config = other / "inventory" / "config.yaml"
+    config.write_text(config.read_text().replace("dropPolicy: WaitForIdle", "dropPolicy: HoldAndDrain"))
+    _render(other / "inventory", other / "rendered")
+    return other / "rendered"
+
+
+def test_hold_and_drain_is_the_default_and_renders_as_before(tmp_path: Path) -> None:
+    """Unset, the policy is HoldAndDrain: a dropped flavor leaves the queue at once."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories", inventory)
+    out = tmp_path / "rendered"
+    shutil.copytree(REPO / "rendered", out)
+    _record_rack(inventory)
+    _render(inventory, out)
+    for queue in _queues(out).values():
+        assert H100_5CE2 not in [f["name"] for f in _flavors(queue)]
+        assert _retiring(queue) == {}
+    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
+
+
+def test_a_dropped_flavor_stays_at_zero_quota_after_the_new_ones(
+    example: tuple[Path, Path], tmp_path: Path
+) -> None:
+    inventory, out = example
+    before = _queues(out)
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    new = _queues(_hold_and_drain(tmp_path, inventory))
+    for name, queue in _queues(out).items():
+        flavors = _flavors(queue)
+        # the new plan's flavors first, exactly as HoldAndDrain renders them: full quota at once
+        assert flavors[:-1] == _flavors(new[name])
+        assert flavors[-1]["name"] == H100_5CE2
+        cohort = "cohortName" in queue["spec"]
+        zero = {"nominalQuota": "0", **({"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {})}
+        covered = queue["spec"]["resourceGroups"][0]["coveredResources"]
+        assert flavors[-1]["resources"] == [{"name": r, **zero} for r in covered]
+        assert _retiring(queue) == {H100_5CE2: LATER}
+        assert H100_5CE2 in [f["name"] for f in _flavors(before[name])]
+    # its ResourceFlavor and Topology stay, and the retire step keeps them
+    assert H100_5CE2 in _names(out, "kueue/resourceflavors.yaml")
+    assert "gpustack-5ce26b67c9cf" in _names(out, "kueue/topologies.yaml")
+    keep = (out / "retire" / "configmap-keep.yaml").read_text()
+    assert H100_5CE2 in keep and "gpustack-5ce26b67c9cf" in keep
+    # the gate's plan holds the retained flavor too: it sees no drop
+    plan = (out / "gate" / "configmap-plan.yaml").read_text()
+    assert plan.count(H100_5CE2) == 2
+
+
+def _gpu_sum(queue: dict[str, Any]) -> int:
+    return sum(
+        int(r["nominalQuota"])
+        for f in _flavors(queue)
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    )
+
+
+def test_quota_is_conserved(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    before = {name: _gpu_sum(q) for name, q in _queues(out).items()}
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    assert {name: _gpu_sum(q) for name, q in _queues(out).items()} == before
+
+
+def test_a_re_render_carries_the_time_and_changes_nothing(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    first = tree(out)
+    output = _render(inventory, out, "2026-12-20T00:00:00Z", "--no-cache")
+    assert tree(out) == first
+    assert "0 file(s) written" in output
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", "2027-03-01T00:00:00Z")
+    assert run.exit_code == 0, run.output
+
+
+def test_retain_for_ends_the_retention(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    _set_policy(inventory, None, "48h")
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
+    just_before = "2026-12-03T05:59:59Z"
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", just_before)
+    assert run.exit_code == 0, run.output
+    # at LATER + 48h it is dropped the normal way; check says so before anyone renders
+    expired = "2026-12-03T06:00:00Z"
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", expired)
+    assert run.exit_code == 1 and "[stale-render]" in run.output
+    _render(inventory, out, expired)
+    for queue in _queues(out).values():
+        assert H100_5CE2 not in [f["name"] for f in _flavors(queue)]
+        assert _retiring(queue) == {}
+    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
+    assert "gpustack-5ce26b67c9cf" not in _names(out, "kueue/topologies.yaml")
+
+
+def test_the_memo_does_not_outlive_retain_for(example: tuple[Path, Path]) -> None:
+    """A remembered render is reused only until the next retainFor end (its window)."""
+    inventory, out = example
+    _set_policy(inventory, None, "48h")
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    _render(inventory, out, "2026-12-02T00:00:00Z")  # recalled: nothing changes
+    assert H100_5CE2 in _names(out, "kueue/resourceflavors.yaml")
+    _render(inventory, out, "2026-12-03T06:00:00Z")  # with the memo on
+    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
+
+
+def test_a_flavor_that_comes_back_is_a_flavor_again(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    original = tree(out)
+    source = (inventory / SOURCE).read_text()
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    (inventory / SOURCE).write_text(source)
+    _render(inventory, out, "2026-12-02T00:00:00Z")
+    assert tree(out) == original
+
+
+def test_a_second_drop_keeps_the_first_time_and_order(example: tuple[Path, Path]) -> None:
+    """Two retirements in turn: each keeps its own time, in the previous render's order."""
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    # a new toleration on the H100s gives them new flavors: 7de0 is dropped in its turn
+    toleration = "        - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+    added = toleration + "        - {key: example.com/maintenance, operator: Exists, effect: NoSchedule}\n"
+    for name in ("training", "inference"):
+        plan = inventory / "queues" / f"{name}.yaml"
+        assert toleration in plan.read_text()
+        plan.write_text(plan.read_text().replace(toleration, added))
+    second = "2026-12-02T00:00:00Z"
+    _render(inventory, out, second)
+    training = _queues(out)["training"]
+    names = [f["name"] for f in _flavors(training)]
+    assert names[1] == "gpustack-nvidia-gb200-70b043-72853e2042c3"
+    assert names[0].startswith("gpustack-nvidia-h100-80gb-hbm3-") and names[0] not in (H100_7DE0, H100_5CE2)
+    assert names[2:] == [H100_7DE0, H100_5CE2]
+    assert _retiring(training) == {H100_7DE0: second, H100_5CE2: LATER}
+    assert [r["nominalQuota"] for f in _flavors(training)[2:] for r in f["resources"]] == ["0"] * 6
+
+
+def test_the_64_flavor_limit_counts_retained_flavors(example: tuple[Path, Path], tmp_path: Path) -> None:
+    """A change that would need a 65th flavor beside the retained ones is an error naming the
+    queue, and nothing is written."""
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    # 63 more GB200 identities for training: 2 of its own + 63 + 1 retained = 66 > 64
+    nodes = yaml.safe_load((inventory / "nodes.yaml").read_text())
+    gb200 = next(n for n in nodes["nodes"] if n["labels"].get("nvidia.com/gpu.product") == "NVIDIA-GB200")
+    for i in range(63):
+        clone = yaml.safe_load(yaml.safe_dump(gb200))
+        clone["name"] = f"extra-{i:02d}"
+        clone["labels"]["kubernetes.io/hostname"] = clone["name"]
+        clone["labels"]["nvidia.com/gpu.product"] = f"EXTRA-{i:02d}"
+        nodes["nodes"].append(clone)
+    (inventory / "nodes.yaml").write_text(yaml.safe_dump(nodes))
+    plan = inventory / "queues" / "training.yaml"
+    text = plan.read_text()
+    anchor = "    - identity:\n        nvidia.com/gpu.product: NVIDIA-GB200\n"
+    assert anchor in text
+    extra = "".join(f"    - identity: {{nvidia.com/gpu.product: EXTRA-{i:02d}}}\n" for i in range(63))
+    plan.write_text(text.replace(anchor, anchor + extra))
+    before = tree(out)
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", "2026-12-02T00:00:00Z")
+    assert run.exit_code == 1
+    assert "[flavor-limit]" in run.output and "'training'" in run.output
+    assert "1 retained at zero quota until idle" in run.output
+    assert tree(out) == before
+
+
+def test_a_previous_render_is_read_back_as_written(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    previous = previous_of(tree(out))
+    assert previous.queues["training"][-1] == H100_5CE2
+    assert {q: {f: t.isoformat() for f, t in s.items()} for q, s in previous.since.items()} == {
+        "inference": {H100_5CE2: "2026-12-01T06:00:00+00:00"},
+        "training": {H100_5CE2: "2026-12-01T06:00:00+00:00"},
+    }
+    assert previous.flavors[H100_5CE2]["topologyName"] == "gpustack-5ce26b67c9cf"
+    assert previous.idle is None
+
+
+def test_a_hand_edited_or_broken_previous_render_carries_nothing_on() -> None:
+    assert previous_of({"queues/clusterqueues.yaml": "a: [\n"}).queues == {}
+    weird = "kind: ClusterQueue\nmetadata: {name: q, annotations: {" + RETIRING_PREFIX + "f: yesterday}}\n"
+    weird += "spec: {resourceGroups: [{flavors: [{name: f}, 3]}]}\n"
+    previous = previous_of({"queues/clusterqueues.yaml": weird})
+    assert previous.queues == {"q": ("f",)} and previous.since == {}
+
+
+def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, Path]) -> None:
+    """With the cluster's word (Previous.idle), an idle retained flavor is dropped; the rest of
+    the render is what the offline one is."""
+    from generator.load.files import read_inventory  # noqa: PLC0415
+    from generator.pipeline import compile  # noqa: PLC0415
+
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, LATER)
+    files = read_inventory(inventory)
+    previous = previous_of(tree(out))
+    now = previous.since["training"][H100_5CE2]
+    kept = compile(files, now, carried=previous)
+    idle = compile(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
+    assert kept.planned is not None and idle.planned is not None
+
+    def flavors(planned: Any) -> dict[str, list[str]]:
+        return {
+            m.name: [f["name"] for f in m.body["spec"]["resourceGroups"][0]["flavors"]]
+            for m in planned.manifests
+            if m.kind == "ClusterQueue"
+        }
+
+    assert flavors(kept.planned)["training"][-1] == H100_5CE2
+    assert flavors(idle.planned)["training"] == flavors(kept.planned)["training"][:-1]
+    assert flavors(idle.planned)["inference"] == flavors(kept.planned)["inference"]  # still busy there
+    names = [m.name for m in idle.planned.manifests if m.kind == "ResourceFlavor"]
+    assert H100_5CE2 in names  # inference keeps it
+
+
+@pytest.mark.parametrize(
+    ("resources", "cohort", "expected"),
+    [
+        ([{"name": "gpu", "nominalQuota": "0"}], False, True),
+        ([{"name": "gpu", "nominalQuota": "0Gi"}], False, True),
+        ([{"name": "gpu", "nominalQuota": "2"}], False, False),
+        ([{"name": "gpu", "nominalQuota": "0"}], True, False),  # in a cohort it may still borrow
+        ([{"name": "gpu", "nominalQuota": "0", "borrowingLimit": "0"}], True, True),
+        ([{"name": "gpu", "nominalQuota": "0", "borrowingLimit": "4"}], True, False),
+        ([{"name": "cpu", "nominalQuota": "0"}, {"name": "gpu", "nominalQuota": "1"}], False, False),
+    ],
+)
+def test_a_live_flavor_admits_nothing_only_at_zero_quota(
+    resources: list[dict[str, str]], cohort: bool, expected: bool
+) -> None:
+    spec: dict[str, Any] = {"resourceGroups": [{"flavors": [{"name": "f", "resources": resources}]}]}
+    if cohort:
+        spec["cohortName"] = "c"
+    assert _no_quota({"spec": spec}, "f") is expected
+    assert _no_quota({"spec": spec}, "other") is True  # not in the live queue: nothing admitted there
+    assert _no_quota(None, "f") is True  # no live queue
+
+
+def test_an_unreadable_cluster_is_an_error_writing_nothing(
+    example: tuple[Path, Path], tmp_path: Path
+) -> None:
+    inventory, out = example
+    _record_rack(inventory)
+    before = tree(out)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    run = tasgen(
+        "render", "-i", str(inventory), "-o", str(out), "--now", LATER, "--kubeconfig", str(kubeconfig)
+    )
+    assert run.exit_code == 1
+    assert f"{kubeconfig}:1:1: error: cannot use {kubeconfig}" in run.output
+    assert "[cluster-unreadable]" in run.output
+    assert tree(out) == before
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--kubeconfig", str(tmp_path / "absent"))
+    assert run.exit_code == 1 and "[cluster-unreadable]" in run.output
+    assert tree(out) == before
+
+
+def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> None:
+    """plan --base compiles the head with the base revision's rendered/ as the previous render:
+    the dropped flavor is kept, so no queue drains."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "inventories", root / "inventories")
+    shutil.copytree(REPO / "rendered", root / "rendered")
+    _set_policy(root / "inventories", "WaitForIdle")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "empty")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
+    _record_rack(root / "inventories")
+    run = tasgen("plan", "--base", "main", "-i", str(root / "inventories"), "-o", str(root / "rendered"),
+                 "--now", LATER, "--format", "json")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    report = run.json()
+    queues = {q["name"]: q for q in report["queues"]}
+    assert set(queues) == {"inference", "training"}
+    for queue in queues.values():
+        assert "no flavor dropped" in str(queue), queue
+    # what render writes from the same base is what plan compared
+    out = root / "rendered"
+    _render(root / "inventories", out, LATER)
+    assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
