@@ -79,3 +79,38 @@ def test_it_is_actionlint_clean(scaffolded: Path) -> None:
         [str(actionlint), "-no-color", WORKFLOW], cwd=scaffolded, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _step(root: Path, name: str) -> dict[str, Any]:
+    (found,) = [step for step in _steps(root) if step.get("name") == name]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("live", "expected"), [("true", ["render", "--kubeconfig", "KUBECONFIG"]), ("", ["render"])]
+)
+def test_it_renders_with_the_cluster_only_when_asked_to(
+    scaffolded: Path, tmp_path: Path, live: str, expected: list[str]
+) -> None:
+    """vars.TASGEN_LIVE_RENDER == 'true': `tasgen render --kubeconfig` (WaitForIdle's retained
+    flavors leave once idle), with the kubeconfig still there; else the offline render. The
+    Render step's own script runs under bash, with a `tasgen` that records its arguments."""
+    names = [step.get("name") for step in _steps(scaffolded)]
+    assert names.index("The cluster's kubeconfig as a file") < names.index("Render")
+    assert names.index("Render") < names.index("Forget the credentials")
+    kubeconfig_step = _step(scaffolded, "The cluster's kubeconfig as a file")
+    assert "vars.TASGEN_LIVE_RENDER == 'true'" in kubeconfig_step["if"]
+    step = _step(scaffolded, "Render")
+    assert step["env"] == {"LIVE": "${{ vars.TASGEN_LIVE_RENDER }}"}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "tasgen"
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$RUNNER_TEMP/args"\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "LIVE": live}
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", step["run"]], check=False, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert [a.replace(str(tmp_path / "kubeconfig"), "KUBECONFIG") for a in args] == expected
