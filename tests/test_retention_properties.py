@@ -1,0 +1,147 @@
+"""Properties of WaitForIdle retention over random sequences of fleet changes (hypothesis): each
+render is the new plan's queue plus exactly the previous render's dropped flavors that neither
+retainFor nor the cluster ended, in the previous order, at zero quota, with their first time
+carried; quota is conserved; every flavor a queue names is rendered with its Topology; and a
+render is a fixed point of itself (so check agrees with render)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator.emit.tree import render_tree
+from generator.load.files import InputFile
+from generator.load.previous import previous_of
+from generator.model import RETIRING_PREFIX, Previous
+from generator.pipeline import Compilation, compile
+from tests.conftest import NOW, examples
+from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
+
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+START = datetime.fromisoformat(NOW)
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> Fleet:
+    # A rack stays within its zone, "" states none (a shorter profile): flavors come and go.
+    racks = {
+        n: draw(st.sampled_from(["r1", "r2", ""] if i < 4 else ["r3", "r4", ""])) for i, n in enumerate(H100)
+    }
+    levels = draw(st.sampled_from([(ZONE, RACK), (RACK,), (ZONE, RACK, ROW)]))
+    rows = {n: {ROW: f"{racks[n]}-w1"} for n in H100[:2] if racks[n]} if ROW in levels else {}
+    return Fleet(
+        racks=racks,
+        more=rows,
+        levels=levels,
+        training=draw(st.sampled_from([("H100", "L40S"), ("H100",), ("L40S",)])),
+        quota=draw(st.sampled_from(["64", "48", "8"])),
+        cohort="pool",
+    )
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[str | None, list[tuple[Fleet, int, int]]]:
+    retain_for = draw(st.sampled_from([None, "24h", "90m"]))
+    steps = draw(
+        st.lists(st.tuples(fleets(), st.integers(0, 30), st.integers(0, 2**16)), min_size=2, max_size=5)
+    )
+    return retain_for, steps
+
+
+def _files(fleet: Fleet, retain_for: str | None) -> list[InputFile]:
+    config = "apiVersion: topology.gpustack.ai/v1alpha1\nkind: GeneratorConfig\nmetadata: {name: c}\n"
+    config += "spec:\n  gate:\n    dropPolicy: WaitForIdle\n"
+    config += f"    retainFor: {retain_for}\n" if retain_for else ""
+    texts = {**fleet.files(), "config.yaml": config}
+    return [InputFile(name, name, text.encode()) for name, text in sorted(texts.items())]
+
+
+def _texts(result: Compilation) -> dict[str, str]:
+    assert not result.failed, result.problems()
+    assert result.planned is not None
+    return render_tree(result.planned.manifests, (), result.planned.synced).files
+
+
+def _queues(texts: dict[str, str]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in yaml.safe_load_all(texts["queues/clusterqueues.yaml"]) if d}
+
+
+def _entries(queue: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = queue["spec"].get("resourceGroups") or [{"flavors": []}]
+    entries: list[dict[str, Any]] = groups[0]["flavors"]
+    return entries
+
+
+def _idle(previous: Previous, seed: int) -> Previous:
+    """Some of the previous queues' flavors shown idle by 'the cluster' (bits of seed)."""
+    flavors = [(q, f) for q, names in sorted(previous.queues.items()) for f in names]
+    idle: dict[str, set[str]] = {q: set() for q in previous.queues}
+    for i, (queue, flavor) in enumerate(flavors):
+        if seed >> (i % 16) & 1 and seed & 1:
+            idle[queue].add(flavor)
+    return replace(previous, idle={q: frozenset(f) for q, f in idle.items()}) if seed & 1 else previous
+
+
+@SETTINGS
+@given(histories())
+def test_retention_keeps_exactly_what_nothing_ended(
+    history: tuple[str | None, list[tuple[Fleet, int, int]]],
+) -> None:
+    retain_for, steps = history
+    limit = {None: None, "24h": timedelta(hours=24), "90m": timedelta(minutes=90)}[retain_for]
+    now, texts = START, {}
+    for fleet, hours, seed in steps:
+        now += timedelta(hours=hours)
+        files = _files(fleet, retain_for)
+        previous = _idle(previous_of(texts), seed)
+        result = compile(files, now, node_features=False, previous=previous)
+        new = _texts(result)
+        fresh = _queues(_texts(compile(files, now, node_features=False)))  # the plan alone
+        for name, queue in _queues(new).items():
+            entries, planned = _entries(queue), _entries(fresh[name])
+            # the new plan's flavors first, with their full quota
+            assert entries[: len(planned)] == planned
+            kept = entries[len(planned) :]
+            since = previous.since.get(name, {})
+            idle = previous.idle.get(name, frozenset()) if previous.idle is not None else frozenset()
+            expected = [
+                f
+                for f in previous.queues.get(name, ())
+                if f not in {e["name"] for e in planned}
+                and f not in idle
+                and (limit is None or now < since.get(f, now) + limit)
+            ]
+            assert [e["name"] for e in kept] == expected
+            cohort = "cohortName" in queue["spec"]
+            zero = {"nominalQuota": "0", **({"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {})}
+            assert all(
+                {k: v for k, v in r.items() if k != "name"} == zero for e in kept for r in e["resources"]
+            )
+            annotations = queue["metadata"]["annotations"]
+            retiring = {
+                k[len(RETIRING_PREFIX) :]: v for k, v in annotations.items() if k.startswith(RETIRING_PREFIX)
+            }
+            assert retiring == {f: since.get(f, now).strftime("%Y-%m-%dT%H:%M:%SZ") for f in expected}
+            assert _gpus(entries) == _gpus(planned)  # quota conserved
+        flavors = {
+            d["metadata"]["name"]: d for d in yaml.safe_load_all(new["kueue/resourceflavors.yaml"]) if d
+        }
+        topologies = {d["metadata"]["name"] for d in yaml.safe_load_all(new["kueue/topologies.yaml"]) if d}
+        named = {e["name"] for q in _queues(new).values() for e in _entries(q)}
+        assert named <= set(flavors)
+        assert {f["spec"]["topologyName"] for f in flavors.values()} <= topologies
+        # a fixed point: rendering again from what was written (offline) writes the same
+        again = _texts(compile(files, now, node_features=False, previous=previous_of(new)))
+        assert again == new
+        texts = new
+
+
+def _gpus(entries: list[dict[str, Any]]) -> int:
+    return sum(
+        int(r["nominalQuota"]) for e in entries for r in e["resources"] if r["name"] == "nvidia.com/gpu"
+    )
