@@ -387,3 +387,10 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
     out = root / "rendered"
     _render(root / "inventories", out, LATER)
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
+
+
+def test_the_time_is_written_in_utc_to_the_second(example: tuple[Path, Path]) -> None:
+    inventory, out = example
+    _record_rack(inventory)
+    _render(inventory, out, "2026-12-01T08:00:00.750+02:00")
+    assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())

@@ -11,7 +11,7 @@ leaves when ``gate.retainFor`` has passed since then or the cluster shows it idl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, DropPolicy, Previous, QueuePlan, Settings
@@ -20,7 +20,12 @@ __all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
 
 
 def since_text(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _whole_second(moment: datetime) -> datetime:
+    """As the annotation holds it, so that the first render and the next agree on the end."""
+    return moment.astimezone(UTC).replace(microsecond=0)
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class Retention:
         for name in self.previous.queues.get(plan.name, ()):
             if name in kept or name in idle:
                 continue
-            start = since.get(name, self.now)
+            start = since.get(name) or _whole_second(self.now)
             end = start + self.settings.retain_for if self.settings.retain_for is not None else None
             if end is not None and self.now >= end:
                 continue  # waited long enough: dropped the normal way
