@@ -99,7 +99,7 @@ def test_retention_keeps_exactly_what_nothing_ended(
         now += timedelta(hours=hours)
         files = _files(fleet, retain_for)
         previous = _idle(previous_of(texts), seed)
-        result = compile(files, now, node_features=False, previous=previous)
+        result = compile(files, now, node_features=False, carried=previous)
         new = _texts(result)
         fresh = _queues(_texts(compile(files, now, node_features=False)))  # the plan alone
         for name, queue in _queues(new).items():
@@ -136,7 +136,7 @@ def test_retention_keeps_exactly_what_nothing_ended(
         assert named <= set(flavors)
         assert {f["spec"]["topologyName"] for f in flavors.values()} <= topologies
         # a fixed point: rendering again from what was written (offline) writes the same
-        again = _texts(compile(files, now, node_features=False, previous=previous_of(new)))
+        again = _texts(compile(files, now, node_features=False, carried=previous_of(new)))
         assert again == new
         texts = new
 
