@@ -54,12 +54,21 @@ class Kubelet(threading.Thread):
     """Runs the Pods of ``namespace`` (see the module's docstring)."""
 
     def __init__(
-        self, api: client.ApiClient, namespace: str, work_dir: Path, *, server: str | None = None
+        self,
+        api: client.ApiClient,
+        namespace: str,
+        work_dir: Path,
+        *,
+        server: str | None = None,
+        bound_only: bool = False,
     ) -> None:
         super().__init__(daemon=True, name=f"kubelet-{namespace}")
         self.api, self.core = api, client.CoreV1Api(api)
         self.namespace, self.work_dir = namespace, work_dir
         self.server = server or api.configuration.host
+        #: run only Pods bound to a Node, as a kubelet does (for a test that plays the
+        #: scheduler's bind, tests/e2e/binder.py); by default every Pod runs unbound
+        self.bound_only = bound_only
         self.runs: dict[str, Run] = {}  # Pod uid -> its run
         self.running: dict[str, subprocess.Popen[bytes]] = {}  # Pod uid -> its process, while it runs
         self.done: dict[str, int] = {}  # Pod uid -> the exit code of its run
@@ -108,6 +117,8 @@ class Kubelet(threading.Thread):
                 self._terminate(known, pod.metadata.deletion_grace_period_seconds)
             return
         if known is None and pod.status.phase in (None, "Pending"):
+            if self.bound_only and not pod.spec.node_name:
+                return
             self._start(pod)
 
     def _gone(self, uid: str) -> None:
