@@ -77,10 +77,15 @@ class FeatureFile:
 
 
 def feature_files(
-    inventory: Inventory, ready: Iterable[Source], assignment: Assignment, folder_of: Mapping[str, str]
+    inventory: Inventory,
+    ready: Iterable[Source],
+    assignment: Assignment,
+    folder_of: Mapping[str, str],
+    pinned: Mapping[str, str] | None = None,
 ) -> list[FeatureFile]:
     """Every NodeFeature file: per labels folder, one per Ready writing source and one of
-    profiles; rows in node order."""
+    profiles; rows in node order. ``pinned``: node -> the profile label it keeps instead of
+    its assigned one (a retained flavor's, compile/pins.py)."""
     namespace = inventory.settings.node_feature_namespace
     files: list[FeatureFile] = []
     for source in ready:
@@ -89,7 +94,10 @@ def feature_files(
         files += _by_folder(rows, folder_of, source_features(source.name), namespace, source.name)
     by_profile = {profile: {PROFILE_KEY: profile} for profile in assignment.profiles()}
     nodes = sorted(assignment.profile_of)
-    ids = map(attrgetter("id"), map(assignment.profile_of.__getitem__, nodes))
+    ids: Iterable[str] = map(attrgetter("id"), map(assignment.profile_of.__getitem__, nodes))
+    if pinned:
+        by_profile.update({profile: {PROFILE_KEY: profile} for profile in set(pinned.values())})
+        ids = map(pinned.get, nodes, ids)
     rows = zip(nodes, map(by_profile.__getitem__, ids), strict=True)
     return files + _by_folder(rows, folder_of, PROFILE_FEATURES, namespace, None)
 

@@ -1,0 +1,50 @@
+"""Nodes keep their previous profile label while a queue retains that profile's flavor
+(generator/compile/pins.py; Kueue's side: tests/e2e/test_retained_flavor.py)."""
+
+from __future__ import annotations
+
+from generator.compile.manifests import PROFILE_FEATURES, feature_files
+from generator.compile.pins import held_profiles, pins
+from generator.compile.profiles import Assignment, Profile
+from generator.model import PROFILE_KEY, Inventory, Settings
+
+HOST = "kubernetes.io/hostname"
+OLD = Profile("5ce26b67c9cf", ("block", HOST))
+NEW = Profile("7de0bea5615a", ("block", "rack", HOST))
+OTHER = Profile("3218df278c5e", (HOST,))
+
+
+def test_held_profiles_are_the_profile_labels_the_flavors_select() -> None:
+    specs = [
+        {"nodeLabels": {"nvidia.com/gpu.product": "H100", PROFILE_KEY: OLD.id}, "topologyName": "t"},
+        {"nodeLabels": {"nvidia.com/gpu.product": "L40S"}},  # a flavor tasgen did not make
+        {},
+    ]
+    assert held_profiles(specs) == {OLD.id}
+
+
+def test_a_node_moved_out_of_a_held_profile_keeps_it() -> None:
+    previous = {"moved": OLD.id, "stays": OLD.id, "was-other": OTHER.id, "gone": OLD.id}
+    profile_of = {"moved": NEW, "stays": OLD, "was-other": NEW, "new-node": NEW}
+    assert pins(previous, profile_of, frozenset({OLD.id})) == {"moved": OLD.id}
+
+
+def test_nothing_is_pinned_when_no_flavor_is_retained() -> None:
+    assert pins({"moved": OLD.id}, {"moved": NEW}, frozenset()) == {}
+    assert pins({"moved": OLD.id}, {"moved": NEW}, frozenset({OTHER.id})) == {}
+
+
+def test_a_pinned_node_is_written_with_its_previous_profile_label() -> None:
+    inventory = Inventory(Settings(), {}, {}, {})
+    assignment = Assignment(profile_of={"moved": NEW, "kept": NEW})
+    folders = {"moved": "labels", "kept": "labels"}
+
+    def labels(pinned: dict[str, str] | None) -> dict[str, dict[str, str]]:
+        (profiles,) = [
+            f for f in feature_files(inventory, [], assignment, folders, pinned) if f.source is None
+        ]
+        assert profiles.file == f"labels/{PROFILE_FEATURES}"
+        return {node: dict(found) for node, found in profiles.rows}
+
+    assert labels(None) == {"kept": {PROFILE_KEY: NEW.id}, "moved": {PROFILE_KEY: NEW.id}}
+    assert labels({"moved": OLD.id}) == {"kept": {PROFILE_KEY: NEW.id}, "moved": {PROFILE_KEY: OLD.id}}
