@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -299,3 +300,6 @@ class Previous:
     #: ClusterQueue -> its flavors that no unfinished Workload's admission names and that the
     #: live queue gives no quota; None without a cluster (offline: only retainFor ends a wait)
     idle: dict[str, frozenset[str]] | None = None
+    #: node -> the profile label its NodeFeature had (read lazily: only a render that retains
+    #: a flavor reads it, to keep that label on nodes moved out of it, compile/pins.py)
+    profiles: Mapping[str, str] = field(default_factory=dict)

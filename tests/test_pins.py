@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,10 @@ from generator.compile.pins import held_profiles, pins
 from generator.compile.profiles import Assignment, Profile
 from generator.load.previous_profiles import PreviousProfiles, profiles_of
 from generator.model import PROFILE_KEY, Inventory, Settings
+from tests.conftest import NOW, tasgen, tree
 
 ROOT = Path(__file__).resolve().parents[1]
+RACK = "topology.gpustack.ai/rack"
 HOST = "kubernetes.io/hostname"
 OLD = Profile("5ce26b67c9cf", ("block", HOST))
 NEW = Profile("7de0bea5615a", ("block", "rack", HOST))
@@ -78,3 +82,94 @@ def _inventory_nodes(path: Path) -> list[dict[str, Any]]:
     (inventory,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "NodeInventory"]
     found: list[dict[str, Any]] = inventory["nodes"]
     return found
+
+
+# --- the render: what the pins do to rendered/ ----------------------------------------------
+
+RACK_B_R02 = [f"h100-1b-r2-0{i}" for i in range(1, 5)]
+OLD_PROFILE, NEW_PROFILE = "5ce26b67c9cf", "7de0bea5615a"  # b-r02's before and after the rack edit
+SIX_HOURS_LATER = "2026-11-30T06:00:00Z"
+
+
+def _example(tmp_path: Path, gate: str) -> tuple[Path, Path]:
+    """The example inventory with more gate settings, rendered once (before the rack edit)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(ROOT / "inventories", inventory)
+    config = inventory / "config.yaml"
+    anchor = "    timeoutSeconds: 1800\n"
+    config.write_text(config.read_text().replace(anchor, anchor + gate))
+    out = tmp_path / "rendered"
+    _render(inventory, out)
+    return inventory, out
+
+
+def _render(inventory: Path, out: Path, now: str = NOW, *more: str) -> None:
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", now, *more)
+    assert run.exit_code == 0, run.output
+
+
+def _record_rack_b_r02(inventory: Path) -> None:
+    path = inventory / "sources" / "h100-racks.yaml"
+    text, count = re.subn(
+        r"(h100-1b-r2-0\d): \{infra.example.com/block: blk-b\}",
+        r"\1: {infra.example.com/block: blk-b, topology.gpustack.ai/rack: b-r02}",
+        path.read_text(),
+    )
+    assert count == 4
+    path.write_text(text)
+
+
+def _labels(out: Path) -> dict[str, dict[str, str]]:
+    """Node -> the labels every NodeFeature of rendered/ gives it."""
+    found: dict[str, dict[str, str]] = {}
+    for path in sorted((out / "labels").rglob("nodefeatures-*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                node = doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
+                found.setdefault(node, {}).update(doc["spec"]["labels"])
+    return found
+
+
+def _b_r02(out: Path) -> set[tuple[str | None, str | None]]:
+    labels = _labels(out)
+    return {(labels[n].get(PROFILE_KEY), labels[n].get(RACK)) for n in RACK_B_R02}
+
+
+def test_under_wait_for_idle_moved_nodes_keep_the_retained_profile(tmp_path: Path) -> None:
+    inventory, out = _example(tmp_path, "    dropPolicy: WaitForIdle\n")
+    before = _labels(out)
+    _record_rack_b_r02(inventory)
+    _render(inventory, out)
+    # The rack is written at once; the profile stays the retained flavor's.
+    assert _b_r02(out) == {(OLD_PROFILE, "b-r02")}
+    after = _labels(out)
+    assert {n: after[n] for n in after if n not in RACK_B_R02} == {
+        n: before[n] for n in before if n not in RACK_B_R02
+    }
+    # A later render keeps them there (the previous label is the retained one), check agrees.
+    assert tree(out) == _rendered_again(inventory, out, tmp_path)
+    check = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert check.exit_code == 0, check.output
+
+
+def _rendered_again(inventory: Path, out: Path, tmp_path: Path) -> dict[str, str]:
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    _render(inventory, again, NOW, "--no-cache")
+    return tree(again)
+
+
+def test_under_hold_and_drain_moved_nodes_move_at_once(tmp_path: Path) -> None:
+    inventory, out = _example(tmp_path, "")
+    _record_rack_b_r02(inventory)
+    _render(inventory, out)
+    assert _b_r02(out) == {(NEW_PROFILE, "b-r02")}
+
+
+def test_moved_nodes_move_once_the_flavor_leaves_the_queues(tmp_path: Path) -> None:
+    inventory, out = _example(tmp_path, "    dropPolicy: WaitForIdle\n    retainFor: 1h\n")
+    _record_rack_b_r02(inventory)
+    _render(inventory, out)
+    assert _b_r02(out) == {(OLD_PROFILE, "b-r02")}
+    _render(inventory, out, SIX_HOURS_LATER)  # retainFor has passed: the flavor leaves
+    assert _b_r02(out) == {(NEW_PROFILE, "b-r02")}

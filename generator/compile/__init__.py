@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from generator.compile import gate_wiring, manifests, sync_wiring
+from generator.compile import gate_wiring, manifests, pins, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Queue, QueueFlavor, plan_queues
+from generator.compile.queues import Flavor, Queue, QueueFlavor, plan_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
 from generator.model import Finding, KueueVersion, Level, Manifest, Previous, Source, Where
@@ -116,7 +117,10 @@ def plan(
     findings += [
         SHARD_SIZE.of(h) for h in oversized(sharding, objects_per_folder(folder_of, ready), inventory)
     ]
-    features = manifests.feature_files(inventory, ready, assignment, folder_of) if node_features else []
+    features = []
+    if node_features:
+        pinned = _pins(queues, flavors, retention, previous, assignment)
+        features = manifests.feature_files(inventory, ready, assignment, folder_of, pinned)
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [
         *manifests.topologies(assignment, version, kept_topologies),
@@ -162,6 +166,22 @@ def plan(
         repo_path_where=config,
         expiries=retention.expiries if retention else [],
     )
+
+
+def _pins(
+    queues: list[Queue],
+    flavors: Mapping[str, Flavor],
+    retention: Retention | None,
+    previous: Previous | None,
+    assignment: Assignment,
+) -> dict[str, str]:
+    """The nodes that keep a retained flavor's profile label (compile/pins.py)."""
+    retained = {r.name for q in queues for r in q.retained}
+    if retention is None or previous is None or not retained:
+        return {}
+    held = {flavors[name].profile.id for name in retained if name in flavors}
+    held |= pins.held_profiles(retention.flavor_specs[n] for n in retained if n in retention.flavor_specs)
+    return pins.pins(previous.profiles, assignment.profile_of, frozenset(held))
 
 
 def _gate_timeout(ctx: Context) -> int:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.load.files import ParseError, parse_text
+from generator.load.previous_profiles import PreviousProfiles
 from generator.model import RETIRING_PREFIX, Previous
 
 QUEUES = "queues/clusterqueues.yaml"
@@ -22,7 +23,7 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 def previous_of(texts: Mapping[str, str]) -> Previous:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Previous()
+    previous = Previous(profiles=PreviousProfiles(texts))
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
