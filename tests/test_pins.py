@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import re
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, given, settings
 
 from generator.compile.manifests import PROFILE_FEATURES, feature_files
 from generator.compile.pins import held_profiles, pins
 from generator.compile.profiles import Assignment, Profile
+from generator.emit.tree import render_tree
+from generator.load.previous import previous_of
 from generator.load.previous_profiles import PreviousProfiles, profiles_of
-from generator.model import PROFILE_KEY, Inventory, Settings
-from tests.conftest import NOW, tasgen, tree
+from generator.model import PROFILE_KEY, RETIRING_PREFIX, Inventory, Settings
+from generator.pipeline import Compilation, compile
+from tests.conftest import NOW, examples, tasgen, tree
+from tests.plan.fleet import Fleet
+from tests.test_retention_properties import _files as retention_files
+from tests.test_retention_properties import _idle as shown_idle
+from tests.test_retention_properties import histories
 
 ROOT = Path(__file__).resolve().parents[1]
 RACK = "topology.gpustack.ai/rack"
@@ -173,3 +182,46 @@ def test_moved_nodes_move_once_the_flavor_leaves_the_queues(tmp_path: Path) -> N
     assert _b_r02(out) == {(OLD_PROFILE, "b-r02")}
     _render(inventory, out, SIX_HOURS_LATER)  # retainFor has passed: the flavor leaves
     assert _b_r02(out) == {(NEW_PROFILE, "b-r02")}
+
+
+# --- over random sequences of fleet changes ----------------------------------------------------
+
+
+def _tree(result: Compilation) -> dict[str, str]:
+    assert not result.failed, result.problems()
+    assert result.planned is not None
+    return render_tree(result.planned.manifests, result.planned.features, result.planned.synced).files
+
+
+def _held(texts: dict[str, str]) -> frozenset[str]:
+    """The profiles of the flavors the render's queues keep at zero quota (retiring)."""
+    queues = [d for d in yaml.safe_load_all(texts["queues/clusterqueues.yaml"]) if d]
+    kept = {
+        k[len(RETIRING_PREFIX) :]
+        for q in queues
+        for k in (q["metadata"].get("annotations") or {})
+        if k.startswith(RETIRING_PREFIX)
+    }
+    flavors = [d for d in yaml.safe_load_all(texts["kueue/resourceflavors.yaml"]) if d]
+    return held_profiles(f["spec"] for f in flavors if f["metadata"]["name"] in kept)
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_a_node_leaves_a_kept_flavors_profile_only_with_the_flavor(
+    history: tuple[str | None, list[tuple[Fleet, int, int]]],
+) -> None:
+    """Every render: a node whose previous profile label is that of a flavor some queue keeps
+    keeps that label; every other node has the profile of the new inventory."""
+    retain_for, steps = history
+    now, texts = datetime.fromisoformat(NOW), {}
+    for fleet, hours, seed in steps:
+        now += timedelta(hours=hours)
+        files = retention_files(fleet, retain_for)
+        previous = shown_idle(previous_of(texts), seed)
+        new = _tree(compile(files, now, previous=previous))
+        fresh = profiles_of(_tree(compile(files, now)))  # the inventory's own profiles
+        before, after, held = profiles_of(texts), profiles_of(new), _held(new)
+        expected = {n: before[n] if before.get(n) in held else p for n, p in fresh.items()}
+        assert after == expected
+        texts = new
