@@ -286,7 +286,7 @@ class Manifest:
 
 
 @dataclass(frozen=True)
-class Previous:
+class Carried:
     """What the previous render wrote that the next one carries on: its queues' flavors and
     retiring times, and the ResourceFlavors and Topologies a retained flavor still needs (read
     from rendered/ at the load/emit edge, so that compile stays pure); with a live cluster

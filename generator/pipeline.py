@@ -12,15 +12,14 @@ from pathlib import Path
 
 from generator import emit, memo, printable
 from generator.compile import Plan, Summary, plan, source_statuses
-from generator.compile.gate_wiring import Previous
+from generator.compile.gate_wiring import RenderStamp
 from generator.emit import outtree, repository
 from generator.emit.previous import previous_render
 from generator.load import live
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
 from generator.load.previous import previous_of
-from generator.model import Finding, Level, Problem
-from generator.model import Previous as Carried
+from generator.model import Carried, Finding, Level, Problem
 from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.rules.load import CLUSTER_UNREADABLE
 from generator.util.gc import no_cycle_collection
@@ -168,7 +167,7 @@ def compile(
     *,
     node_features: bool = True,
     parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
-    previous: Previous | None = None,
+    previous: RenderStamp | None = None,
     carried: Carried | None = None,
 ) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so

@@ -218,8 +218,8 @@ def test_a_node_leaves_a_kept_flavors_profile_only_with_the_flavor(
     for fleet, hours, seed in steps:
         now += timedelta(hours=hours)
         files = retention_files(fleet, retain_for)
-        previous = shown_idle(previous_of(texts), seed)
-        new = _tree(compile(files, now, previous=previous))
+        carried = shown_idle(previous_of(texts), seed)
+        new = _tree(compile(files, now, carried=carried))
         fresh = profiles_of(_tree(compile(files, now)))  # the inventory's own profiles
         before, after, held = profiles_of(texts), profiles_of(new), _held(new)
         expected = {n: before[n] if before.get(n) in held else p for n, p in fresh.items()}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.compile.gate_wiring import RENDER_ANNOTATION, Previous, render_serial
+from generator.compile.gate_wiring import RENDER_ANNOTATION, RenderStamp, render_serial
 from tests.conftest import NOW, REPO, tasgen
 
 MINIMAL = REPO / "tests" / "cases" / "valid" / "minimal" / "inventory"
@@ -21,9 +21,9 @@ LEVELS = "  levels: [topology.kubernetes.io/zone, topology.gpustack.ai/rack]\n"
 def test_the_serial_grows_only_when_the_set_changes() -> None:
     names = frozenset({"f", "t"})
     assert render_serial(None, names) == 1
-    assert render_serial(Previous(4, names), names) == 4
-    assert render_serial(Previous(4, names), frozenset({"f", "t2"})) == 5
-    assert render_serial(Previous(0, names), names) == 1  # a keep list from before stamps
+    assert render_serial(RenderStamp(4, names), names) == 4
+    assert render_serial(RenderStamp(4, names), frozenset({"f", "t2"})) == 5
+    assert render_serial(RenderStamp(0, names), names) == 1  # a keep list from before stamps
 
 
 def _stamps(out: Path) -> tuple[int, set[str]]:

@@ -287,7 +287,7 @@ def test_a_hand_edited_or_broken_previous_render_carries_nothing_on() -> None:
 
 
 def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, Path]) -> None:
-    """With the cluster's word (Previous.idle), an idle retained flavor is dropped; the rest of
+    """With the cluster's word (Carried.idle), an idle retained flavor is dropped; the rest of
     the render is what the offline one is."""
     from generator.load.files import read_inventory  # noqa: PLC0415
     from generator.pipeline import compile  # noqa: PLC0415

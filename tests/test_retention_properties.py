@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from generator.emit.tree import render_tree
 from generator.load.files import InputFile
 from generator.load.previous import previous_of
-from generator.model import RETIRING_PREFIX, Previous
+from generator.model import RETIRING_PREFIX, Carried
 from generator.pipeline import Compilation, compile
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
@@ -77,7 +77,7 @@ def _entries(queue: dict[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
-def _idle(previous: Previous, seed: int) -> Previous:
+def _idle(previous: Carried, seed: int) -> Carried:
     """Some of the previous queues' flavors shown idle by 'the cluster' (bits of seed)."""
     flavors = [(q, f) for q, names in sorted(previous.queues.items()) for f in names]
     idle: dict[str, set[str]] = {q: set() for q in previous.queues}

@@ -15,7 +15,7 @@ from generator.compile.profiles import Assignment, assign
 from generator.compile.queues import Flavor, Queue, QueueFlavor, plan_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
-from generator.model import Finding, KueueVersion, Level, Manifest, Previous, Source, Where
+from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
 from generator.rules.compile import PATH_SIZE, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.checks import Context
@@ -91,8 +91,8 @@ def plan(
     ctx: Context,
     *,
     node_features: bool = True,
-    previous: gate_wiring.Previous | None = None,
-    carried: Previous | None = None,
+    previous: gate_wiring.RenderStamp | None = None,
+    carried: Carried | None = None,
     now: datetime | None = None,
 ) -> Plan:
     """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
@@ -119,7 +119,7 @@ def plan(
     ]
     features = []
     if node_features:
-        pinned = _pins(queues, flavors, retention, previous, assignment)
+        pinned = _pins(queues, flavors, retention, carried, assignment)
         features = manifests.feature_files(inventory, ready, assignment, folder_of, pinned)
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [
@@ -172,16 +172,16 @@ def _pins(
     queues: list[Queue],
     flavors: Mapping[str, Flavor],
     retention: Retention | None,
-    previous: Previous | None,
+    carried: Carried | None,
     assignment: Assignment,
 ) -> dict[str, str]:
     """The nodes that keep a retained flavor's profile label (compile/pins.py)."""
     retained = {r.name for q in queues for r in q.retained}
-    if retention is None or previous is None or not retained:
+    if retention is None or carried is None or not retained:
         return {}
     held = {flavors[name].profile.id for name in retained if name in flavors}
     held |= pins.held_profiles(retention.flavor_specs[n] for n in retained if n in retention.flavor_specs)
-    return pins.pins(previous.profiles, assignment.profile_of, frozenset(held))
+    return pins.pins(carried.profiles, assignment.profile_of, frozenset(held))
 
 
 def _gate_timeout(ctx: Context) -> int:

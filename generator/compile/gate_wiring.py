@@ -45,7 +45,7 @@ RENDER_ANNOTATION = "topology.gpustack.ai/render"
 
 
 @dataclass(frozen=True)
-class Previous:
+class RenderStamp:
     """What the previous render (rendered/ as it was) held: its serial, and the names of its
     Topologies and ResourceFlavors."""
 
@@ -53,7 +53,7 @@ class Previous:
     names: frozenset[str]
 
 
-def render_serial(previous: Previous | None, names: frozenset[str]) -> int:
+def render_serial(previous: RenderStamp | None, names: frozenset[str]) -> int:
     """The serial of a render holding ``names``: the previous one while the set is the same (a
     render of the same inventory writes the same bytes), one more when it changes; 1 at first.
     So that a later render never stamps lower than an earlier one along a line of commits."""

@@ -1,7 +1,7 @@
 """WaitForIdle: a flavor that a queue's new plan drops stays in the queue, after the new
 flavors, at zero quota, until nothing holds it (docs/explanation/gate.md, WaitForIdle).
 
-What the previous render gave each queue is an input (:class:`generator.model.Previous`), so
+What the previous render gave each queue is an input (:class:`generator.model.Carried`), so
 the decision is a pure function of the inventory, the previous rendered/, the time and, with a
 live cluster, which flavors are idle: a flavor goes into retention at the first render that
 drops it (the time it is annotated with is that render's ``now``, carried from then on), and
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, DropPolicy, Previous, QueuePlan, Settings
+from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, Carried, DropPolicy, QueuePlan, Settings
 
 __all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
 
@@ -40,7 +40,7 @@ class Retained:
 class Retention:
     """Decides, queue by queue, which dropped flavors stay; collects what they still need."""
 
-    previous: Previous
+    previous: Carried
     now: datetime
     settings: Settings
     #: ResourceFlavor / Topology name -> spec, of retained flavors the new plan does not render

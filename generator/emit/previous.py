@@ -10,12 +10,12 @@ from typing import Any
 
 import yaml_rs
 
-from generator.compile.gate_wiring import KEEP_KEY, Previous
+from generator.compile.gate_wiring import KEEP_KEY, RenderStamp
 
 KEEP_FILE = "retire/configmap-keep.yaml"
 
 
-def previous_render(owned: Mapping[str, str]) -> Previous | None:
+def previous_render(owned: Mapping[str, str]) -> RenderStamp | None:
     """None when rendered/ holds no keep list tasgen wrote, or one it cannot read (a
     conflicted merge, say): the render is then a first one, stamped 1 (the retire step then
     deletes nothing a later render stamped, which errs on keeping)."""
@@ -31,4 +31,4 @@ def previous_render(owned: Mapping[str, str]) -> Previous | None:
         return None
     if not isinstance(serial, int) or isinstance(serial, bool) or not all(isinstance(n, str) for n in names):
         return None
-    return Previous(serial, frozenset(names))
+    return RenderStamp(serial, frozenset(names))

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.model import Previous
+from generator.model import Carried
 
 #: how long transient API errors (5xx, 429, a dropped connection) are retried
 RETRY_SECONDS = 15
@@ -25,7 +25,7 @@ class LiveError(Exception):
     """The cluster cannot be read; the message says why (the render writes nothing)."""
 
 
-def with_idle(previous: Previous, kubeconfig: Path) -> Previous:
+def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
     """``previous`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
     workloads, queues = _read(kubeconfig)
     from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig

@@ -12,7 +12,7 @@ from typing import Any
 
 from generator.load.files import ParseError, parse_text
 from generator.load.previous_profiles import PreviousProfiles
-from generator.model import RETIRING_PREFIX, Previous
+from generator.model import RETIRING_PREFIX, Carried
 
 QUEUES = "queues/clusterqueues.yaml"
 FLAVORS = "kueue/resourceflavors.yaml"
@@ -21,9 +21,9 @@ TOPOLOGIES = "kueue/topologies.yaml"
 FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 
-def previous_of(texts: Mapping[str, str]) -> Previous:
+def previous_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Previous(profiles=PreviousProfiles(texts))
+    previous = Carried(profiles=PreviousProfiles(texts))
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
