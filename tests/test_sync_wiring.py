@@ -233,19 +233,29 @@ def test_argocd_retry_keeps_the_defaults_the_config_leaves_unset() -> None:
         return dict(appset["spec"]["template"]["spec"]["syncPolicy"]["retry"])
 
     default = retry(None)
-    assert default == {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+    assert default == {
+        "limit": 5,
+        "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"},
+        "refresh": True,
+    }
     assert retry({"limit": 10, "backoff": {"maxDuration": "30m"}}) == {
         "limit": 10,
         "backoff": {"duration": "10s", "factor": 2, "maxDuration": "30m"},
+        "refresh": True,
     }
-    assert retry({"limit": -1, "refresh": True}) == {**default, "limit": -1, "refresh": True}
+    assert retry({"limit": -1, "refresh": False}) == {**default, "limit": -1, "refresh": False}
 
 
 def test_the_schema_documents_the_retry_defaults() -> None:
     sync = schema_of("GeneratorConfig")["properties"]["spec"]["properties"]["sync"]
     retry = sync["properties"]["argocd"]["properties"]["retry"]["properties"]
     backoff = {key: field["default"] for key, field in retry["backoff"]["properties"].items()}
-    assert {"limit": retry["limit"]["default"], "backoff": backoff} == DEFAULT_RETRY
+    documented = {
+        "limit": retry["limit"]["default"],
+        "backoff": backoff,
+        "refresh": retry["refresh"]["default"],
+    }
+    assert documented == DEFAULT_RETRY
 
 
 RETRY_LINE = "      targetRevision: main\n"
@@ -268,6 +278,7 @@ def test_a_configured_retry_reaches_every_application(tmp_path: Path) -> None:
     assert appset["spec"]["template"]["spec"]["syncPolicy"]["retry"] == {
         "limit": 10,
         "backoff": {"duration": "10s", "factor": 2, "maxDuration": "30m"},
+        "refresh": True,
     }
 
 

@@ -35,8 +35,13 @@ DEFAULT_ARGO = {
 }
 #: Argo CD's automated sync does not run a failed sync of the same revision again by itself:
 #: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
-#: a retry (docs/explanation/gate.md)
-DEFAULT_RETRY: dict[str, Any] = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"}}
+#: a retry; and each retry takes the newest revision (refresh), or a revert made mid-drain would
+#: wait until the dropping commit's retries are spent (docs/explanation/gate.md)
+DEFAULT_RETRY: dict[str, Any] = {
+    "limit": 5,
+    "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"},
+    "refresh": True,
+}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from tests.conftest import NOW, REPO, tasgen
 
 ARGO_MODULE = "github.com/argoproj/argo-cd/v3"
 ARGO_VERSION = "v3.5.7"
+#: the Argo CD that tests/cluster/argocd builds and the end-to-end tests sync with
+ARGO_CLUSTER_VERSION = "v3.5.3"
 FLUX_MODULE = "github.com/fluxcd/kustomize-controller"
 FLUX_VERSION = "v1.9.6"  # the one tests/cluster/flux builds
 
@@ -26,8 +28,8 @@ Obj = dict[str, Any]
 
 
 @functools.cache
-def engines() -> crds.Catalog:
-    argo = crds.go_module_dir(ARGO_MODULE, ARGO_VERSION) / "manifests" / "crds"
+def engines(argo_version: str = ARGO_VERSION) -> crds.Catalog:
+    argo = crds.go_module_dir(ARGO_MODULE, argo_version) / "manifests" / "crds"
     flux = crds.go_module_dir(FLUX_MODULE, FLUX_VERSION) / "config" / "crd" / "bases"
     paths = [
         argo / "application-crd.yaml",
@@ -35,7 +37,7 @@ def engines() -> crds.Catalog:
         argo / "appproject-crd.yaml",
         *sorted(flux.glob("*.yaml")),
     ]
-    return crds.Catalog(f"argo-cd {ARGO_VERSION} + kustomize-controller {FLUX_VERSION}", paths)
+    return crds.Catalog(f"argo-cd {argo_version} + kustomize-controller {FLUX_VERSION}", paths)
 
 
 def applications(appset: Obj, root: Path) -> list[Obj]:
@@ -71,11 +73,13 @@ def wiring(root: Path) -> list[tuple[str, Obj]]:
     return [(w, o) for w, o in rendered_objects(root) if w.startswith(("argocd/", "flux/"))]
 
 
-def problems_of(objects: list[tuple[str, Obj]]) -> list[str]:
-    return [f"{where} {crds.describe(obj)}: {p}" for where, obj in objects for p in engines().validate(obj)]
+def problems_of(objects: list[tuple[str, Obj]], argo_version: str = ARGO_VERSION) -> list[str]:
+    catalog = engines(argo_version)
+    return [f"{where} {crds.describe(obj)}: {p}" for where, obj in objects for p in catalog.validate(obj)]
 
 
-def test_example_wiring_conforms() -> None:
+@pytest.mark.parametrize("argo_version", [ARGO_VERSION, ARGO_CLUSTER_VERSION])
+def test_example_wiring_conforms(argo_version: str) -> None:
     objects = wiring(RENDERED)
     kinds = sorted({o["kind"] for _, o in objects})
     assert kinds == ["AppProject", "ApplicationSet", "Kustomization"]
@@ -90,7 +94,24 @@ def test_example_wiring_conforms() -> None:
         assert app["spec"]["project"] == project["metadata"]["name"]
         assert app["metadata"]["namespace"] == project["metadata"]["namespace"]
         assert {**app["spec"]["destination"]} in project["spec"]["destinations"]
-    assert problems_of(objects + made) == []
+        # Each retry syncs the newest revision, so a revert made mid-drain is what is retried.
+        assert app["spec"]["syncPolicy"]["retry"]["refresh"] is True
+    assert problems_of(objects + made, argo_version) == []
+
+
+@pytest.mark.parametrize("argo_version", [ARGO_VERSION, ARGO_CLUSTER_VERSION])
+def test_the_checker_knows_retry_refresh_as_a_boolean(argo_version: str) -> None:
+    """retry.refresh is a field of both Argo CD releases' schema (an unknown field or a
+    string there is an error), so the rendered one is checked, not passed over."""
+    (appset,) = [o for _, o in wiring(RENDERED) if o["kind"] == "ApplicationSet"]
+    policy = appset["spec"]["template"]["spec"]["syncPolicy"]
+    for retry in ({**policy["retry"], "refresh": "yes"}, {**policy["retry"], "refreshes": True}):
+        spec = {**appset["spec"]["template"]["spec"], "syncPolicy": {**policy, "retry": retry}}
+        broken = {
+            **appset,
+            "spec": {**appset["spec"], "template": {**appset["spec"]["template"], "spec": spec}},
+        }
+        assert problems_of([("broken", broken)], argo_version) != [], retry
 
 
 def test_the_checker_sees_a_bad_app_project() -> None:

@@ -216,7 +216,11 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
 # --- a gate that times out ------------------------------------------------------------------
 
 SHORT_GATE_S = 30  # the least the schema allows
-ONE_QUICK_RETRY = {"limit": 1, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
+ONE_QUICK_RETRY = {
+    "limit": 1,
+    "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"},
+    "refresh": True,
+}
 FAIL_TIMEOUT_S = 300
 
 
