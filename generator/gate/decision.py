@@ -158,6 +158,11 @@ def _settled(v: _View) -> Action:
             ),
         )
     if v.recorded is not None:
+        status = QueueStatus(v.live)
+        if not status.current:
+            # Readmit only once Kueue has taken the switched plan (its status of this
+            # generation): until then it may still be working from the old one.
+            return _awaiting(status)
         # The engine applies the rendered stopPolicy after the gate: when it holds, go there
         # at once, not through the recorded None (which would readmit what was just evicted).
         policy = v.rendered_policy if v.rendered_policy != "None" else v.restore_to()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.e2e import harness
 from tests.gate.support import (
     GROUP,
@@ -279,3 +280,51 @@ def test_gate_stale_status_awaits_queue_status(
         if policy:
             unblock(api_client, policy)
     assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
+
+
+def test_gate_restores_only_once_kueue_has_observed_the_switch(
+    kueue: Kueue, api_client: client.ApiClient, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A queue switched under the gate's hold whose switch Kueue has not observed (its status
+    is one generation behind) keeps the hold: the recorded policy comes back, and workloads
+    are readmitted, only on Kueue's status of the switched generation."""
+    cq, f = _setup(kueue, {"a": 4, "b": 4})
+    policy = block_current_status(api_client, cq)
+    try:
+        quota = iter(range(5, 100))
+
+        def switched_unobserved() -> bool:
+            # The state a gate killed right after its switch leaves: the new plan, held, the
+            # record on; each write is a new generation, until Kueue demonstrably lags.
+            body = kueue.get(cq)
+            body["spec"]["resourceGroups"] = cluster_queue(cq, {f["a"]: next(quota)})["spec"][
+                "resourceGroups"
+            ]
+            body["spec"]["stopPolicy"] = "HoldAndDrain"
+            body["metadata"].setdefault("annotations", {})[PREVIOUS_POLICY_ANNOTATION] = "None"
+            kueue.custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq, body)
+            time.sleep(2)
+            return kueue.current(cq) is None
+
+        wait_for("a switch that Kueue has not observed", switched_unobserved, timeout=60)
+        plan = _plan(tmp_path, cq, {f["a"]: int(flavors_of(kueue.get(cq))[f["a"]])})
+
+        run = run_gate(kubeconfig, plan, "--timeout", "3")
+        assert run.code == 1, run
+        assert run.updates() == [], run  # no restore
+        assert "AwaitStatus" in run.actions(), run
+        live = kueue.get(cq)
+        assert live["spec"]["stopPolicy"] == "HoldAndDrain" and recorded(live) == "None"
+        assert _ready(live) == ("Unknown", "AwaitingQueueStatus")
+
+        unblock(api_client, policy)
+        policy = ""
+        wait_for("Kueue to observe the switch", lambda: _poke(api_client, cq) and kueue.current(cq))
+        done = run_gate(kubeconfig, plan, "--timeout", "60")
+        assert done.code == 0, done
+        assert done.updates() == ["Restore"], done
+    finally:
+        if policy:
+            unblock(api_client, policy)
+    live = kueue.get(cq)
+    assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None

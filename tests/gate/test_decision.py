@@ -180,6 +180,16 @@ CASES = [Row(*row) for row in [
      Kind.RESTORE, "None", "", False, "Switched"),
     ("switched: restore Hold", queue(A, policy=HOLD_AND_DRAIN, record="Hold"), desired(A),
      Kind.RESTORE, "Hold", "", False, "Switched"),
+    ("switched, Kueue has not observed the switch: await before restoring",
+     queue(A, policy=HOLD_AND_DRAIN, record="None", generation=4, observed=3), desired(A),
+     Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("switched, no Active condition yet: await before restoring",
+     queue(A, policy=HOLD_AND_DRAIN, record="Hold", observed=None), desired(A),
+     Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("reverted during a drain, status stale: await before restoring",
+     queue(AB, policy=HOLD_AND_DRAIN, record="None", observed=2, reserving=1,
+           reservation=BUSY_B), desired(AB),
+     Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
     ("unknown record restores Hold", queue(A, policy=HOLD_AND_DRAIN, record="Stop"),
      desired(A), Kind.RESTORE, "Hold", "", False, "Switched"),
     ("hold undone mid-drain: hold again, keep the record",
@@ -245,6 +255,15 @@ def test_decision_table(row: Row) -> None:
         row.write_plan,
     )
     assert (action.condition.reason if action.condition else None) == row.reason
+
+
+def test_restore_only_on_the_status_of_the_current_generation() -> None:
+    """No row restores a stop policy (readmits) before Kueue's status describes the queue's
+    current generation, the one the switch wrote."""
+    for row in CASES:
+        action = decide(row.live, row.desired)
+        if action.kind is Kind.RESTORE:
+            assert row.live is not None and QueueStatus(row.live).current, row.id
 
 
 def test_decision_never_records_hold_and_drain() -> None:
