@@ -213,7 +213,9 @@ class _Gate:
 
     def cluster_role(self, queues: Sequence[str]) -> dict[str, Any]:
         """get/update of the managed queues, patch of their status (server-side apply of one
-        condition), by name. No queue, no rule: an empty resourceNames list would mean all."""
+        condition), by name; list of Workloads (their admissions say which flavors are idle;
+        a list cannot be narrowed by name). No queue, no rule: an empty resourceNames list
+        would mean all."""
         rules: list[dict[str, Any]] = []
         if queues:
             rules = [
@@ -229,6 +231,7 @@ class _Gate:
                     "resourceNames": list(queues),
                     "verbs": ["get", "patch"],
                 },
+                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list"]},
             ]
         return {**self.object(RBAC_API, "ClusterRole", None), "rules": rules}
 

@@ -37,6 +37,30 @@ def flavors_of(workload: Workload) -> frozenset[str]:
     return frozenset(str(name) for a in assignments for name in ((a.get("flavors") or {}).values()) if name)
 
 
+def assignments_of(workload: Workload) -> frozenset[tuple[str, str]]:
+    """Every (flavor, resource) the Workload's admission assigns to any of its PodSets."""
+    found = admission(workload)
+    if found is None:
+        return frozenset()
+    return frozenset(
+        (str(flavor), str(resource))
+        for a in found.get("podSetAssignments") or []
+        for resource, flavor in ((a.get("flavors") or {}).items())
+        if flavor
+    )
+
+
+def held_resources(workloads: Iterable[Workload], queue: str) -> frozenset[tuple[str, str]]:
+    """The (flavor, resource) pairs that Workloads admitted to ``queue`` hold: what the gate
+    judges a dropped flavor, or a resource dropped from a flavor, by."""
+    held: set[tuple[str, str]] = set()
+    for w in workloads:
+        found = admission(w)
+        if found is not None and found.get("clusterQueue") == queue:
+            held |= assignments_of(w)
+    return frozenset(held)
+
+
 def held_flavors(workloads: Iterable[Workload]) -> dict[str, frozenset[str]]:
     """ClusterQueue name -> the flavors that Workloads admitted to it hold."""
     held: dict[str, set[str]] = {}

@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
 
+from generator.gate.admissions import held_resources
 from generator.gate.decision import decide
 from generator.gate.kube import Deadline, Queues, load_client, with_backoff
 from generator.gate.plan import PlanError, plan_version, read_plan
@@ -113,6 +114,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def _held(queues: Queues, name: str) -> frozenset[tuple[str, str]]:
+    return held_resources(queues.workloads(), name)
+
+
 def _dry_run(
     queues: Queues, desired: Mapping[str, Mapping[str, Any]], log: JsonLog, deadline: Deadline
 ) -> int:
@@ -125,7 +130,8 @@ def _dry_run(
     for name in sorted(desired):
         try:
             live = with_backoff(partial(queues.get, name), deadline, retry)
-            action = decide(live, desired[name])
+            held = with_backoff(partial(_held, queues, name), deadline, retry)
+            action = decide(live, desired[name], held)
         except ApiException as err:
             log("error", queue=name, status=err.status, reason=err.reason, dryRun=True)
             return TIMEOUT

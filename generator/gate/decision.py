@@ -1,8 +1,9 @@
 """The drain gate's decision: a pure function of the live ClusterQueue and the desired one.
 
-Every step is decided from what is on the API server alone (spec, status and one annotation),
-never from what an earlier run remembers, so a run killed between any two writes resumes where
-it stopped. The states and the action that leaves each: docs/explanation/design.md; what the
+Every step is decided from what is on the API server alone (spec, status and one annotation,
+and the flavors that Workloads admitted to the queue hold, from their status.admission), never
+from what an earlier run remembers, so a run killed between any two writes resumes where it
+stopped. The states and the action that leaves each: docs/explanation/design.md; what the
 gate does per queue: docs/explanation/gate.md.
 """
 
@@ -20,6 +21,8 @@ STOP_POLICIES = ("None", "Hold", HOLD_AND_DRAIN)
 CONDITION_TYPE = "TopologyReady"
 
 Obj = Mapping[str, Any]
+#: (flavor, resource) pairs that Workloads admitted to the queue hold (generator.gate.admissions)
+Held = frozenset[tuple[str, str]]
 
 
 class Kind(StrEnum):
@@ -65,12 +68,20 @@ class Action:
     dropped: tuple[str, ...] = ()
 
 
-def decide(live: Obj | None, desired: Obj) -> Action:
-    """The next step for one queue: live is the object as read (None when absent)."""
+def decide(live: Obj | None, desired: Obj, held: Held) -> Action:
+    """The next step for one queue: live is the object as read (None when absent), held what
+    the Workloads admitted to it hold, read after it.
+
+    A dropped flavor is idle only when Kueue's status says so and no Workload's admission
+    names it: Kueue writes the queue's status some time after it admits, and once a flavor has
+    left the spec its status never reports the flavor again. More held can only make a
+    decision more cautious, never less: a decision that waits with nothing held waits with
+    anything held (the gate reads the Workloads only when it would act).
+    """
     if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
         # A queue being deleted only waits for Kueue's finalizer: there is no plan to switch.
         return Action(Kind.ABSENT, None)
-    view = _View(live, desired)
+    view = _View(live, desired, held)
     if view.same_plan:
         return _settled(view)
     if not view.dropped and view.desired_flavors:
@@ -94,6 +105,7 @@ class _View:
 
     live: Obj
     desired: Obj
+    admitted: Held  # what Workloads admitted to the queue hold
 
     @property
     def policy(self) -> str:
@@ -113,6 +125,21 @@ class _View:
     def dropped(self) -> tuple[str, ...]:
         keep = set(self.desired_flavors)
         return tuple(f for f in flavor_names(self.live) if f not in keep)
+
+    @property
+    def held_flavors(self) -> frozenset[str]:
+        return frozenset(flavor for flavor, _ in self.admitted)
+
+    @property
+    def stranded(self) -> tuple[str, ...]:
+        """Flavors that admitted Workloads hold but the live queue no longer names: their
+        reservation is stranded (Kueue no longer counts it, nor reports it)."""
+        named = set(flavor_names(self.live))
+        return tuple(sorted(f for f in self.held_flavors if f not in named))
+
+    def busy(self, status: QueueStatus) -> list[str]:
+        """The dropped flavors that Kueue does not report idle or that a Workload holds."""
+        return [f for f in self.dropped if not status.idle(f) or f in self.held_flavors]
 
     @property
     def same_plan(self) -> bool:
@@ -136,6 +163,19 @@ class _View:
 
 def _settled(v: _View) -> Action:
     """The live plan is the desired one: finish the hold/restore bookkeeping."""
+    status = QueueStatus(v.live)
+    if v.recorded is not None and v.desired_flavors and not status.current:
+        # Readmit only once Kueue has taken the switched plan (its status of this
+        # generation): until then it may still be working from the old one.
+        return _awaiting(status)
+    if v.stranded:
+        # A flavor left the queue while a Workload held it (admitted in the instant before a
+        # drop in place, or dropped by someone else): only a drain frees that reservation.
+        names = ", ".join(v.stranded)
+        why = f"Workloads admitted to the queue hold flavors {names}, which it no longer names"
+        if v.held:
+            return _draining(f"{why}; waiting for Kueue to evict them", v.stranded)
+        return _hold(v, why, v.stranded)
     if not v.desired_flavors:
         # Hold or HoldAndDrain both keep an emptied queue from admitting anything (the
         # renderer writes Hold for it); only None must not stay.
@@ -158,11 +198,6 @@ def _settled(v: _View) -> Action:
             ),
         )
     if v.recorded is not None:
-        status = QueueStatus(v.live)
-        if not status.current:
-            # Readmit only once Kueue has taken the switched plan (its status of this
-            # generation): until then it may still be working from the old one.
-            return _awaiting(status)
         # The engine applies the rendered stopPolicy after the gate: when it holds, go there
         # at once, not through the recorded None (which would readmit what was just evicted).
         policy = v.rendered_policy if v.rendered_policy != "None" else v.restore_to()
@@ -207,7 +242,7 @@ def _shrink(v: _View) -> Action:
         return _hold(v, "holding the queue before switching its plan")
     if not status.current:
         return _awaiting(status)
-    busy = [f for f in v.dropped if not status.idle(f)]
+    busy = v.busy(status)
     if not busy:
         return Action(
             Kind.APPLY,
@@ -225,17 +260,11 @@ def _shrink(v: _View) -> Action:
 def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
     if not status.current:
         return _awaiting(status)
-    busy = [f for f in v.dropped if not status.idle(f)]
-    if status.reserving > 0 or busy:
-        return Action(
-            Kind.DRAIN,
-            Condition(
-                "Unknown",
-                "Draining",
-                f"waiting for Kueue to evict {status.reserving} reserving workloads"
-                f" (dropped flavors: {', '.join(v.dropped) or 'none'})",
-            ),
-            dropped=v.dropped,
+    if status.reserving > 0 or v.busy(status):
+        return _draining(
+            f"waiting for Kueue to evict {status.reserving} reserving workloads"
+            f" (dropped flavors: {', '.join(v.dropped) or 'none'})",
+            v.dropped,
         )
     # An emptied plan is switched straight to the policy it is rendered with when that one
     # holds too (drained, Hold is as safe), so that the GitOps apply after the gate is a no-op.
@@ -244,7 +273,7 @@ def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
     return Action(Kind.SWITCH, _switched(), stop_policy=policy, write_plan=True, dropped=v.dropped)
 
 
-def _hold(v: _View, why: str) -> Action:
+def _hold(v: _View, why: str, dropped: tuple[str, ...] | None = None) -> Action:
     # Never record HoldAndDrain as "previous": _hold is only reached when the queue is not
     # held, and an existing record (from an interrupted run) is kept, not overwritten.
     record = None if v.recorded is not None else v.policy
@@ -253,8 +282,12 @@ def _hold(v: _View, why: str) -> Action:
         Condition("Unknown", "Draining", f"{why}; set HoldAndDrain"),
         stop_policy=HOLD_AND_DRAIN,
         record=record,
-        dropped=v.dropped,
+        dropped=v.dropped if dropped is None else dropped,
     )
+
+
+def _draining(message: str, dropped: tuple[str, ...]) -> Action:
+    return Action(Kind.DRAIN, Condition("Unknown", "Draining", message), dropped=dropped)
 
 
 def _awaiting(status: QueueStatus) -> Action:

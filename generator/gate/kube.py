@@ -12,7 +12,7 @@ import builtins
 import random
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -27,6 +27,8 @@ GROUP, VERSION, PLURAL, KIND = "kueue.x-k8s.io", "v1beta2", "clusterqueues", "Cl
 #: Kueue release before v0.15 serves no v1beta2) is read and written in v1beta1
 VERSIONS = ("v1beta2", "v1beta1")
 FIELD_MANAGER = "tasgen-gate"
+#: Workloads per list request (the API server's pagination)
+WORKLOAD_PAGE = 500
 T = TypeVar("T")
 
 
@@ -121,6 +123,23 @@ class Queues:
                 return None
             raise
         return cast(dict[str, Any], obj)
+
+    def workloads(self) -> Iterator[dict[str, Any]]:
+        """Every Workload of every namespace, a page at a time: a caller that reduces each one
+        as it comes (generator/gate/admissions.py) holds one page, not the cluster's list, in
+        the gate's small memory limit."""
+        token: str | None = None
+        while True:
+            page = cast(
+                dict[str, Any],
+                self._custom.list_cluster_custom_object(
+                    GROUP, self._version, "workloads", limit=WORKLOAD_PAGE, _continue=token
+                ),
+            )
+            yield from (cast(dict[str, Any], item) for item in page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
 
     def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """PUT the whole object; its metadata.resourceVersion makes the write conditional."""

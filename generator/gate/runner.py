@@ -19,12 +19,14 @@ from typing import Any, TextIO
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from generator.gate.admissions import held_resources
 from generator.gate.decision import (
     HOLD_AND_DRAIN,
     TERMINAL,
     WAITING,
     Action,
     Condition,
+    Held,
     Kind,
     QueueStatus,
     decide,
@@ -125,7 +127,7 @@ class Gate:
         queue after our read, so the decision is void: the caller reads again and decides
         again, never writes the old decision with the new resourceVersion."""
         live = self._get(name)
-        action = decide(live, self.desired[name])
+        action = self._decide(name, live)
         self._report(name, live, action, state)
         if live is not None and action.condition is not None:
             # Continue with the object the condition write returned, which differs from the
@@ -140,6 +142,19 @@ class Gate:
             return False
         self._write(name, live, action)
         return None
+
+    def _decide(self, name: str, live: dict[str, Any] | None) -> Action:
+        """The decision on the queue as read and on the Workloads read after it. A decision
+        that waits on Kueue's status alone waits whatever the Workloads hold (decide), so they
+        are listed only when the gate would act or finish, not at every poll of a drain."""
+        action = decide(live, self.desired[name], frozenset())
+        if action.kind in WAITING or action.kind is Kind.ABSENT:
+            return action
+        return decide(live, self.desired[name], self._held(name))
+
+    def _held(self, name: str) -> Held:
+        found: Held = self._call(lambda: held_resources(self.queues.workloads(), name))
+        return found
 
     def _write(self, name: str, live: Mapping[str, Any], action: Action) -> None:
         """Write the action's spec change, then give Kueue a moment to observe it. On a
@@ -222,7 +237,7 @@ class Gate:
 
     def _report_timeout(self, name: str, why: str) -> None:
         live = self.queues.get(name)  # once, without backoff: the time is up
-        action = decide(live, self.desired[name])
+        action = decide(live, self.desired[name], frozenset())  # what it waits for
         what = action.condition.message if action.condition else ""
         message = (
             f"{why} ({action.kind.value}: {what}); the plan was not switched"

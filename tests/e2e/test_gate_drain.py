@@ -21,6 +21,7 @@ from tests.gate.support import (
     Kueue,
     admitted_on,
     block_current_status,
+    block_reserving_status,
     cluster_queue,
     condition,
     flavors_of,
@@ -328,3 +329,79 @@ def test_gate_restores_only_once_kueue_has_observed_the_switch(
             unblock(api_client, policy)
     live = kueue.get(cq)
     assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
+
+
+# --- idleness from Workloads: Kueue's status lags its admissions ---------------------------
+
+
+def _refused_status(kueue: Kueue, cq: str) -> bool:
+    """A (dry-run) status write counting a reserving workload is refused: the test's policy is
+    in the API server's admission chain."""
+    body = {"status": {"reservingWorkloads": 1}}
+    try:
+        kueue.custom.patch_cluster_custom_object_status(
+            GROUP, VERSION, "clusterqueues", cq, body, dry_run="All"
+        )
+    except client.ApiException as err:
+        return err.status in (403, 422)
+    return False
+
+
+def _stranded(kueue: Kueue, cq: str, ns: str) -> list[str]:
+    """Workloads admitted on a flavor the queue no longer names (Kueue no longer counts them)."""
+    named = set(flavors_of(kueue.get(cq)))
+    return [w["metadata"]["name"] for w in kueue.workloads(ns) if admitted_on(w) not in (None, *named)]
+
+
+def test_gate_judges_idleness_from_workloads_not_only_the_queue_status(
+    kueue: Kueue, api_client: client.ApiClient, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """Kueue admits a Job onto the flavor the plan drops, but the queue's status (current, for
+    this generation) still reports that flavor idle: the instant between Kueue's admission and
+    its status write, made to last by a policy that refuses status writes counting it. The
+    Workload's admission names the flavor, so the gate holds and drains instead of dropping it
+    in place, which would strand the reservation where Kueue never reports it again."""
+    cq, f = _setup(kueue, {"a": 0, "b": 4})
+    ns = kueue.namespace(cq)
+    policy = block_reserving_status(api_client, cq)
+    try:
+        wait_for("the test's policy to refuse", lambda: _refused_status(kueue, cq))
+        kueue.job(ns, "train")
+        wait_for(
+            "the Job's Workload admitted on b",
+            lambda: next((w for w in kueue.workloads(ns) if admitted_on(w) == f["b"]), None),
+        )
+        live = kueue.current(cq)
+        assert live is not None and live["status"].get("reservingWorkloads", 0) == 0, live
+        run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: 4}), "--timeout", "90")
+        assert run.code == 0, run
+        assert run.updates() == ["Hold", "Switch", "Restore"], run
+        assert _stranded(kueue, cq, ns) == []
+    finally:
+        unblock(api_client, policy)
+    assert flavors_of(kueue.get(cq)) == {f["a"]: "4"}
+    wait_for("readmission on a", lambda: admitted_on(kueue.workloads(ns)[0]) == f["a"])
+
+
+def test_gate_drains_a_reservation_stranded_on_a_flavor_already_dropped(
+    kueue: Kueue, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A flavor dropped while a Job was admitted on it (by hand, or in the instant before the
+    gate's in-place write): the queue runs the plan, its status no longer lists the flavor, yet
+    the Workload holds it. The gate holds the queue until Kueue has evicted it, then restores."""
+    cq, f = _setup(kueue, {"a": 0, "b": 4})
+    ns = kueue.namespace(cq)
+    kueue.job(ns, "train")
+    wait_for("the Job's reservation on b", lambda: kueue.reserving(cq, 1))
+    rendered = cluster_queue(cq, {f["a"]: 4})
+    kueue.patch_spec(cq, {"resourceGroups": rendered["spec"]["resourceGroups"]})  # drops b, busy
+    wait_for("Kueue's status of the drop", lambda: kueue.current(cq))
+    assert _stranded(kueue, cq, ns) != []
+
+    run = run_gate(kubeconfig, write_plan(tmp_path / "plan.yaml", [rendered]), "--timeout", "90")
+    assert run.code == 0, run
+    assert run.updates() == ["Hold", "Restore"], run
+    live = kueue.get(cq)
+    assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
+    assert _stranded(kueue, cq, ns) == []
+    wait_for("readmission on a", lambda: admitted_on(kueue.workloads(ns)[0]) == f["a"])

@@ -126,6 +126,8 @@ def test_gate_rbac_token_reaches_only_the_managed_queue(
         )
         == 200
     )
+    # Workloads' admissions say which flavors are idle: listed, never written.
+    assert _status(lambda: cq.list_cluster_custom_object(GROUP, VERSION, "workloads")) == 200
 
     other = client.CustomObjectsApi(api_client).get_cluster_custom_object(
         GROUP, VERSION, "clusterqueues", g["other"]
@@ -150,7 +152,9 @@ def test_gate_rbac_token_reaches_only_the_managed_queue(
         "touch a flavor": lambda: cq.get_cluster_custom_object(
             GROUP, VERSION, "resourceflavors", g["flavor"]
         ),
-        "read workloads": lambda: cq.list_cluster_custom_object(GROUP, VERSION, "workloads"),
+        "delete workloads": lambda: cq.delete_collection_namespaced_custom_object(
+            GROUP, VERSION, g["namespace"], "workloads", dry_run="All"
+        ),
         "create events elsewhere": lambda: cq.create_namespaced_custom_object(
             "events.k8s.io", "v1", "kube-system", "events", {"metadata": {"generateName": "x"}}, dry_run="All"
         ),

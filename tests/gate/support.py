@@ -280,6 +280,30 @@ def block_current_status(api: client.ApiClient, cq: str) -> str:
     """A ValidatingAdmissionPolicy that refuses any status write making this queue's Active
     condition current: Kueue's status then stays one generation behind, deterministically,
     while the gate's own condition (which leaves Active alone) is still accepted."""
+    return _block_status(
+        api,
+        cq,
+        "!has(object.status) || !has(object.status.conditions) || "
+        "!object.status.conditions.exists(c, c.type == 'Active' && "
+        "has(c.observedGeneration) && "
+        "c.observedGeneration == object.metadata.generation)",
+    )
+
+
+def block_reserving_status(api: client.ApiClient, cq: str) -> str:
+    """A ValidatingAdmissionPolicy that refuses any status write counting a reserving workload
+    on this queue: Kueue's status then reports the queue idle, current, while Kueue admits
+    onto it. The instant between Kueue's admission and its status write, made to last."""
+    return _block_status(
+        api,
+        cq,
+        "!has(object.status) || !has(object.status.reservingWorkloads) || "
+        "object.status.reservingWorkloads == 0",
+    )
+
+
+def _block_status(api: client.ApiClient, cq: str, allowed: str) -> str:
+    """A policy (and its binding) that refuses this queue's status writes unless allowed (CEL)."""
     name = unique("gate-stale")
     adm = client.AdmissionregistrationV1Api(api)
     adm.create_validating_admission_policy(
@@ -300,17 +324,7 @@ def block_current_status(api: client.ApiClient, cq: str) -> str:
                     ]
                 },
                 "matchConditions": [{"name": "this-queue", "expression": f"object.metadata.name == '{cq}'"}],
-                "validations": [
-                    {
-                        "expression": (
-                            "!has(object.status) || !has(object.status.conditions) || "
-                            "!object.status.conditions.exists(c, c.type == 'Active' && "
-                            "has(c.observedGeneration) && "
-                            "c.observedGeneration == object.metadata.generation)"
-                        ),
-                        "message": "test: Kueue status held back",
-                    }
-                ],
+                "validations": [{"expression": allowed, "message": "test: Kueue status held back"}],
             },
         }
     )

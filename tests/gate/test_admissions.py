@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.gate.admissions import any_holder, flavors_of, held_flavors, holders
+from generator.gate.admissions import any_holder, flavors_of, held_flavors, held_resources, holders
 
 
 def _workload(name: str, queue: str, *assignments: dict[str, str], finished: bool = False) -> dict[str, Any]:
@@ -47,3 +47,16 @@ def test_held_flavors_are_per_queue() -> None:
     assert [w["metadata"]["name"] for w in holders(workloads, "training", "a")] == ["w1"]
     assert holders(workloads, "inference", "a") == []
     assert any_holder(workloads) == {"a", "b", "c"}
+
+
+def test_held_resources_pair_each_resource_with_its_flavor_for_one_queue() -> None:
+    workloads = [
+        _workload("w1", "training", {"nvidia.com/gpu": "a", "cpu": "b"}),
+        _workload("w2", "inference", {"nvidia.com/gpu": "c"}),
+        _workload("w3", "training", {"memory": "a"}, finished=True),
+        PENDING,
+    ]
+    assert held_resources(workloads, "training") == {("a", "nvidia.com/gpu"), ("b", "cpu")}
+    assert held_resources(workloads, "inference") == {("c", "nvidia.com/gpu")}
+    assert held_resources(workloads, "other") == frozenset()
+    assert held_resources(iter(workloads), "training") == held_resources(workloads, "training")

@@ -13,6 +13,8 @@ import pytest
 from generator.gate.decision import (
     HOLD_AND_DRAIN,
     PREVIOUS_POLICY_ANNOTATION,
+    WAITING,
+    Held,
     Kind,
     QueueStatus,
     decide,
@@ -113,6 +115,8 @@ def _unlisted(live: dict[str, Any], what: str) -> dict[str, Any]:
 
 AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
 BUSY_B = {"a": "0", "b": "4"}
+GPU = "nvidia.com/gpu"
+ON_A, ON_B = frozenset({("a", GPU)}), frozenset({("b", GPU)})
 
 
 class Row(NamedTuple):
@@ -124,6 +128,7 @@ class Row(NamedTuple):
     record: str | None  # previous-policy annotation written ("" removes it)
     write_plan: bool
     reason: str | None  # of the TopologyReady condition
+    held: Held = frozenset()  # (flavor, resource) that Workloads admitted to the queue hold
 
 
 # The table reads best one row per case, aligned: keep the formatter out of it.
@@ -241,13 +246,32 @@ CASES = [Row(*row) for row in [
      Kind.APPLY, None, None, True, "AppliedInPlace"),
     ("replace every flavor, busy: hold", queue(AB, reserving=1, reservation={"a": "1", "b": "0"}),
      desired(C), Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    # --- Workloads' admissions: the authority Kueue's status lags behind
+    ("idle-looking flavor a Workload holds (status not yet written): hold", queue(AB), desired(A),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining", ON_B),
+    ("a Workload on a kept flavor only: dropped idle flavor in place", queue(AB), desired(A),
+     Kind.APPLY, None, None, True, "AppliedInPlace", ON_A),
+    ("held, drained by the status, yet a Workload holds the dropped flavor: drain",
+     queue(AB, policy=HOLD_AND_DRAIN, record="None"), desired(A),
+     Kind.DRAIN, None, None, False, "Draining", ON_B),
+    ("a Workload holds a flavor the queue no longer names: hold to free it",
+     queue(A), desired(A), Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining", ON_B),
+    ("... held: drain until Kueue evicts it", queue(A, policy=HOLD_AND_DRAIN, record="None"),
+     desired(A), Kind.DRAIN, None, None, False, "Draining", ON_B),
+    ("switched, a Workload still holds the dropped flavor: drain, no restore",
+     queue(A, policy=HOLD_AND_DRAIN, record="Hold"), desired(A),
+     Kind.DRAIN, None, None, False, "Draining", ON_B),
+    ("stranded under an administrator's Hold: recorded, then HoldAndDrain",
+     queue(A, policy="Hold"), desired(A), Kind.HOLD, HOLD_AND_DRAIN, "Hold", False, "Draining", ON_B),
+    ("a Workload on the plan's own flavor: settled", queue(A), desired(A),
+     Kind.DONE, None, None, False, "PlanCurrent", ON_A),
 ]]
 # fmt: on
 
 
 @pytest.mark.parametrize("row", CASES, ids=[c.id for c in CASES])
 def test_decision_table(row: Row) -> None:
-    action = decide(row.live, row.desired)
+    action = decide(row.live, row.desired, row.held)
     assert action.kind is row.kind
     assert (action.stop_policy, action.record, action.write_plan) == (
         row.stop_policy,
@@ -261,35 +285,55 @@ def test_restore_only_on_the_status_of_the_current_generation() -> None:
     """No row restores a stop policy (readmits) before Kueue's status describes the queue's
     current generation, the one the switch wrote."""
     for row in CASES:
-        action = decide(row.live, row.desired)
+        action = decide(row.live, row.desired, row.held)
         if action.kind is Kind.RESTORE:
             assert row.live is not None and QueueStatus(row.live).current, row.id
 
 
 def test_decision_never_records_hold_and_drain() -> None:
     for row in CASES:
-        record = decide(row.live, row.desired).record
+        record = decide(row.live, row.desired, row.held).record
         assert record != HOLD_AND_DRAIN
 
 
 def test_switch_requires_current_status_and_no_reservation() -> None:
-    """The safety property: no row switches a plan while a dropped flavor is busy or unknown."""
+    """The safety property: no row switches a plan while a dropped flavor is busy or unknown,
+    by Kueue's status or by a Workload's admission."""
     for row in CASES:
-        live, action = row.live, decide(row.live, row.desired)
+        live, action = row.live, decide(row.live, row.desired, row.held)
         if live is None or not (action.write_plan and action.dropped):
             continue
         status = live["status"]
         active = status["conditions"][0]
         assert active["observedGeneration"] == live["metadata"]["generation"]
+        assert not {f for f, _ in row.held} & set(action.dropped), row.id
         if action.kind is Kind.APPLY:  # in place: only what Kueue reports idle is dropped
             assert all(QueueStatus(live).idle(f) for f in action.dropped), row.id
         else:  # switched under the hold: once nothing reserves
             assert status["reservingWorkloads"] == 0, row.id
 
 
+HELD_SETS = [frozenset(), ON_A, ON_B, ON_A | ON_B, frozenset({("c", GPU)}), frozenset({("b", "cpu")})]
+
+
+@pytest.mark.parametrize(
+    "held", HELD_SETS, ids=lambda h: ",".join(sorted(f"{f}/{r}" for f, r in h)) or "none"
+)
+def test_what_workloads_hold_only_makes_a_decision_more_cautious(held: Held) -> None:
+    """The runner lists the Workloads only when the decision on the status alone would act:
+    a decision that waits with nothing held must wait, the same way, with anything held; and
+    nothing held never turns a hold or a drain into a write of the plan."""
+    for row in CASES:
+        alone, informed = decide(row.live, row.desired, frozenset()), decide(row.live, row.desired, held)
+        if alone.kind in WAITING or alone.kind is Kind.ABSENT:
+            assert informed == alone, row.id
+        if alone.kind in (Kind.HOLD, Kind.DRAIN):
+            assert not informed.write_plan, row.id
+
+
 def test_next_object_hold_records_policy_and_keeps_resource_version() -> None:
     live = queue(AB, policy="Hold", reservation=BUSY_B)
-    body = next_object(live, desired(A), decide(live, desired(A)))
+    body = next_object(live, desired(A), decide(live, desired(A), frozenset()))
     assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
     assert body["metadata"]["annotations"] == {PREVIOUS_POLICY_ANNOTATION: "Hold"}
     assert body["metadata"]["resourceVersion"] == "7"
@@ -301,7 +345,7 @@ def test_next_object_switch_writes_complete_plan_and_keeps_hold() -> None:
     live = queue(AB, policy=HOLD_AND_DRAIN, record="None")
     want = desired({"c": 4})
     want["spec"]["cohortName"] = "team"
-    body = next_object(live, want, decide(live, want))
+    body = next_object(live, want, decide(live, want, frozenset()))
     assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
     assert body["spec"]["cohortName"] == "team"
     assert body["spec"]["resourceGroups"] == want["spec"]["resourceGroups"]
@@ -310,14 +354,14 @@ def test_next_object_switch_writes_complete_plan_and_keeps_hold() -> None:
 
 def test_next_object_restore_removes_record() -> None:
     live = queue(A, policy=HOLD_AND_DRAIN, record="Hold")
-    body = next_object(live, desired(A), decide(live, desired(A)))
+    body = next_object(live, desired(A), decide(live, desired(A), frozenset()))
     assert body["spec"]["stopPolicy"] == "Hold"
     assert PREVIOUS_POLICY_ANNOTATION not in body["metadata"]["annotations"]
 
 
 def test_next_object_emptied_plan_drops_resource_groups() -> None:
     live = queue(AB, policy=HOLD_AND_DRAIN, record="None")
-    body = next_object(live, desired([]), decide(live, desired([])))
+    body = next_object(live, desired([]), decide(live, desired([]), frozenset()))
     assert "resourceGroups" not in body["spec"]
     assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
 

@@ -85,6 +85,8 @@ def test_cluster_role_names_only_managed_queues() -> None:
             "resourceNames": ["team-a", "team-b"],
             "verbs": ["get", "patch"],
         },
+        # Workloads' admissions say which flavors are idle; read-only, and only listed.
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list"]},
     ]
 
 

@@ -16,7 +16,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from generator.commands.plan import queues as q
-from generator.gate.admissions import admission, holders
+from generator.gate.admissions import admission, held_resources, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
 from generator.gate.kube import Catalog, Queues, load_client
 
@@ -60,7 +60,8 @@ def _reason(e: Exception) -> str:
 def _live(
     entry: dict[str, Any], live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
 ) -> None:
-    action, offline = decide(live, desired), entry["drain"]["action"]
+    held = held_resources(workloads, entry["name"])
+    action, offline = decide(live, desired, held), entry["drain"]["action"]
     # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
     # everything whatever the gate does, a new Hold stops admission when the gate drains none.
     live_action = _ACTIONS[action.kind]
