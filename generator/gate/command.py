@@ -148,5 +148,6 @@ def _dry_run(
             reason=cond.reason if cond else None,
             message=cond.message if cond else "",
             dropped=list(action.dropped),
+            droppedResources=[list(p) for p in action.dropped_resources],
         )
     return 0

@@ -10,7 +10,7 @@ gate does per queue: docs/explanation/gate.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -66,6 +66,8 @@ class Action:
     write_plan: bool = False
     #: flavors the plan drops, for the log
     dropped: tuple[str, ...] = ()
+    #: (flavor, resource) the plan drops from a flavor it keeps (coveredResources), for the log
+    dropped_resources: tuple[tuple[str, str], ...] = ()
 
 
 def decide(live: Obj | None, desired: Obj, held: Held) -> Action:
@@ -84,7 +86,7 @@ def decide(live: Obj | None, desired: Obj, held: Held) -> Action:
     view = _View(live, desired, held)
     if view.same_plan:
         return _settled(view)
-    if not view.dropped and view.desired_flavors:
+    if not view.dropped and not view.dropped_resources and view.desired_flavors:
         return _grow(view)
     if not view.dropped and not flavor_names(live) and view.policy != "None":
         # An empty queue, already held, whose other settings change: no flavor, so nothing
@@ -127,19 +129,30 @@ class _View:
         return tuple(f for f in flavor_names(self.live) if f not in keep)
 
     @property
+    def dropped_resources(self) -> tuple[tuple[str, str], ...]:
+        """(flavor, resource) of a kept flavor that the plan no longer covers: Kueue forgets
+        their usage as it forgets a dropped flavor's, so they are judged alike."""
+        kept, keep = set(self.desired_flavors), set(resource_pairs(self.desired))
+        return tuple(p for p in resource_pairs(self.live) if p[0] in kept and p not in keep)
+
+    @property
     def held_flavors(self) -> frozenset[str]:
         return frozenset(flavor for flavor, _ in self.admitted)
 
     @property
-    def stranded(self) -> tuple[str, ...]:
-        """Flavors that admitted Workloads hold but the live queue no longer names: their
-        reservation is stranded (Kueue no longer counts it, nor reports it)."""
-        named = set(flavor_names(self.live))
-        return tuple(sorted(f for f in self.held_flavors if f not in named))
+    def stranded(self) -> tuple[tuple[str, str], ...]:
+        """(flavor, resource) that admitted Workloads hold but the live queue no longer covers:
+        their reservation is stranded (Kueue no longer counts it, nor reports it)."""
+        named = set(resource_pairs(self.live))
+        return tuple(sorted(p for p in self.admitted if p not in named))
 
     def busy(self, status: QueueStatus) -> list[str]:
         """The dropped flavors that Kueue does not report idle or that a Workload holds."""
         return [f for f in self.dropped if not status.idle(f) or f in self.held_flavors]
+
+    def busy_resources(self, status: QueueStatus) -> list[tuple[str, str]]:
+        """The dropped resources that Kueue does not report idle or that a Workload holds."""
+        return [p for p in self.dropped_resources if not status.idle_resource(*p) or p in self.admitted]
 
     @property
     def same_plan(self) -> bool:
@@ -169,13 +182,14 @@ def _settled(v: _View) -> Action:
         # generation): until then it may still be working from the old one.
         return _awaiting(status)
     if v.stranded:
-        # A flavor left the queue while a Workload held it (admitted in the instant before a
-        # drop in place, or dropped by someone else): only a drain frees that reservation.
-        names = ", ".join(v.stranded)
-        why = f"Workloads admitted to the queue hold flavors {names}, which it no longer names"
+        # A flavor (or a resource of one) left the queue while a Workload held it (admitted in
+        # the instant before a drop in place, or dropped by someone else): only a drain frees
+        # that reservation.
+        flavors = tuple(sorted({f for f, _ in v.stranded}))
+        why = f"Workloads admitted to the queue hold {_pairs(v.stranded)}, which it no longer covers"
         if v.held:
-            return _draining(f"{why}; waiting for Kueue to evict them", v.stranded)
-        return _hold(v, why, v.stranded)
+            return _draining(f"{why}; waiting for Kueue to evict them", flavors)
+        return _hold(v, why, flavors)
     if not v.desired_flavors:
         # Hold or HoldAndDrain both keep an emptied queue from admitting anything (the
         # renderer writes Hold for it); only None must not stay.
@@ -242,35 +256,44 @@ def _shrink(v: _View) -> Action:
         return _hold(v, "holding the queue before switching its plan")
     if not status.current:
         return _awaiting(status)
-    busy = v.busy(status)
-    if not busy:
+    busy, busy_resources = v.busy(status), v.busy_resources(status)
+    if not busy and not busy_resources:
         return Action(
             Kind.APPLY,
             Condition(
                 "True",
                 "AppliedInPlace",
-                f"dropped flavors {', '.join(v.dropped)} are idle; plan applied in place",
+                f"{_dropping(v.dropped, v.dropped_resources)} idle; plan applied in place",
             ),
             write_plan=True,
             dropped=v.dropped,
+            dropped_resources=v.dropped_resources,
         )
-    return _hold(v, f"dropped flavors {', '.join(busy)} hold reservations or are not reported")
+    return _hold(v, f"{_dropping(busy, busy_resources)} hold reservations or are not reported")
 
 
 def _drain_or_switch(v: _View, status: QueueStatus) -> Action:
     if not status.current:
         return _awaiting(status)
-    if status.reserving > 0 or v.busy(status):
+    if status.reserving > 0 or v.busy(status) or v.busy_resources(status):
+        resources = f"; dropped {_pairs(v.dropped_resources)}" if v.dropped_resources else ""
         return _draining(
             f"waiting for Kueue to evict {status.reserving} reserving workloads"
-            f" (dropped flavors: {', '.join(v.dropped) or 'none'})",
+            f" (dropped flavors: {', '.join(v.dropped) or 'none'}{resources})",
             v.dropped,
         )
     # An emptied plan is switched straight to the policy it is rendered with when that one
     # holds too (drained, Hold is as safe), so that the GitOps apply after the gate is a no-op.
     rendered = str(_spec(v.desired).get("stopPolicy") or "None")
     policy = rendered if not v.desired_flavors and rendered != "None" else None
-    return Action(Kind.SWITCH, _switched(), stop_policy=policy, write_plan=True, dropped=v.dropped)
+    return Action(
+        Kind.SWITCH,
+        _switched(),
+        stop_policy=policy,
+        write_plan=True,
+        dropped=v.dropped,
+        dropped_resources=v.dropped_resources,
+    )
 
 
 def _hold(v: _View, why: str, dropped: tuple[str, ...] | None = None) -> Action:
@@ -283,11 +306,25 @@ def _hold(v: _View, why: str, dropped: tuple[str, ...] | None = None) -> Action:
         stop_policy=HOLD_AND_DRAIN,
         record=record,
         dropped=v.dropped if dropped is None else dropped,
+        dropped_resources=v.dropped_resources,
     )
 
 
 def _draining(message: str, dropped: tuple[str, ...]) -> Action:
     return Action(Kind.DRAIN, Condition("Unknown", "Draining", message), dropped=dropped)
+
+
+def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
+    """'nvidia.com/gpu of flavor a, memory of flavor b'"""
+    return ", ".join(f"{resource} of flavor {flavor}" for flavor, resource in pairs)
+
+
+def _dropping(flavors: Sequence[str], resources: Sequence[tuple[str, str]]) -> str:
+    """What a plan drops, for a condition: 'dropped flavors a, b are', 'dropped resources
+    memory of flavor c are', or both joined by 'and'."""
+    parts = [f"flavors {', '.join(flavors)}"] if flavors else []
+    parts += [f"resources {_pairs(resources)}"] if resources else []
+    return f"dropped {' and '.join(parts)} are"
 
 
 def _awaiting(status: QueueStatus) -> Action:
@@ -321,11 +358,19 @@ class QueueStatus:
         self.reserving = int(status.get("reservingWorkloads") or 0)
         self._reservation = _by_flavor(status.get("flavorsReservation"))
         self._usage = _by_flavor(status.get("flavorsUsage"))
+        self._reservation_of = _by_resource(status.get("flavorsReservation"))
+        self._usage_of = _by_resource(status.get("flavorsUsage"))
 
     def idle(self, flavor: str) -> bool:
         """Listed in both reservation and usage, every total zero; unlisted means unknown."""
         lists = (self._reservation, self._usage)
         return all(flavor in m and all(quantity_is_zero(q) for q in m[flavor]) for m in lists)
+
+    def idle_resource(self, flavor: str, resource: str) -> bool:
+        """That resource of the flavor listed in both reservation and usage at zero."""
+        lists = (self._reservation_of, self._usage_of)
+        key = (flavor, resource)
+        return all(key in m and all(quantity_is_zero(q) for q in m[key]) for m in lists)
 
     def flavors(self) -> set[str]:
         """Every flavor Kueue lists a reservation or usage figure for."""
@@ -363,6 +408,16 @@ def _by_flavor(entries: Any) -> dict[str, list[Any]]:
     return out
 
 
+def _by_resource(entries: Any) -> dict[tuple[str, str], list[Any]]:
+    """(flavor, resource) -> its total and borrowed quantities as Kueue lists them."""
+    out: dict[tuple[str, str], list[Any]] = {}
+    for entry in entries or []:
+        for res in entry.get("resources") or []:
+            key = (str(entry.get("name")), str(res.get("name")))
+            out.setdefault(key, []).extend([res.get("total", _UNKNOWN), res.get("borrowed", 0)])
+    return out
+
+
 _NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)")
 
 
@@ -385,6 +440,16 @@ def flavor_names(queue: Obj) -> list[str]:
         str(f.get("name"))
         for group in _spec(queue).get("resourceGroups") or []
         for f in group.get("flavors") or []
+    ]
+
+
+def resource_pairs(queue: Obj) -> list[tuple[str, str]]:
+    """(flavor, resource) for every resource each flavor of the queue's groups has quota of."""
+    return [
+        (str(f.get("name")), str(r.get("name")))
+        for group in _spec(queue).get("resourceGroups") or []
+        for f in group.get("flavors") or []
+        for r in f.get("resources") or []
     ]
 
 

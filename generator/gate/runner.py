@@ -202,6 +202,7 @@ class Gate:
             reason=cond.reason if cond else None,
             message=cond.message if cond else "no live queue: nothing to gate",
             dropped=list(action.dropped),
+            droppedResources=[list(p) for p in action.dropped_resources],
             generation=(live or {}).get("metadata", {}).get("generation"),
         )
         if live is not None and cond is not None and action.kind in EVENTS:

@@ -405,3 +405,60 @@ def test_gate_drains_a_reservation_stranded_on_a_flavor_already_dropped(
     assert live["spec"]["stopPolicy"] == "None" and recorded(live) is None
     assert _stranded(kueue, cq, ns) == []
     wait_for("readmission on a", lambda: admitted_on(kueue.workloads(ns)[0]) == f["a"])
+
+
+# --- a resource dropped from coveredResources --------------------------------------------------
+
+
+def _covering(cq: str, flavor: str, resources: dict[str, str]) -> dict[str, Any]:
+    """A queue over one flavor whose group covers these resources (name -> quota)."""
+    body = cluster_queue(cq, {flavor: 0})
+    body["spec"]["resourceGroups"] = [
+        {
+            "coveredResources": list(resources),
+            "flavors": [
+                {"name": flavor, "resources": [{"name": r, "nominalQuota": q} for r, q in resources.items()]}
+            ],
+        }
+    ]
+    return body
+
+
+def _assigned(wl: dict[str, Any]) -> dict[str, str]:
+    """resource -> flavor of a Workload's admission ({} when it holds no quota)."""
+    admission = (wl.get("status") or {}).get("admission") or {}
+    return {
+        r: str(f)
+        for a in admission.get("podSetAssignments") or []
+        for r, f in (a.get("flavors") or {}).items()
+    }
+
+
+def test_gate_drains_a_resource_dropped_from_covered_resources(
+    kueue: Kueue, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A plan that stops covering memory on a flavor where a Job holds memory strands that
+    reservation as a dropped flavor would (Kueue no longer counts it): the gate holds and drains
+    before it switches, and nothing stays admitted with a resource the queue no longer covers."""
+    flavor = kueue.flavor(unique("gate-a"))
+    cq = unique("gate-cq")
+    live = _covering(cq, flavor, {"cpu": "4", "memory": "4Gi"})
+    kueue.custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", live)
+    kueue.on_cleanup(lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq))
+    ns = kueue.namespace(cq)
+    kueue.job(ns, "train", also={"memory": "1Gi"})
+    wait_for(
+        "the Job admitted with cpu and memory",
+        lambda: any(_assigned(w).get("memory") for w in kueue.workloads(ns)),  # once Kueue made it
+    )
+    wait_for("Kueue to count the reservation", lambda: kueue.reserving(cq, 1))
+
+    rendered = _covering(cq, flavor, {"cpu": "4"})
+    run = run_gate(kubeconfig, write_plan(tmp_path / "plan.yaml", [rendered]), "--timeout", "90")
+    assert run.code == 0, run
+    assert run.updates() == ["Hold", "Switch", "Restore"], run
+    after = kueue.get(cq)
+    assert after["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu"]
+    assert after["spec"]["stopPolicy"] == "None" and recorded(after) is None
+    # Evicted by the drain; memory is no longer covered, so Kueue does not admit it again.
+    assert [w["metadata"]["name"] for w in kueue.workloads(ns) if "memory" in _assigned(w)] == []

@@ -136,9 +136,10 @@ class Kueue:
             },
         )
 
-    def job(self, ns: str, name: str, cpu: int = 1) -> None:
+    def job(self, ns: str, name: str, cpu: int = 1, also: dict[str, str] | None = None) -> None:
         """A batch Job in Kueue's batch/job integration: on eviction Kueue suspends it and,
-        as it has no running pods (no kubelet here), releases its quota by itself."""
+        as it has no running pods (no kubelet here), releases its quota by itself. also:
+        requests of other resources (name -> quantity)."""
         client.BatchV1Api(self.api).create_namespaced_job(
             ns,
             {
@@ -147,7 +148,7 @@ class Kueue:
                 "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
                 "spec": {
                     "suspend": True,
-                    "template": {"spec": _pod_spec(cpu)},
+                    "template": {"spec": _pod_spec(cpu, also)},
                 },
             },
         )
@@ -217,13 +218,13 @@ class Kueue:
                 fn()
 
 
-def _pod_spec(cpu: int) -> dict[str, Any]:
-    """One container asking for ``cpu`` of the test resource; no image is ever pulled here."""
+def _pod_spec(cpu: int, also: dict[str, str] | None = None) -> dict[str, Any]:
+    """One container asking for ``cpu`` of the test resource (and ``also``); no image is ever
+    pulled here."""
+    requests = {RESOURCE: str(cpu), **(also or {})}
     return {
         "restartPolicy": "Never",
-        "containers": [
-            {"name": "c", "image": "registry.invalid/none", "resources": {"requests": {RESOURCE: str(cpu)}}}
-        ],
+        "containers": [{"name": "c", "image": "registry.invalid/none", "resources": {"requests": requests}}],
     }
 
 

@@ -96,6 +96,14 @@ def _cohort(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _unlist_cpu(live: dict[str, Any]) -> dict[str, Any]:
+    """Kueue's status lists flavor a's gpu only: its cpu is unknown, never idle."""
+    for key in ("flavorsReservation", "flavorsUsage"):
+        for entry in live["status"][key]:
+            entry["resources"] = [r for r in entry["resources"] if r["name"] != "cpu"]
+    return live
+
+
 def _deleting(live: dict[str, Any]) -> dict[str, Any]:
     live["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
     return live
@@ -111,6 +119,32 @@ def _unlisted(live: dict[str, Any], what: str) -> dict[str, Any]:
         for resource in entry["resources"]:
             del resource["total"]
     return live
+
+
+def covering(body: dict[str, Any], *resources: str, busy: dict[str, str] | None = None) -> dict[str, Any]:
+    """The queue with its one group covering these resources (each flavor's quota 8), and, if
+    it has a status, each listed per resource: 0, or the totals of busy (resource -> total)."""
+    group = body["spec"]["resourceGroups"][0]
+    group["coveredResources"] = list(resources)
+    for flavor in group["flavors"]:
+        flavor["resources"] = [{"name": r, "nominalQuota": 8} for r in resources]
+    if "status" in body:
+        for key in ("flavorsReservation", "flavorsUsage"):
+            body["status"][key] = [
+                {
+                    "name": flavor["name"],
+                    "resources": [
+                        {
+                            "name": r,
+                            "total": (busy or {}).get(r, "0") if flavor["name"] == "a" else "0",
+                            "borrowed": "0",
+                        }
+                        for r in resources
+                    ],
+                }
+                for flavor in group["flavors"]
+            ]
+    return body
 
 
 AB, A, B, C = ["a", "b"], ["a"], ["b"], ["c"]
@@ -265,6 +299,35 @@ CASES = [Row(*row) for row in [
      queue(A, policy="Hold"), desired(A), Kind.HOLD, HOLD_AND_DRAIN, "Hold", False, "Draining", ON_B),
     ("a Workload on the plan's own flavor: settled", queue(A), desired(A),
      Kind.DONE, None, None, False, "PlanCurrent", ON_A),
+    # --- a resource dropped from coveredResources: judged as a dropped flavor
+    ("resource dropped, idle: in place", covering(queue(A), GPU, "cpu"), covering(desired(A), GPU),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
+    ("resource dropped, reserved by the status: hold",
+     covering(queue(A, reserving=1), GPU, "cpu", busy={"cpu": "2"}), covering(desired(A), GPU),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("resource dropped, status idle but a Workload holds it: hold",
+     covering(queue(A), GPU, "cpu"), covering(desired(A), GPU),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining", frozenset({("a", "cpu")})),
+    ("resource dropped, a Workload holds only a kept one: in place",
+     covering(queue(A), GPU, "cpu"), covering(desired(A), GPU),
+     Kind.APPLY, None, None, True, "AppliedInPlace", ON_A),
+    ("resource dropped, not listed by the status: hold",
+     _unlist_cpu(covering(queue(A), GPU, "cpu")), covering(desired(A), GPU),
+     Kind.HOLD, HOLD_AND_DRAIN, "None", False, "Draining"),
+    ("resource dropped, stale status: await", covering(queue(A, observed=2), GPU, "cpu"),
+     covering(desired(A), GPU), Kind.AWAIT_STATUS, None, None, False, "AwaitingQueueStatus"),
+    ("resource dropped, held, still reserved: drain",
+     covering(queue(A, policy=HOLD_AND_DRAIN, record="None", reserving=1), GPU, "cpu",
+              busy={"cpu": "2"}), covering(desired(A), GPU),
+     Kind.DRAIN, None, None, False, "Draining"),
+    ("resource dropped, held and drained: switch",
+     covering(queue(A, policy=HOLD_AND_DRAIN, record="None"), GPU, "cpu"), covering(desired(A), GPU),
+     Kind.SWITCH, None, None, True, "Switched"),
+    ("resource switched away, a Workload still holds it: drain, no restore",
+     covering(queue(A, policy=HOLD_AND_DRAIN, record="None"), GPU), covering(desired(A), GPU),
+     Kind.DRAIN, None, None, False, "Draining", frozenset({("a", "cpu")})),
+    ("a resource added: in place", covering(queue(A), GPU), covering(desired(A), GPU, "cpu"),
+     Kind.APPLY, None, None, True, "AppliedInPlace"),
 ]]
 # fmt: on
 
@@ -301,14 +364,16 @@ def test_switch_requires_current_status_and_no_reservation() -> None:
     by Kueue's status or by a Workload's admission."""
     for row in CASES:
         live, action = row.live, decide(row.live, row.desired, row.held)
-        if live is None or not (action.write_plan and action.dropped):
+        if live is None or not (action.write_plan and (action.dropped or action.dropped_resources)):
             continue
         status = live["status"]
         active = status["conditions"][0]
         assert active["observedGeneration"] == live["metadata"]["generation"]
         assert not {f for f, _ in row.held} & set(action.dropped), row.id
+        assert not row.held & set(action.dropped_resources), row.id
         if action.kind is Kind.APPLY:  # in place: only what Kueue reports idle is dropped
             assert all(QueueStatus(live).idle(f) for f in action.dropped), row.id
+            assert all(QueueStatus(live).idle_resource(*p) for p in action.dropped_resources), row.id
         else:  # switched under the hold: once nothing reserves
             assert status["reservingWorkloads"] == 0, row.id
 
