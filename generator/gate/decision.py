@@ -37,10 +37,11 @@ class Kind(StrEnum):
     DRAIN = "Drain"  # held; Kueue still reports reserving workloads
     SWITCH = "Switch"  # held and drained: write the complete plan
     RESTORE = "Restore"  # new plan in place: put the recorded stop policy back
+    REFUSED = "Refused"  # the API server refuses the plan (a dry run of the switch): no hold
 
 
 #: Kinds after which the queue needs nothing more from this run.
-TERMINAL = frozenset({Kind.ABSENT, Kind.DONE, Kind.HELD_EMPTY})
+TERMINAL = frozenset({Kind.ABSENT, Kind.DONE, Kind.HELD_EMPTY, Kind.REFUSED})
 #: Kinds that wait for Kueue instead of writing the spec.
 WAITING = frozenset({Kind.AWAIT_STATUS, Kind.DRAIN})
 
@@ -478,6 +479,27 @@ def _matches(live: Any, want: Any) -> bool:
         return bool(live == want)
     # Quantities are int-or-string: 8 and "8" are the same request.
     return live is not None and str(live) == str(want)
+
+
+def trial_object(live: Obj, desired: Obj, hold: Action) -> dict[str, Any]:
+    """What the switch after this hold would write (the plan, held, the hold's record), for a
+    server-side dry run before the hold: a plan the API server or Kueue's webhook refuses
+    would otherwise leave the queue held for good."""
+    switch = Action(Kind.SWITCH, None, stop_policy=hold.stop_policy, record=hold.record, write_plan=True)
+    return next_object(live, desired, switch)
+
+
+def refused(status: int, message: str) -> Action:
+    """The dry run of the switch was refused: report it, do not hold."""
+    return Action(
+        Kind.REFUSED,
+        Condition(
+            "False",
+            "PlanRefused",
+            f"the API server refuses this plan for the queue ({status}: {message}); the queue is"
+            " not held and keeps its plan: fix the ClusterQueuePlan and sync again",
+        ),
+    )
 
 
 def next_object(live: Obj, desired: Obj, action: Action) -> dict[str, Any]:

@@ -149,6 +149,14 @@ class Queues:
         )
         return cast(dict[str, Any], new)
 
+    def trial(self, body: Mapping[str, Any]) -> None:
+        """The same PUT as a server-side dry run (dryRun=All): validated and admitted as a write
+        would be (CRD schema and CEL, Kueue's webhook, admission policies), nothing stored."""
+        name = body["metadata"]["name"]
+        self._custom.replace_cluster_custom_object(
+            GROUP, self._version, PLURAL, name, dict(body), field_manager=FIELD_MANAGER, dry_run="All"
+        )
+
     def set_condition(
         self,
         live: Mapping[str, Any],

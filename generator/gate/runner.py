@@ -31,6 +31,8 @@ from generator.gate.decision import (
     QueueStatus,
     decide,
     next_object,
+    refused,
+    trial_object,
 )
 from generator.gate.kube import Conflict, Deadline, Queues, condition_is, utcnow, with_backoff
 
@@ -48,7 +50,11 @@ EVENTS: dict[Kind, tuple[str, bool]] = {
     Kind.RESTORE: ("StopPolicyRestored", False),
     Kind.AWAIT_STATUS: ("AwaitingQueueStatus", False),
     Kind.HELD_EMPTY: ("HeldEmpty", True),
+    Kind.REFUSED: ("PlanRefused", True),
 }
+#: API answers to a dry run that refuse the plan itself: invalid (CRD schema, CEL), refused by
+#: an admission webhook (Kueue's answers 403) or policy, or malformed
+REFUSALS = (400, 403, 422)
 
 
 class Terminated(BaseException):
@@ -128,6 +134,13 @@ class Gate:
         again, never writes the old decision with the new resourceVersion."""
         live = self._get(name)
         action = self._decide(name, live)
+        if live is not None and action.kind is Kind.HOLD:
+            try:
+                action = self._trial(live, action)
+            except Conflict:
+                self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
+                return None
+        state.failed |= action.kind is Kind.REFUSED
         self._report(name, live, action, state)
         if live is not None and action.condition is not None:
             # Continue with the object the condition write returned, which differs from the
@@ -151,6 +164,21 @@ class Gate:
         if action.kind in WAITING or action.kind is Kind.ABSENT:
             return action
         return decide(live, self.desired[name], self._held(name))
+
+    def _trial(self, live: dict[str, Any], hold: Action) -> Action:
+        """A server-side dry run of the switch that would follow this hold: the hold when the
+        API server would take it, else the refusal (a refused switch would leave the queue held
+        for good). A Conflict means the queue changed: decide again."""
+        body = trial_object(live, self.desired[live["metadata"]["name"]], hold)
+        try:
+            self._call(lambda: self.queues.trial(body))
+        except ApiException as err:
+            if err.status not in REFUSALS:
+                raise
+            message = _api_message(err)
+            self.log("refused", queue=body["metadata"]["name"], status=err.status, message=message[:1000])
+            return refused(int(err.status), message[:2000])
+        return hold
 
     def _held(self, name: str) -> Held:
         found: Held = self._call(lambda: held_resources(self.queues.workloads(), name))

@@ -462,3 +462,34 @@ def test_gate_drains_a_resource_dropped_from_covered_resources(
     assert after["spec"]["stopPolicy"] == "None" and recorded(after) is None
     # Evicted by the drain; memory is no longer covered, so Kueue does not admit it again.
     assert [w["metadata"]["name"] for w in kueue.workloads(ns) if "memory" in _assigned(w)] == []
+
+
+# --- a plan the API server refuses ------------------------------------------------------------
+
+
+def test_gate_does_not_hold_a_queue_for_a_plan_kueue_refuses(
+    kueue: Kueue, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A plan that drops a busy flavor but that Kueue's webhook refuses (a negative quota):
+    the gate dry-runs the switch before it holds, so the queue is neither held nor drained
+    (a hold whose switch is refused would stay for good); it says so on the queue's condition,
+    in an Event and in its log, and exits 1."""
+    cq, f = _setup(kueue, {"a": 0, "b": 4})
+    ns = kueue.namespace(cq)
+    kueue.job(ns, "train")
+    wait_for("the Job's reservation on b", lambda: kueue.reserving(cq, 1))
+    before = kueue.get(cq)
+
+    run = run_gate(kubeconfig, _plan(tmp_path, cq, {f["a"]: -1}), "--timeout", "30")
+    assert run.code == 1, run
+    assert run.updates() == [], run  # no hold
+    [refusal] = [ln for ln in run.lines if ln["event"] == "refused"]
+    assert refusal["status"] == 403 and "admission webhook" in refusal["message"], refusal
+    assert "nominalQuota" in refusal["message"], refusal
+    live = kueue.get(cq)
+    assert live["spec"] == before["spec"] and recorded(live) is None
+    assert _ready(live) == ("False", "PlanRefused")
+    assert "nominalQuota" in condition(live, "TopologyReady")["message"]  # type: ignore[index]
+    assert kueue.events(cq) == ["PlanRefused"]
+    [wl] = kueue.workloads(ns)
+    assert admitted_on(wl) == f["b"] and condition(wl, "Evicted") is None, wl

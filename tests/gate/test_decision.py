@@ -13,6 +13,7 @@ import pytest
 from generator.gate.decision import (
     HOLD_AND_DRAIN,
     PREVIOUS_POLICY_ANNOTATION,
+    TERMINAL,
     WAITING,
     Held,
     Kind,
@@ -21,6 +22,8 @@ from generator.gate.decision import (
     next_object,
     plan_matches,
     quantity_is_zero,
+    refused,
+    trial_object,
 )
 
 Usage = dict[str, str]  # flavor -> total gpus
@@ -415,6 +418,35 @@ def test_next_object_switch_writes_complete_plan_and_keeps_hold() -> None:
     assert body["spec"]["cohortName"] == "team"
     assert body["spec"]["resourceGroups"] == want["spec"]["resourceGroups"]
     assert body["metadata"]["annotations"] == {PREVIOUS_POLICY_ANNOTATION: "None"}
+
+
+def test_trial_object_is_the_switch_that_would_follow_the_hold() -> None:
+    """What the gate dry-runs before holding: the complete plan, held, with the hold's record,
+    on the resourceVersion the hold was decided on."""
+    live = queue(AB, policy="Hold", reservation=BUSY_B)
+    want = _cohort(desired({"c": 4}))
+    hold = decide(live, want, frozenset())
+    assert hold.kind is Kind.HOLD
+    body = trial_object(live, want, hold)
+    assert body["spec"]["resourceGroups"] == want["spec"]["resourceGroups"]
+    assert body["spec"]["cohortName"] == "new"
+    assert body["spec"]["stopPolicy"] == HOLD_AND_DRAIN
+    assert body["metadata"]["annotations"] == {PREVIOUS_POLICY_ANNOTATION: "Hold"}
+    assert body["metadata"]["resourceVersion"] == "7" and "status" not in body
+    # an interrupted hold keeps its record: the trial keeps it too
+    again = queue(AB, policy="None", record="Hold", reservation=BUSY_B)
+    assert trial_object(again, want, decide(again, want, frozenset()))["metadata"]["annotations"] == {
+        PREVIOUS_POLICY_ANNOTATION: "Hold"
+    }
+
+
+def test_a_refused_plan_is_reported_and_never_writes() -> None:
+    action = refused(403, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value")
+    assert action.kind is Kind.REFUSED and action.kind in TERMINAL
+    assert (action.stop_policy, action.record, action.write_plan) == (None, None, False)
+    assert action.condition is not None
+    assert (action.condition.status, action.condition.reason) == ("False", "PlanRefused")
+    assert "403" in action.condition.message and "nominalQuota" in action.condition.message
 
 
 def test_next_object_restore_removes_record() -> None:
