@@ -109,6 +109,8 @@ def gate_manifests(
         Manifest("gate/clusterrolebinding.yaml", gate.binding("ClusterRoleBinding", None)),
         Manifest("gate/role-events.yaml", gate.events_role()),
         Manifest("gate/rolebinding-events.yaml", gate.binding("RoleBinding", event_namespace)),
+        Manifest("gate/role-plan.yaml", gate.plan_role()),
+        Manifest("gate/rolebinding-plan.yaml", gate.binding("RoleBinding", namespace, role=f"{name}-plan")),
         Manifest("gate/configmap-plan.yaml", gate.configmap(plan)),
         Manifest("gate/job.yaml", gate.job(plan)),
         Manifest("gate/configmap-done.yaml", gate.done()),
@@ -241,10 +243,28 @@ class _Gate:
         role["rules"] = [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}]
         return role
 
-    def binding(self, kind: str, where: str | None) -> dict[str, Any]:
+    def plan_role(self) -> dict[str, Any]:
+        """get of the plan's own ConfigMap: a run writes only while the cluster's plan is still
+        the one it was started with (a newer run of another plan may be running)."""
+        role = self.object(RBAC_API, "Role", self.namespace, name=f"{self.name}-plan")
+        role["rules"] = [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "resourceNames": [f"{self.name}-plan"],
+                "verbs": ["get"],
+            }
+        ]
+        return role
+
+    def binding(self, kind: str, where: str | None, role: str | None = None) -> dict[str, Any]:
         role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
-        body = self.object(RBAC_API, kind, where)
-        body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": self.name}
+        body = self.object(RBAC_API, kind, where, name=role)
+        body["roleRef"] = {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role_kind,
+            "name": role or self.name,
+        }
         body["subjects"] = [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}]
         return body
 
@@ -333,6 +353,8 @@ class _Gate:
             str(self.timeout_seconds),
             "--event-namespace",
             self.event_namespace,
+            "--plan-configmap",
+            f"{self.namespace}/{self.name}-plan",
         ]
         return _pod_spec(self.name, self.image, "generator.gate", args, PLAN_MOUNT, f"{self.name}-plan")
 

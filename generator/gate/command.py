@@ -18,8 +18,8 @@ from urllib3.exceptions import HTTPError
 
 from generator.gate.admissions import held_resources
 from generator.gate.decision import decide
-from generator.gate.kube import Deadline, Queues, load_client, with_backoff
-from generator.gate.plan import PlanError, plan_version, read_plan
+from generator.gate.kube import Deadline, PlanConfigMap, Queues, load_client, with_backoff
+from generator.gate.plan import PlanError, parse_plan, plan_hash, plan_version, read_texts, same_plan_texts
 from generator.gate.runner import Gate, JsonLog, Terminated
 
 #: Exit codes. The Job fails at once on TIMEOUT and UNUSABLE (its podFailurePolicy): a new pod
@@ -67,6 +67,13 @@ kubeconfig_option = click.option(
     help="Namespace of the Events about the queues (the API server accepts events of "
     "cluster-scoped objects only in these two).",
 )
+@click.option(
+    "--plan-configmap",
+    metavar="NAMESPACE/NAME",
+    default=None,
+    help="The ConfigMap the plan is mounted from: write only while it still holds this plan, "
+    "so that a run of an older plan stops once a newer one is synced (the rendered Job sets it).",
+)
 @click.option("--dry-run", is_flag=True, help="Print each queue's decision; change nothing.")
 def gate(
     *,
@@ -75,6 +82,7 @@ def gate(
     poll_interval: float,
     kubeconfig: str | None,
     event_namespace: str,
+    plan_configmap: str | None,
     dry_run: bool,
 ) -> None:
     """Switch the managed ClusterQueues to their rendered plan, holding and draining a queue
@@ -90,23 +98,46 @@ def gate(
     """
     log = JsonLog()
     try:
-        desired = read_plan(plan_path)
+        texts = read_texts(plan_path)
+        desired = parse_plan(texts, plan_path)
+        source = _configmap(plan_configmap)
         api = load_client(kubeconfig)
     except (PlanError, ConfigException, OSError) as err:
         log("error", message=str(err))
         sys.exit(UNUSABLE)
     queues = Queues(api, event_namespace, plan_version(desired))
-    log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run)
+    digest = plan_hash(desired)
+    log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run, plan=digest)
     if dry_run:
         sys.exit(_dry_run(queues, desired, log, Deadline(timeout)))
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = Gate(queues, desired, Deadline(timeout), log, poll_interval).run()
+        current = None
+        if source is not None:
+            configmap = PlanConfigMap(api, *source)
+            current = partial(_holds, configmap, texts)
+        code = Gate(
+            queues, desired, Deadline(timeout), log, poll_interval, plan=digest, current=current
+        ).run()
     except Exception as err:  # a bug of ours or a library's: one log line, and a retry
         log("crash", error=f"{type(err).__name__}: {err}"[:1000])
         code = CRASHED
     log("finish", exitCode=code)
     sys.exit(code)
+
+
+def _configmap(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    namespace, _, name = value.partition("/")
+    if not namespace or not name or "/" in name:
+        raise PlanError(f"--plan-configmap {value}: expected NAMESPACE/NAME")
+    return namespace, name
+
+
+def _holds(configmap: PlanConfigMap, texts: Mapping[str, str]) -> bool:
+    """The ConfigMap on the API server still holds the plan this run read."""
+    return same_plan_texts(texts, configmap.data())
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

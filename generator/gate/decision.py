@@ -230,7 +230,7 @@ def _kept_ready(live: Obj) -> Condition:
     it describes; anything else becomes PlanCurrent."""
     for cond in (live.get("status") or {}).get("conditions") or []:
         if cond.get("type") == CONDITION_TYPE and cond.get("status") == "True":
-            return Condition("True", str(cond.get("reason")), str(cond.get("message", "")))
+            return Condition("True", str(cond.get("reason")), unstamped(str(cond.get("message", ""))))
     return Condition("True", "PlanCurrent", "the queue runs the desired plan")
 
 
@@ -326,6 +326,21 @@ def _dropping(flavors: Sequence[str], resources: Sequence[tuple[str, str]]) -> s
     parts = [f"flavors {', '.join(flavors)}"] if flavors else []
     parts += [f"resources {_pairs(resources)}"] if resources else []
     return f"dropped {' and '.join(parts)} are"
+
+
+#: the end of a condition message that names the plan of the gate run that wrote it
+_STAMP = re.compile(r" \(plan [0-9a-f]{1,64}\)\Z")
+
+
+def stamped(cond: Condition, plan: str) -> Condition:
+    """The condition as a gate run of this plan (its hash) writes it: a run of another plan
+    writes it again, which is what makes an older run's later writes conflict
+    (docs/explanation/gate.md, "Two runs at once")."""
+    return Condition(cond.status, cond.reason, f"{unstamped(cond.message)} (plan {plan})") if plan else cond
+
+
+def unstamped(message: str) -> str:
+    return _STAMP.sub("", message)
 
 
 def _awaiting(status: QueueStatus) -> Action:

@@ -219,6 +219,24 @@ class Queues:
         )
 
 
+class PlanConfigMap:
+    """The ConfigMap the gate's plan is mounted from, read as it is now on the API server."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, name: str) -> None:
+        self._core = client.CoreV1Api(api)
+        self.namespace, self.name = namespace, name
+
+    def data(self) -> dict[str, str] | None:
+        """Its data (key -> text); None when it is gone."""
+        try:
+            found = self._core.read_namespaced_config_map(self.name, self.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return dict(found.data or {})
+
+
 def _instance() -> str:
     """The Pod's name (the hostname in a Pod) tells which gate run reported an Event."""
     return f"{FIELD_MANAGER}-{socket.gethostname()}"[:128]

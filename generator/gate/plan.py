@@ -5,8 +5,10 @@ uses to swap contents atomically, which are skipped; or rendered/queues/)."""
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,49 @@ class PlanError(Exception):
 
 def read_plan(path: Path) -> dict[str, dict[str, Any]]:
     """ClusterQueue name -> desired object, from every YAML document under path."""
-    files = _files(path)
+    return parse_plan(read_texts(path), path)
+
+
+def read_texts(path: Path) -> dict[str, str]:
+    """File name -> text of every plan file under path, read once: the plan is parsed from
+    these texts and compared, as they are, with its ConfigMap (a mounted ConfigMap can be
+    swapped between two reads)."""
+    texts: dict[str, str] = {}
+    for file in _files(path):
+        try:
+            texts[file.name] = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise PlanError(f"{file}: {err}") from err
+    return texts
+
+
+def plan_keys(names: Iterable[str]) -> list[str]:
+    """The names among these (a directory's files, a ConfigMap's keys) that are plan files."""
+    return sorted(
+        n
+        for n in names
+        if not n.startswith(".") and Path(n).suffix in (".yaml", ".yml") and Path(n).stem != "kustomization"
+    )
+
+
+def same_plan_texts(ours: Mapping[str, str], data: Mapping[str, str] | None) -> bool:
+    """The ConfigMap's data holds exactly these plan files."""
+    return data is not None and {k: data[k] for k in plan_keys(data)} == dict(ours)
+
+
+def plan_hash(queues: Mapping[str, Mapping[str, Any]]) -> str:
+    """The plan's hash as the Job's pod template carries it (topology.gpustack.ai/plan-hash):
+    the queues in name order, as JSON."""
+    text = json.dumps([queues[k] for k in sorted(queues)], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def parse_plan(texts: Mapping[str, str], path: Path) -> dict[str, dict[str, Any]]:
+    """ClusterQueue name -> desired object, from the plan files' texts."""
     queues: dict[str, dict[str, Any]] = {}
-    for file in files:
-        for doc in _documents(file):
+    for file_name, text in texts.items():
+        file = path / file_name if path.is_dir() else path
+        for doc in _documents(file, text):
             if isinstance(doc, dict) and doc.get("kind") == "LocalQueue":
                 continue  # rendered/queues/ holds them beside the ClusterQueues
             name = _check(doc, file)
@@ -58,11 +99,8 @@ def _files(path: Path) -> list[Path]:
         raise PlanError(f"{path}: not a file or a directory")
     # A kustomization.yaml is skipped, so that rendered/queues/ itself is a plan too (for a
     # run by hand: tasgen gate --plan rendered/queues --dry-run).
-    named = sorted(
-        p
-        for p in path.iterdir()
-        if not p.name.startswith(".") and p.suffix in (".yaml", ".yml") and p.stem != "kustomization"
-    )
+    entries = {p.name: p for p in path.iterdir()}
+    named = [entries[n] for n in plan_keys(entries)]
     for p in named:
         _readable(p)  # a key of a mounted ConfigMap that resolves to nothing is no empty plan
     return [p for p in named if p.is_file()]
@@ -85,11 +123,12 @@ def _readable(path: Path) -> None:
         raise PlanError(f"{path}: {err.strerror or err}") from err
 
 
-def load_yaml(file: Path, what: type[Exception]) -> list[Any]:
-    """Every document of a YAML file, each checked to nest at most MAX_DEPTH levels and to hold
-    no cycle (an alias inside its own anchor); any failure is ``what``, naming the file."""
+def load_yaml(file: Path, what: type[Exception], text: str | None = None) -> list[Any]:
+    """Every document of a YAML file (or of its text, read already), each checked to nest at
+    most MAX_DEPTH levels and to hold no cycle (an alias inside its own anchor); any failure is
+    ``what``, naming the file."""
     try:
-        docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+        docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8") if text is None else text))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise what(f"{file}: {err}") from err
     except RecursionError as err:
@@ -136,8 +175,8 @@ def _children(node: dict[Any, Any] | list[Any]) -> Iterator[Any]:
         yield from node
 
 
-def _documents(file: Path) -> list[dict[str, Any]]:
-    return [d for d in load_yaml(file, PlanError) if d is not None]
+def _documents(file: Path, text: str) -> list[dict[str, Any]]:
+    return [d for d in load_yaml(file, PlanError, text) if d is not None]
 
 
 def _check(doc: Any, file: Path) -> str:

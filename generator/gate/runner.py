@@ -32,6 +32,7 @@ from generator.gate.decision import (
     decide,
     next_object,
     refused,
+    stamped,
     trial_object,
 )
 from generator.gate.kube import Conflict, Deadline, Queues, condition_is, utcnow, with_backoff
@@ -91,6 +92,10 @@ class Gate:
     log: JsonLog
     poll_seconds: float = 2.0
     sleep: Callable[[float], None] = time.sleep
+    #: the plan's hash, on every condition this run writes ("" writes none)
+    plan: str = ""
+    #: whether the cluster's plan (its ConfigMap) is still this run's; None: not checked
+    current: Callable[[], bool] | None = None
     _state: dict[str, _QueueState] = field(default_factory=dict)
 
     def run(self) -> int:
@@ -141,12 +146,19 @@ class Gate:
                 self.log("conflict", queue=name, resourceVersion=live["metadata"]["resourceVersion"])
                 return None
         state.failed |= action.kind is Kind.REFUSED
+        cond = None if action.condition is None else stamped(action.condition, self.plan)
+        writes = (live is not None and cond is not None and not condition_is(live, cond)) or (
+            live is not None and action.kind not in TERMINAL | WAITING
+        )
+        if writes and not self._still_current(name, live):
+            state.failed = True
+            return True
         self._report(name, live, action, state)
-        if live is not None and action.condition is not None:
+        if live is not None and cond is not None:
             # Continue with the object the condition write returned, which differs from the
             # one decided on only by our own condition, so the spec write does not conflict
             # with it.
-            live = self._set_condition(name, live, action.condition)
+            live = self._set_condition(name, live, cond)
             if live is None:
                 return None
         if action.kind in TERMINAL:
@@ -155,6 +167,25 @@ class Gate:
             return False
         self._write(name, live, action)
         return None
+
+    def _still_current(self, name: str, live: Mapping[str, Any] | None) -> bool:
+        """Before the writes of a decision (after the read they were decided on): is the
+        cluster's plan still this run's? A newer run of another plan stamps each queue with
+        its plan before it finishes with it, so once it has, this run's writes conflict or
+        come after its own read of the ConfigMap, and it writes nothing more
+        (docs/explanation/gate.md, "Two runs at once")."""
+        if self.current is None or self._call(self.current):
+            return True
+        message = (
+            "the plan ConfigMap no longer holds this run's plan"
+            f" (plan {self.plan}): a newer gate run owns the queue; this run writes nothing more"
+        )
+        self.log("superseded", queue=name, message=message)
+        if live is not None:
+            self._try(
+                lambda: self.queues.event(live, "GateSuperseded", message, True, utcnow()), name, "event"
+            )
+        return False
 
     def _decide(self, name: str, live: dict[str, Any] | None) -> Action:
         """The decision on the queue as read and on the Workloads read after it. A decision

@@ -23,7 +23,9 @@ from generator.gate.decision import (
     plan_matches,
     quantity_is_zero,
     refused,
+    stamped,
     trial_object,
+    unstamped,
 )
 
 Usage = dict[str, str]  # flavor -> total gpus
@@ -502,3 +504,21 @@ def test_plan_matches_is_a_subset_test_ignoring_stop_policy(
 )
 def test_quantity_is_zero(value: Any, zero: bool) -> None:
     assert quantity_is_zero(value) is zero
+
+
+def test_a_condition_names_the_plan_of_the_run_that_wrote_it() -> None:
+    """Runs of different plans write different conditions (so a newer run always writes each
+    queue once, which voids an older run's later writes); a run of the same plan finds its
+    own condition and writes nothing."""
+    cond = decide(queue(AB), desired({"a": 8, "b": 16}), frozenset()).condition
+    assert cond is not None
+    mine, theirs = stamped(cond, "0123456789abcdef"), stamped(cond, "fedcba9876543210")
+    assert mine.message.endswith(" (plan 0123456789abcdef)") and mine != theirs
+    assert stamped(mine, "fedcba9876543210") == theirs  # one stamp, never two
+    assert unstamped(mine.message) == cond.message
+    assert stamped(cond, "") == cond
+    # A settled queue keeps its True condition's reason and text, stamped anew by the runner.
+    live = queue(AB, ready=("True", "Switched"))
+    live["status"]["conditions"][1]["message"] = mine.message
+    kept = decide(live, desired(AB), frozenset()).condition
+    assert kept is not None and kept.reason == "Switched" and kept.message == cond.message

@@ -9,7 +9,7 @@ import pytest
 
 from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
 from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
-from generator.gate.plan import read_plan
+from generator.gate.plan import parse_plan, plan_hash, read_plan, read_texts, same_plan_texts
 from generator.model import Manifest
 from tests.gate.support import as_rendered
 
@@ -55,6 +55,8 @@ def test_files_are_in_the_gate_folder() -> None:
         "gate/clusterrolebinding.yaml",
         "gate/role-events.yaml",
         "gate/rolebinding-events.yaml",
+        "gate/role-plan.yaml",
+        "gate/rolebinding-plan.yaml",
         "gate/configmap-plan.yaml",
         "gate/job.yaml",
         "gate/configmap-done.yaml",
@@ -93,6 +95,31 @@ def test_cluster_role_names_only_managed_queues() -> None:
 def test_no_queue_grants_nothing() -> None:
     """An empty resourceNames list would grant every queue: no queue means no rule at all."""
     assert render([])[("ClusterRole", "gate/clusterrole.yaml")].body["rules"] == []
+
+
+def test_plan_role_reads_only_the_plan_configmap_and_the_job_names_it() -> None:
+    """A run checks, before it writes, that the cluster's plan is still its own: get of that
+    one ConfigMap, in the gate's namespace, and the Job says which one."""
+    found = render(QUEUES)
+    role = found[("Role", "gate/role-plan.yaml")].body
+    assert role["metadata"]["namespace"] == "tasgen-system"
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["tasgen-gate-plan"],
+            "verbs": ["get"],
+        }
+    ]
+    binding = found[("RoleBinding", "gate/rolebinding-plan.yaml")].body
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "tasgen-gate", "namespace": "tasgen-system"}
+    ]
+    args = found[("Job", "gate/job.yaml")].body["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--plan-configmap") + 1] == "tasgen-system/tasgen-gate-plan"
+    configmap = found[("ConfigMap", "gate/configmap-plan.yaml")].body
+    assert configmap["metadata"]["name"] == "tasgen-gate-plan"
 
 
 def test_events_role_is_namespaced_create_only() -> None:
@@ -153,6 +180,8 @@ def test_name_sets_every_object_and_reference() -> None:
         ("ClusterRoleBinding", "g2"),
         ("Role", "g2"),
         ("RoleBinding", "g2"),
+        ("Role", "g2-plan"),
+        ("RoleBinding", "g2-plan"),
         ("ConfigMap", "g2-plan"),
         ("ConfigMap", "g2-done"),
         ("Job", "g2"),
@@ -162,6 +191,8 @@ def test_name_sets_every_object_and_reference() -> None:
     job = next(m.body for m in found if m.kind == "Job")["spec"]["template"]["spec"]
     assert job["serviceAccountName"] == "g2"
     assert job["volumes"][0]["configMap"]["name"] == "g2-plan"
+    args = job["containers"][0]["args"]
+    assert args[args.index("--plan-configmap") + 1] == "ns/g2-plan"
     binding = next(m.body for m in found if m.kind == "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == "g2"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "g2", "namespace": "ns"}]
@@ -216,3 +247,25 @@ def test_admission_policy_covers_the_managed_queues_and_exempts_the_gate() -> No
     assert f"'{PREVIOUS_POLICY_ANNOTATION}' in object.metadata.annotations" in record["expression"]
     assert f"(annotation {PREVIOUS_POLICY_ANNOTATION})" in record["messageExpression"]
     assert policy["metadata"]["annotations"][WAVE] == "2"  # with the RBAC, before the Job
+
+
+def test_the_gate_hashes_its_mounted_plan_as_the_job_template_does(tmp_path: Path) -> None:
+    """The plan hash on each condition the gate writes is the Job's plan-hash annotation, and
+    the ConfigMap's data is the plan the mounted folder holds."""
+    found = render(QUEUES)
+    configmap = as_rendered(found[("ConfigMap", "gate/configmap-plan.yaml")].body)
+    folder = tmp_path / "plan"
+    folder.mkdir()
+    for key, text in configmap["data"].items():
+        (folder / key).write_text(text)
+    (folder / "..data").mkdir()  # the kubelet's own entries are not plan files
+    texts = read_texts(folder)
+    job = found[("Job", "gate/job.yaml")].body
+    assert (
+        plan_hash(parse_plan(texts, folder))
+        == job["spec"]["template"]["metadata"]["annotations"][PLAN_HASH_ANNOTATION]
+    )
+    assert same_plan_texts(texts, configmap["data"])
+    assert same_plan_texts(texts, {**configmap["data"], "kustomization.yaml": "x"})
+    assert not same_plan_texts(texts, {PLAN_KEY: configmap["data"][PLAN_KEY] + "# changed\n"})
+    assert not same_plan_texts(texts, None)  # the ConfigMap is gone
