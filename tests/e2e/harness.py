@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -164,23 +165,34 @@ def module_dirs() -> dict[str, Path]:
     return dict(zip(MODULES, dirs, strict=True))
 
 
+@contextlib.contextmanager
+def build_lock(root: Path, name: str) -> Iterator[None]:
+    """Held while one process checks for and builds a cached component: the test workers
+    and CI's early build (tests/prebuild.py) share the cache, and a second process waits for
+    the first one's build rather than building the same thing again beside it."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f".{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
 def build() -> Build:
     """Build the binaries once per cache key; later calls reuse them."""
     bin_dir = cache_root() / cache_key()
-    if not all((bin_dir / name).is_file() for name in BINARIES):
-        bin_dir.parent.mkdir(parents=True, exist_ok=True)
-        # Build into a fresh directory and rename: a killed build never leaves a half cache.
-        staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bin_dir.parent))
-        try:
-            _build_into(staging)
-            staging.rename(bin_dir)
-        except OSError:
-            if not bin_dir.is_dir():  # a concurrent build that won the rename is fine
-                raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    os.utime(bin_dir)  # marks it used, for _prune
-    _prune(bin_dir.parent)
+    with build_lock(bin_dir.parent, "build"):
+        if not all((bin_dir / name).is_file() for name in BINARIES):
+            # Build into a fresh directory and rename: a killed build never leaves a half cache.
+            staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bin_dir.parent))
+            try:
+                _build_into(staging)
+                staging.rename(bin_dir)
+            except OSError:
+                if not bin_dir.is_dir():  # a build without the lock that won the rename is fine
+                    raise
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        os.utime(bin_dir)  # marks it used, for _prune
+        _prune(bin_dir.parent)
     return Build(bin_dir=bin_dir, module_dirs=module_dirs())
 
 
