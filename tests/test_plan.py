@@ -18,6 +18,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from generator.commands.plan import formats
 from generator.commands.plan.live import _live as live_figures
+from generator.commands.plan.shape import Drain, Report
+from generator.util.typed_json import from_json
 from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 
@@ -436,7 +438,7 @@ def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:
 
 
 def test_every_cut_list_says_how_much_it_left_out(repo: Repo) -> None:
-    data = report(repo, Fleet(quota="48"))
+    data = report(repo, Fleet(quota="48"))  # as the JSON has it, then typed: the formats' input
     fit_row = {**data["fit"][0], "changed": True}
     data["fit"] = [fit_row] * 250
     replaced = {"identity": {"p": "H100"}, "from": "a", "to": "b", "fromProfile": "x", "toProfile": "y"}
@@ -444,12 +446,13 @@ def test_every_cut_list_says_how_much_it_left_out(repo: Repo) -> None:
     data["profiles"]["moves"] = [{"nodes": 1, "from": "x", "to": "y"}] * 230
     data["nodes"]["changed"] = 250
     data["nodes"]["byDomain"] = [{"level": ZONE, "domain": f"z{i}", "nodes": 1} for i in range(250)]
-    text = formats.text(data)
+    typed = from_json(Report, data)
+    text = formats.text(typed)
     assert sum(line.startswith(f"  in {ZONE}=") for line in text.splitlines()) == formats.DOMAIN_ROWS
     assert f"... and {250 - formats.DOMAIN_ROWS} more domain(s)" in text
     assert sum(line.startswith("fit ") for line in text.splitlines()) == 200
     assert "... and 50 more fit figure(s)" in text and "... and 30 more move(s)" in text
-    markdown = formats.markdown(data)
+    markdown = formats.markdown(typed)
     assert markdown.count(f"`{ZONE}=z") == formats.DOMAIN_ROWS
     shown = markdown.count("`a` → `b`")
     assert 0 < shown < 250 and f"_and {250 - shown} more replaced flavor(s)" in markdown
@@ -460,6 +463,5 @@ def test_a_live_plain_hold_of_an_empty_queue_is_held_not_a_drain() -> None:
     # nothing is evicted, so --kubeconfig must not turn the offline "none" into a drain.
     live = {"metadata": {"name": "q", "generation": 1}, "spec": {"stopPolicy": "None"}, "status": {}}
     desired = {"metadata": {"name": "q"}, "spec": {"stopPolicy": "Hold"}}
-    entry = {"name": "q", "drain": {"action": "none", "reason": "no flavor before or after"}}
-    live_figures(entry, live, desired, [])
-    assert entry["drain"]["action"] == "held"
+    drain = live_figures("q", Drain(action="none", reason="no flavor before or after"), live, desired, [])
+    assert drain.action == "held"

@@ -16,7 +16,9 @@ from markdown_it.token import Token
 
 from generator.commands.plan import formats
 from generator.commands.plan.formats import COMMENT_LIMIT, _cell, _code, markdown
+from generator.commands.plan.shape import Report
 from generator.printable import one_line
+from generator.util.typed_json import from_json
 from tests.conftest import NOW, examples, tasgen
 from tests.plan.fleet import Fleet, Repo
 
@@ -108,13 +110,14 @@ def test_an_oversized_quota_cell_is_cut_and_every_cut_is_counted(
     training = next(q for q in report["queues"] if q["name"] == "training")
     assert training["drain"]["action"] == "hold-and-drain" and training["quota"]
     training["quota"] = training["quota"] * 4000  # a cell of ~300 KB
-    text = markdown(report)
+    typed = from_json(Report, report)
+    text = markdown(typed)
     assert len(text) < COMMENT_LIMIT
     assert "hold and drain `training`" in text  # the alert names it
     tokens = PARSER.parse(text)
     cells = [t.content for t in tokens if t.type == "inline" and "more_" in t.content]
     assert any(re.search(r"_and \d+ more_$", c) for c in cells), text  # the quota cell's cut
-    lines = formats.text(report).splitlines()  # the terminal's report makes the same cuts
+    lines = formats.text(typed).splitlines()  # the terminal's report makes the same cuts
     assert len([ln for ln in lines if ln.startswith("  quota ")]) == formats.BUDGETS[0].rows
     cut = r"  \.\.\. and \d+ more quota change\(s\): see --format json"
     assert any(re.fullmatch(cut, ln) for ln in lines)
@@ -131,7 +134,7 @@ def test_the_last_budget_keeps_the_headings_the_counts_and_the_alert(
     repo.git("checkout", "-q", "-b", "change")
     repo.commit(Fleet(training=("H100",), quota="48", selector=False), "drop L40S, less H100")
     report = json.loads(tasgen("plan", "--base", "main", "--now", NOW, "--format", "json").output)
-    text = formats._markdown(report, formats.Budget(0, False))
+    text = formats._markdown(from_json(Report, report), formats.Budget(0, False))
     assert "hold and drain `training`" in text
     for heading, noun in (
         ("### Queues", "queue"),

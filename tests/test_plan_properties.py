@@ -5,18 +5,21 @@ fits its published schema and the comment bound."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
-from typing import Any
+from operator import attrgetter
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.commands.plan.formats import COMMENT_LIMIT, markdown
+from generator.commands.plan.formats import COMMENT_LIMIT, json_text, markdown
 from generator.commands.plan.report import build
+from generator.commands.plan.shape import Flavor, Queue, Report
 from generator.load.files import InputFile
 from generator.pipeline import Compilation, compile
+from generator.util.typed_json import from_json
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
 
@@ -52,9 +55,12 @@ def compiled(fleet: Fleet, label: str) -> Compilation:
     return result
 
 
-def report(base: Fleet, head: Fleet) -> dict[str, Any]:
+def report(base: Fleet, head: Fleet) -> Report:
+    """The typed report; its JSON fits the schema and reads back as the same value."""
     data = build(compiled(base, "base"), compiled(head, "head"), "base")
-    jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+    document = json.loads(json_text(data))
+    jsonschema.validate(document, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert from_json(Report, document) == data
     assert len(markdown(data)) < COMMENT_LIMIT
     return data
 
@@ -63,27 +69,24 @@ def report(base: Fleet, head: Fleet) -> dict[str, Any]:
 @given(fleets())
 def test_a_fleet_compared_with_itself_changes_nothing(fleet: Fleet) -> None:
     data = report(fleet, fleet)
-    assert data["summary"]["queuesChanged"] == data["summary"]["nodesChanged"] == 0
-    assert data["summary"]["fitChanged"] == 0 and data["summary"]["drains"] == []
-    assert not any(w["rule"] in ("level-removed", "level-added-uncarried") for w in data["warnings"])
+    assert data.summary.queues_changed == data.summary.nodes_changed == 0
+    assert data.summary.fit_changed == 0 and data.summary.drains == ()
+    assert not any(w.rule in ("level-removed", "level-added-uncarried") for w in data.warnings)
 
 
-def _flavors(data: dict[str, Any], key: str) -> dict[str, list[str]]:
-    return {q["name"]: sorted(f["name"] for f in q[key]) for q in data["queues"]}
+def _flavors(flavors: Callable[[Queue], tuple[Flavor, ...]], data: Report) -> dict[str, list[str]]:
+    return {q.name: sorted(f.name for f in flavors(q)) for q in data.queues}
 
 
 @SETTINGS
 @given(fleets(), fleets())
 def test_the_reverse_change_is_the_mirror(a: Fleet, b: Fleet) -> None:
     forward, backward = report(a, b), report(b, a)
-    assert _flavors(forward, "flavorsAdded") == _flavors(backward, "flavorsRemoved")
-    assert forward["nodes"]["changed"] == backward["nodes"]["changed"]
-    assert {(m["from"], m["to"], m["nodes"]) for m in forward["profiles"]["moves"]} == {
-        (m["to"], m["from"], m["nodes"]) for m in backward["profiles"]["moves"]
+    added, removed = attrgetter("flavors_added"), attrgetter("flavors_removed")
+    assert _flavors(added, forward) == _flavors(removed, backward)
+    assert forward.nodes.changed == backward.nodes.changed
+    assert {(m.from_, m.to, m.nodes) for m in forward.profiles.moves} == {
+        (m.to, m.from_, m.nodes) for m in backward.profiles.moves
     }
-    mirrored = {
-        (f["queue"], f["level"], json.dumps(f["after"]), json.dumps(f["before"])) for f in backward["fit"]
-    }
-    assert {
-        (f["queue"], f["level"], json.dumps(f["before"]), json.dumps(f["after"])) for f in forward["fit"]
-    } == (mirrored)
+    mirrored = {(f.queue, f.level, f.after, f.before) for f in backward.fit}
+    assert {(f.queue, f.level, f.before, f.after) for f in forward.fit} == mirrored

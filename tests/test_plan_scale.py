@@ -14,6 +14,8 @@ import pytest
 
 from bench.fleet import write_fleet
 from generator.commands.plan.formats import COMMENT_LIMIT, MARKER, markdown
+from generator.commands.plan.shape import Report
+from generator.util.typed_json import from_json
 from tests.conftest import NOW, tasgen
 from tests.plan.fleet import Fleet, Repo
 
@@ -98,7 +100,7 @@ def _huge(report: dict[str, Any], copies: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("copies", [10, 300, 20000])
 def test_any_report_is_summarised_under_the_limit(small_report: dict[str, Any], copies: int) -> None:
-    text = markdown(_huge(small_report, copies))
+    text = markdown(from_json(Report, _huge(small_report, copies)))
     assert len(text) < COMMENT_LIMIT
     assert_whole_tables(text)
     if copies == 10:

@@ -55,6 +55,6 @@ def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
     live = importlib.import_module("generator.commands.plan.live")
     assert outcome.report is not None
     try:
-        live.add_live_figures(outcome.report, outcome.desired, kubeconfig)
+        outcome.report = live.add_live_figures(outcome.report, outcome.desired, kubeconfig)
     except live.LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e

@@ -19,6 +19,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
+from generator.commands.plan.shape import Fit, FitRow
 from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
 from generator.fit.cluster import Cluster, Flavor, node_facts
 from generator.fit.engine import largest
@@ -28,14 +29,12 @@ from generator.model import Node
 from generator.validate.checks.taints import BLOCKING, tolerates
 from generator.validate.quantities import parse
 
-Fit = dict[str, int]  # pods, gpus
-
 
 def is_gpu(resource: str) -> bool:
     return resource.rsplit("/", 1)[-1] == "gpu"  # nvidia.com/gpu, amd.com/gpu, ...
 
 
-def compare_fit(base: Side, head: Side) -> list[dict[str, Any]]:
+def compare_fit(base: Side, head: Side) -> tuple[FitRow, ...]:
     before, after = _fits(base), _fits(head)
     depth = {
         level: i for side in (base, head) for keys in side.profiles.values() for i, level in enumerate(keys)
@@ -45,16 +44,11 @@ def compare_fit(base: Side, head: Side) -> list[dict[str, Any]]:
         queue, identity, level = key
         old, new = before.get(key), after.get(key)
         rows.append(
-            {
-                "queue": queue,
-                "identity": dict(identity),
-                "level": level,
-                "before": old,
-                "after": new,
-                "changed": old != new,
-            }
+            FitRow(
+                queue=queue, identity=dict(identity), level=level, before=old, after=new, changed=old != new
+            )
         )
-    return rows
+    return tuple(rows)
 
 
 def _fits(side: Side) -> dict[tuple[str, Any, str], Fit]:
@@ -93,7 +87,7 @@ def _members(side: Side) -> dict[tuple[Any, str], list[str]]:
 
 
 def _better(a: Fit, b: Fit) -> bool:
-    return (a["gpus"], a["pods"]) > (b["gpus"], b["pods"])
+    return (a.gpus, a.pods) > (b.gpus, b.pods)
 
 
 def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[str]) -> dict[str, Fit]:
@@ -108,7 +102,7 @@ def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[
     counts = Counter(tuple(map(n.allocatable.get, resources)) for n in usable)
     shape = _shape(counts)
     if not usable:  # every node cordoned or tainted against the flavor: nothing fits anywhere
-        return {level: {"pods": 0, "gpus": 0} for level in keys}
+        return {level: Fit(pods=0, gpus=0) for level in keys}
     facts = [
         node_facts(n.name, dict(zip(keys, side.domain_of[n.name], strict=True)), n.allocatable, n.taints)
         for n in members
@@ -119,7 +113,7 @@ def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[
     requests = {r: to_units(r, amount) for r, amount in zip(resources, shape, strict=True)}
     gpus = sum(int(amount) for r, amount in zip(resources, shape, strict=True) if is_gpu(r))
     return {
-        level: {"pods": pods, "gpus": pods * gpus}
+        level: Fit(pods=pods, gpus=pods * gpus)
         for level, pods in zip(keys, largest(found, requests, ()), strict=True)
     }
 

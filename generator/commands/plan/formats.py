@@ -5,15 +5,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Generic, TypeVar
 
 import jinja2
 
+from generator.commands.plan.shape import (
+    Fit,
+    Identity,
+    LiveDrain,
+    Names,
+    Problem,
+    Queue,
+    QuotaChange,
+    Replaced,
+    Report,
+)
 from generator.printable import one_line
+from generator.util.typed_json import to_json
+
+T = TypeVar("T")
 
 #: GitHub refuses a comment body of 65,536 characters or more
 COMMENT_LIMIT = 65_536
@@ -37,7 +51,7 @@ DOMAIN_ROWS = 20
 ALERT_ROWS = 10
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: Report) -> str:
     for budget in BUDGETS:
         text = _markdown(report, budget)
         if len(text) < COMMENT_LIMIT:
@@ -45,39 +59,60 @@ def markdown(report: dict[str, Any]) -> str:
     return _markdown(report, Budget(0, False))
 
 
-def _markdown(report: dict[str, Any], budget: Budget) -> str:
-    queues = [_quota_cut(q, budget.rows) for q in report["queues"] if q["change"] != "unchanged"]
-    replaced = [{"queue": q["name"], **r} for q in queues for r in q["flavorsReplaced"]]
+@dataclass(frozen=True)
+class Cut(Generic[T]):
+    """The rows a table shows, and how many it leaves out."""
+
+    rows: Sequence[T]
+    more: int
+
+
+def _cut(rows: Sequence[T], limit: int) -> Cut[T]:
+    return Cut(rows[:limit], max(0, len(rows) - limit))
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A queue's row, whose quota cell holds at most the budget's changes (a queue of 60
+    identities and 8 resources has 480: one such cell outgrew every budget)."""
+
+    queue: Queue
+    quota: Cut[QuotaChange]
+
+
+@dataclass(frozen=True)
+class ReplacedRow:
+    queue: str
+    flavor: Replaced
+
+
+def _markdown(report: Report, budget: Budget) -> str:
+    changed = [q for q in report.queues if q.change != "unchanged"]
+    replaced = [ReplacedRow(q.name, r) for q in changed for r in q.flavors_replaced]
     # the queues a merge drains or stops are named whatever the budget: the alert is the point
     alerted = max(budget.rows, ALERT_ROWS)
+    profiles = report.profiles
     context = {
         "report": report,
-        "queues": _cut(queues, budget.rows),
-        "drains": _cut(report["summary"]["drains"], alerted),
-        "stopped": _cut(report["summary"]["stopped"], alerted),
+        "queues": _cut([QueueRow(q, _cut(q.quota, budget.rows)) for q in changed], budget.rows),
+        "drains": _cut(report.summary.drains, alerted),
+        "stopped": _cut(report.summary.stopped, alerted),
         "replaced": _cut(replaced, budget.rows),
-        "base_problems": _cut(report["base"].get("problems", []), budget.rows),
+        "base_problems": _cut(report.base.problems or (), budget.rows),
         "hierarchy": {
-            k: _cut(report["profiles"][k], budget.rows) for k in ("sources", "added", "removed", "changed")
+            "sources": _cut(profiles.sources, budget.rows),
+            "added": _cut(profiles.added, budget.rows),
+            "removed": _cut(profiles.removed, budget.rows),
+            "changed": _cut(profiles.changed, budget.rows),
         },
-        "moves": _cut(report["profiles"]["moves"], budget.rows),
-        "sources": _cut(report["nodes"]["bySource"], budget.rows),
-        "domains": _cut(report["nodes"]["byDomain"], min(budget.rows, DOMAIN_ROWS)),
-        "fit": _cut([f for f in report["fit"] if f["changed"]], budget.rows),
-        "warnings": _cut(report["warnings"], budget.rows),
+        "moves": _cut(profiles.moves, budget.rows),
+        "sources": _cut(report.nodes.by_source, budget.rows),
+        "domains": _cut(report.nodes.by_domain, min(budget.rows, DOMAIN_ROWS)),
+        "fit": _cut([f for f in report.fit if f.changed], budget.rows),
+        "warnings": _cut(report.warnings, budget.rows),
         "diagrams": budget.diagrams,
     }
     return _environment().get_template("plan.md.j2").render(context)
-
-
-def _cut(rows: list[Any], limit: int) -> dict[str, Any]:
-    return {"rows": rows[:limit], "more": max(0, len(rows) - limit)}
-
-
-def _quota_cut(queue: dict[str, Any], limit: int) -> dict[str, Any]:
-    """A queue row whose quota cell holds at most ``limit`` changes (a queue of 60 identities
-    and 8 resources has 480: one such cell outgrew every budget)."""
-    return {**queue, "quota": queue["quota"][:limit], "quotaMore": max(0, len(queue["quota"]) - limit)}
 
 
 @cache
@@ -122,24 +157,24 @@ def _code(text: object, table: bool = True) -> str:
     return f"{fence}{pad}{value}{pad}{fence}"
 
 
-def _identity(identity: dict[str, str]) -> str:
+def _identity(identity: Identity) -> str:
     return ", ".join(f"`{v}`" for v in identity.values())
 
 
-def _fit(value: dict[str, int] | None) -> str:
+def _fit(value: Fit | None) -> str:
     if value is None:  # no flavor of the identity has this level (a queue or level added or gone)
         return "no flavor"
-    if value["pods"] == 0:
+    if value.pods == 0:
         return "**does not fit**"
-    return f"{value['gpus']} GPUs ({value['pods']} pod{'' if value['pods'] == 1 else 's'})"
+    return f"{value.gpus} GPUs ({value.pods} pod{'' if value.pods == 1 else 's'})"
 
 
-def _levels(levels: list[str] | None) -> str:
+def _levels(levels: Names | None) -> str:
     return "(none)" if levels is None else " > ".join(f"`{k}`" for k in levels)
 
 
-def _live(live: dict[str, Any]) -> str:
-    return f"{live['reservingWorkloads']} workload(s) reserve the dropped flavors"
+def _live(live: LiveDrain) -> str:
+    return f"{live.reserving_workloads} workload(s) reserve the dropped flavors"
 
 
 FILTERS: dict[str, Callable[..., str]] = {
@@ -152,11 +187,11 @@ FILTERS: dict[str, Callable[..., str]] = {
 }
 
 
-def json_text(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=True) + "\n"
+def json_text(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, sort_keys=True) + "\n"
 
 
-def text(report: dict[str, Any]) -> str:
+def text(report: Report) -> str:
     """For terminals: one line per change, the same cuts as the comment's largest budget
     (each cut says how many lines it left out)."""
     lines = [_headline(report)]
@@ -175,117 +210,103 @@ def _shown(lines: list[str], noun: str, indent: str = "", limit: int = BUDGETS[0
     return lines[:limit] + more
 
 
-def _base_lines(report: dict[str, Any]) -> list[str]:
-    problems = [
-        f"  {w['path']}:{w['line']}:{w['col']}: {w['level']}: {w['message']} [{w['rule']}]"
-        for w in report["base"].get("problems", [])
-    ]
+def _located(w: Problem) -> str:
+    return f"{w.path}:{w.line}:{w.col}: {w.level}: {w.message} [{w.rule}]"
+
+
+def _base_lines(report: Report) -> list[str]:
+    problems = [f"  {_located(w)}" for w in report.base.problems or ()]
     return _shown(problems, "problem of the base", "  ")
 
 
-def _headline(report: dict[str, Any]) -> str:
-    s, base = report["summary"], report["base"]
+def _headline(report: Report) -> str:
+    s, base = report.summary, report.base
     note = {"absent": " (no inventory there)", "invalid": " (its inventory does not compile)"}
     return (
-        f"tasgen plan against {base['ref']}{note.get(base['state'], '')}: {s['queuesChanged']} queue(s) "
-        f"changed, {s['flavorsAdded']} flavor(s) added, {s['flavorsRemoved']} removed, "
-        f"{s['nodesChanged']} node(s) relabelled, {s['fitChanged']} fit figure(s) changed, "
-        f"{s['warnings']} warning(s)"
+        f"tasgen plan against {base.ref}{note.get(base.state, '')}: {s.queues_changed} queue(s) "
+        f"changed, {s.flavors_added} flavor(s) added, {s.flavors_removed} removed, "
+        f"{s.nodes_changed} node(s) relabelled, {s.fit_changed} fit figure(s) changed, "
+        f"{s.warnings} warning(s)"
     )
 
 
-def _queue_lines(report: dict[str, Any]) -> list[str]:
+def _queue_lines(report: Report) -> list[str]:
     lines = []
-    for q in (q for q in report["queues"] if q["change"] != "unchanged"):
-        lines.append(
-            f"queue {q['name']} ({q['change']}): drain {q['drain']['action']}: {q['drain']['reason']}"
-        )
-        policy = q["stopPolicy"]
-        if (
-            policy["before"] is not None
-            and policy["after"] is not None
-            and policy["before"] != policy["after"]
-        ):
-            lines.append(f"  stopPolicy: {policy['before']} -> {policy['after']}")
-        lines += [f"  + {f['name']}" for f in q["flavorsAdded"]]
-        lines += [f"  - {f['name']}" for f in q["flavorsRemoved"]]
-        lines += [f"  ~ {f['name']}: {', '.join(f['fields'])} changed" for f in q["flavorsChanged"]]
-        if q["flavorOrder"]:
-            order = q["flavorOrder"]
-            lines.append(f"  flavor order: {', '.join(order['before'])} -> {', '.join(order['after'])}")
+    for q in (q for q in report.queues if q.change != "unchanged"):
+        lines.append(f"queue {q.name} ({q.change}): drain {q.drain.action}: {q.drain.reason}")
+        policy = q.stop_policy
+        if policy.before is not None and policy.after is not None and policy.before != policy.after:
+            lines.append(f"  stopPolicy: {policy.before} -> {policy.after}")
+        lines += [f"  + {f.name}" for f in q.flavors_added]
+        lines += [f"  - {f.name}" for f in q.flavors_removed]
+        lines += [f"  ~ {f.name}: {', '.join(f.fields)} changed" for f in q.flavors_changed]
+        if q.flavor_order:
+            order = q.flavor_order
+            lines.append(f"  flavor order: {', '.join(order.before)} -> {', '.join(order.after)}")
         quota = [
-            f"  quota {_identity_text(d['identity'])}{' ' + d['flavor'] if 'flavor' in d else ''} "
-            f"{d['resource']} {d['field']}: {d['before'] or '-'} -> {d['after'] or '-'}"
-            for d in q["quota"]
+            f"  quota {_identity_text(d.identity)}{' ' + d.flavor if d.flavor is not None else ''} "
+            f"{d.resource} {d.field}: {d.before or '-'} -> {d.after or '-'}"
+            for d in q.quota
         ]
         lines += _shown(quota, "quota change", "  ")
-        if q["settingsChanged"]:
-            lines.append(f"  settings changed: {', '.join(q['settingsChanged'])}")
-        lines += [f"  + LocalQueue {lq}" for lq in q["localQueuesAdded"]]
-        lines += [f"  - LocalQueue {lq}" for lq in q["localQueuesRemoved"]]
-        if q["drain"].get("live"):
-            lines.append(f"  live: {_live(q['drain']['live'])}")
+        if q.settings_changed:
+            lines.append(f"  settings changed: {', '.join(q.settings_changed)}")
+        lines += [f"  + LocalQueue {lq}" for lq in q.local_queues_added]
+        lines += [f"  - LocalQueue {lq}" for lq in q.local_queues_removed]
+        if q.drain.live:
+            lines.append(f"  live: {_live(q.drain.live)}")
     return lines
 
 
-def _identity_text(identity: dict[str, str]) -> str:
+def _identity_text(identity: Identity) -> str:
     return ",".join(identity.values())
 
 
-def _profile_lines(report: dict[str, Any]) -> list[str]:
-    p = report["profiles"]
-    lines = [
-        f"source {x['source']}: levels {_arrow(x['before'])} -> {_arrow(x['after'])}" for x in p["sources"]
-    ]
-    lines += [f"profile {x['id']} added: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["added"]]
-    lines += [f"profile {x['id']} removed: {_arrow(x['levels'])} ({x['nodes']} nodes)" for x in p["removed"]]
-    lines += [f"profile {x['id']}: {x['nodesBefore']} -> {x['nodesAfter']} nodes" for x in p["changed"]]
-    moves = [
-        f"  {m['nodes']} node(s) move {m['from'] or '(new)'} -> {m['to'] or '(gone)'}" for m in p["moves"]
-    ]
+def _profile_lines(report: Report) -> list[str]:
+    p = report.profiles
+    lines = [f"source {x.source}: levels {_arrow(x.before)} -> {_arrow(x.after)}" for x in p.sources]
+    lines += [f"profile {x.id} added: {_arrow(x.levels)} ({x.nodes} nodes)" for x in p.added]
+    lines += [f"profile {x.id} removed: {_arrow(x.levels)} ({x.nodes} nodes)" for x in p.removed]
+    lines += [f"profile {x.id}: {x.nodes_before} -> {x.nodes_after} nodes" for x in p.changed]
+    moves = [f"  {m.nodes} node(s) move {m.from_ or '(new)'} -> {m.to or '(gone)'}" for m in p.moves]
     return lines + _shown(moves, "move", "  ")
 
 
-def _arrow(levels: list[str] | None) -> str:
+def _arrow(levels: Names | None) -> str:
     return "(none)" if levels is None else " > ".join(levels)
 
 
-def _node_lines(report: dict[str, Any]) -> list[str]:
-    n = report["nodes"]
-    if not n["changed"]:
+def _node_lines(report: Report) -> list[str]:
+    n = report.nodes
+    if not n.changed:
         return []
-    lines = [f"nodes: {n['changed']} of {n['total']} get new labels"]
-    for x in n["bySource"]:
-        keys = ", ".join(f"{k} ({c})" for k, c in x["keys"].items())
-        lines.append(f"  by {x['source']}: {x['nodes']} node(s): {keys}")
+    lines = [f"nodes: {n.changed} of {n.total} get new labels"]
+    for x in n.by_source:
+        keys = ", ".join(f"{k} ({c})" for k, c in x.keys.items())
+        lines.append(f"  by {x.source}: {x.nodes} node(s): {keys}")
     domains = [
-        f"  in {d['level']}={d['domain']}: {d['nodes']} node(s)"
-        if d["domain"]
-        else f"  {d['level']}: {d['nodes']} node(s)"
-        for d in n["byDomain"]
+        f"  in {d.level}={d.domain}: {d.nodes} node(s)" if d.domain else f"  {d.level}: {d.nodes} node(s)"
+        for d in n.by_domain
     ]
     lines += _shown(domains, "domain", "  ", DOMAIN_ROWS)
-    for c in n["changes"] or []:
-        changes = "; ".join(f"{x['key']} {x['before'] or '-'} -> {x['after'] or '-'}" for x in c["labels"])
-        lines.append(f"  {c['node']}: {changes}")
+    for c in n.changes or ():
+        changes = "; ".join(f"{x.key} {x.before or '-'} -> {x.after or '-'}" for x in c.labels)
+        lines.append(f"  {c.node}: {changes}")
     return lines
 
 
-def _fit_lines(report: dict[str, Any]) -> list[str]:
+def _fit_lines(report: Report) -> list[str]:
     lines = [
-        f"fit {f['queue']} {_identity_text(f['identity'])} at {f['level']}: "
-        f"{_fit(f['before']).strip('*')} -> {_fit(f['after']).strip('*')}"
-        for f in report["fit"]
-        if f["changed"]
+        f"fit {f.queue} {_identity_text(f.identity)} at {f.level}: "
+        f"{_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
+        for f in report.fit
+        if f.changed
     ]
     return _shown(lines, "fit figure")
 
 
-def _warning_lines(report: dict[str, Any]) -> list[str]:
-    return [
-        f"{w['path']}:{w['line']}:{w['col']}: {w['level']}: {w['message']} [{w['rule']}]"
-        for w in report["warnings"]
-    ]
+def _warning_lines(report: Report) -> list[str]:
+    return [_located(w) for w in report.warnings]
 
 
-FORMATS: dict[str, Callable[[dict[str, Any]], str]] = {"text": text, "markdown": markdown, "json": json_text}
+FORMATS: dict[str, Callable[[Report], str]] = {"text": text, "markdown": markdown, "json": json_text}

@@ -6,8 +6,8 @@ level (a few, then "and N more")."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from generator.commands.plan.shape import Diagram, Move, ProfileChanged, ProfileNodes, Profiles, SourceLevels
 from generator.commands.plan.side import Side
 from generator.model import HOSTNAME_KEY
 
@@ -15,56 +15,50 @@ from generator.model import HOSTNAME_KEY
 SHOWN_DOMAINS = 6
 
 
-def compare_profiles(base: Side, head: Side) -> dict[str, Any]:
+def compare_profiles(base: Side, head: Side) -> Profiles:
     before, after = Counter(base.profile_of.values()), Counter(head.profile_of.values())
-    moved = _moves(base, head)
-    changed = [
-        {"id": p, "levels": list(head.profiles[p]), "nodesBefore": before[p], "nodesAfter": after[p]}
+    changed = tuple(
+        ProfileChanged(id=p, levels=head.profiles[p], nodes_before=before[p], nodes_after=after[p])
         for p in sorted(before.keys() & after.keys())
         if before[p] != after[p]
-    ]
+    )
     touched = _touched(base, head)
-    return {
-        "added": [_profile(head, p, after[p]) for p in sorted(after.keys() - before.keys())],
-        "removed": [_profile(base, p, before[p]) for p in sorted(before.keys() - after.keys())],
-        "changed": changed,
-        "moves": moved,
-        "sources": _source_levels(base, head),
-        "diagram": {"before": diagram(base, touched), "after": diagram(head, touched)},
-    }
+    return Profiles(
+        added=tuple(_profile(head, p, after[p]) for p in sorted(after.keys() - before.keys())),
+        removed=tuple(_profile(base, p, before[p]) for p in sorted(before.keys() - after.keys())),
+        changed=changed,
+        moves=_moves(base, head),
+        sources=_source_levels(base, head),
+        diagram=Diagram(before=diagram(base, touched), after=diagram(head, touched)),
+    )
 
 
-def _profile(side: Side, profile: str, nodes: int) -> dict[str, Any]:
-    return {"id": profile, "levels": list(side.profiles[profile]), "nodes": nodes}
+def _profile(side: Side, profile: str, nodes: int) -> ProfileNodes:
+    return ProfileNodes(id=profile, levels=side.profiles[profile], nodes=nodes)
 
 
-def _moves(base: Side, head: Side) -> list[dict[str, Any]]:
+def _moves(base: Side, head: Side) -> tuple[Move, ...]:
     """Nodes that change profile, counted per (from, to); a node new or gone has null."""
     counts: Counter[tuple[str | None, str | None]] = Counter()
     for node in base.profile_of.keys() | head.profile_of.keys():
         old, new = base.profile_of.get(node), head.profile_of.get(node)
         if old != new:
             counts[(old, new)] += 1
-    return [
-        {"from": old, "to": new, "nodes": n}
+    return tuple(
+        Move(from_=old, to=new, nodes=n)
         for (old, new), n in sorted(
             counts.items(), key=lambda item: (-item[1], str(item[0][0]), str(item[0][1]))
         )
-    ]
+    )
 
 
-def _source_levels(base: Side, head: Side) -> list[dict[str, Any]]:
+def _source_levels(base: Side, head: Side) -> tuple[SourceLevels, ...]:
     names = sorted(base.source_levels.keys() | head.source_levels.keys())
-    return [
-        {"source": n, "before": _levels(base, n), "after": _levels(head, n)}
+    return tuple(
+        SourceLevels(source=n, before=base.source_levels.get(n), after=head.source_levels.get(n))
         for n in names
         if base.source_levels.get(n) != head.source_levels.get(n)
-    ]
-
-
-def _levels(side: Side, source: str) -> list[str] | None:
-    levels = side.source_levels.get(source)
-    return None if levels is None else list(levels)
+    )
 
 
 def _touched(base: Side, head: Side) -> set[tuple[str, tuple[str, ...]]]:

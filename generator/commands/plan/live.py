@@ -8,6 +8,7 @@ Workloads whose admission uses them say what a drain would evict. Nothing is wri
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +16,14 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from generator.commands.plan import queues as q
+from generator.commands.plan import shape as q
+from generator.commands.plan.shape import Action, Drain, LiveDrain, LiveFlavor, Report
 from generator.gate.admissions import admission, held_resources, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
 from generator.gate.kube import Catalog, Queues, load_client
 
 #: the gate's next step -> the report's drain action
-_ACTIONS = {
+_ACTIONS: dict[Kind, Action] = {
     Kind.ABSENT: q.CREATED,
     Kind.DONE: q.NONE,
     Kind.RESTORE: q.NONE,
@@ -38,15 +40,21 @@ class LiveError(Exception):
     """The cluster cannot be read."""
 
 
-def add_live_figures(report: dict[str, Any], desired: dict[str, dict[str, Any]], kubeconfig: Path) -> None:
-    """Adds ``drain.live`` to each queue the new plan keeps (``desired``: name -> the rendered
-    ClusterQueue)."""
+def add_live_figures(report: Report, desired: dict[str, dict[str, Any]], kubeconfig: Path) -> Report:
+    """The report with ``drain.live`` in each queue the new plan keeps (``desired``: name -> the
+    rendered ClusterQueue)."""
     try:
         api = load_client(str(kubeconfig))
         queues, workloads = Queues(api), [w for w in Catalog(api).workloads() if admission(w)]
-        for entry in report["queues"]:
-            if entry["name"] in desired:
-                _live(entry, queues.get(entry["name"]), desired[entry["name"]], workloads)
+        return replace(
+            report,
+            queues=tuple(
+                replace(e, drain=_live(e.name, e.drain, queues.get(e.name), desired[e.name], workloads))
+                if e.name in desired
+                else e
+                for e in report.queues
+            ),
+        )
     except (ApiException, HTTPError, OSError) as e:
         raise LiveError(f"cannot read the cluster of {kubeconfig}: {_reason(e)}") from e
     except ConfigException as e:  # a kubeconfig the client cannot use
@@ -58,10 +66,10 @@ def _reason(e: Exception) -> str:
 
 
 def _live(
-    entry: dict[str, Any], live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
-) -> None:
-    held = held_resources(workloads, entry["name"])
-    action, offline = decide(live, desired, held), entry["drain"]["action"]
+    name: str, drain: Drain, live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
+) -> Drain:
+    """The queue's drain as the gate would decide it against the live queue, with its figures."""
+    action, offline = decide(live, desired, held_resources(workloads, name)), drain.action
     # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
     # everything whatever the gate does, a new Hold stops admission when the gate drains none.
     live_action = _ACTIONS[action.kind]
@@ -69,26 +77,19 @@ def _live(
         live_action = q.HELD  # a plain hold (an empty queue): nothing drains
     kept = offline == q.STOPPED or (offline == q.HELD and live_action in (q.NONE, q.IN_PLACE))
     if not kept:
-        entry["drain"]["action"] = live_action
-        if action.condition is not None:
-            entry["drain"]["reason"] = f"live: {action.condition.message}"
+        reason = drain.reason if action.condition is None else f"live: {action.condition.message}"
+        drain = replace(drain, action=live_action, reason=reason)
     if live is None:
-        return
+        return drain
     dropped = [f for f in _flavor_names(live) if f not in _flavor_names(desired)]
     reservation = _reservation(live)
-    flavors = [
-        {
-            "name": f,
-            "workloads": len(holders(workloads, entry["name"], f)),
-            "reservation": reservation.get(f, {}),
-        }
+    flavors = tuple(
+        LiveFlavor(name=f, workloads=len(holders(workloads, name, f)), reservation=reservation.get(f, {}))
         for f in dropped
-    ]
+    )
     status = live.get("status") or {}
-    entry["drain"]["live"] = {
-        "reservingWorkloads": int(status.get("reservingWorkloads") or 0),
-        "flavors": flavors,
-    }
+    reserving = int(status.get("reservingWorkloads") or 0)
+    return replace(drain, live=LiveDrain(reserving_workloads=reserving, flavors=flavors))
 
 
 def _flavor_names(queue: dict[str, Any]) -> list[str]:

@@ -9,8 +9,8 @@ nodes of a change are untouched), label by label only where it differs.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from generator.commands.plan.shape import DomainNodes, LabelChange, NodeChange, Nodes, SourceNodes
 from generator.commands.plan.side import Side
 from generator.model import PROFILE_KEY
 from generator.validate.labels import READ_ONLY_PARENTS
@@ -20,10 +20,10 @@ NAMED_NODES = 20
 #: the profile label is tasgen's own, not a source's
 PROFILE_WRITER = "(profile)"
 
-Change = dict[str, Any]  # key, before, after
+Change = LabelChange
 
 
-def compare_nodes(base: Side, head: Side) -> dict[str, Any]:
+def compare_nodes(base: Side, head: Side) -> Nodes:
     changes: dict[str, list[Change]] = {}
     by_source: dict[str, tuple[int, Counter[str]]] = {}
     per_source = {
@@ -34,20 +34,20 @@ def compare_nodes(base: Side, head: Side) -> dict[str, Any]:
         _record(changes, by_source, source, found)
     _record(changes, by_source, PROFILE_WRITER, _profile_changes(base, head))
     named = len(changes) <= NAMED_NODES
-    return {
-        "total": len(head.nodes),
-        "changed": len(changes),
-        "bySource": [
-            {"source": s, "nodes": n, "keys": dict(sorted(keys.items()))}
+    return Nodes(
+        total=len(head.nodes),
+        changed=len(changes),
+        by_source=tuple(
+            SourceNodes(source=s, nodes=n, keys=dict(sorted(keys.items())))
             for s, (n, keys) in by_source.items()
-        ],
-        "byDomain": _by_domain(base, head, changes),
-        "changes": [
-            {"node": n, "labels": sorted(changes[n], key=lambda c: c["key"])} for n in sorted(changes)
-        ]
+        ),
+        by_domain=_by_domain(base, head, changes),
+        changes=tuple(
+            NodeChange(node=n, labels=tuple(sorted(changes[n], key=lambda c: c.key))) for n in sorted(changes)
+        )
         if named
         else None,
-    }
+    )
 
 
 def _record(
@@ -60,7 +60,7 @@ def _record(
         return
     for node, node_changes in found.items():
         changes.setdefault(node, []).extend(node_changes)
-    keys = Counter(c["key"] for node_changes in found.values() for c in node_changes)
+    keys = Counter(c.key for node_changes in found.values() for c in node_changes)
     by_source[source] = (len(found), keys)
 
 
@@ -72,7 +72,7 @@ def _source_changes(
         before, after = old.get(node, {}), new.get(node, {})
         if before != after:
             labels = [
-                {"key": k, "before": before.get(k), "after": after.get(k)}
+                Change(key=k, before=before.get(k), after=after.get(k))
                 for k in before.keys() | after.keys()
                 if k not in READ_ONLY_PARENTS and before.get(k) != after.get(k)
             ]
@@ -91,34 +91,32 @@ def _net(per_source: dict[str, dict[str, list[Change]]]) -> dict[str, dict[str, 
         by_key: dict[str, list[tuple[str, Change]]] = {}
         for source, found in per_source.items():
             for change in found.pop(node, []):
-                by_key.setdefault(change["key"], []).append((source, change))
+                by_key.setdefault(change.key, []).append((source, change))
         for key, made in by_key.items():
-            before = next((c["before"] for _, c in made if c["before"] is not None), None)
-            writer, after = next(
-                ((s, c["after"]) for s, c in made if c["after"] is not None), (made[0][0], None)
-            )
+            before = next((c.before for _, c in made if c.before is not None), None)
+            writer, after = next(((s, c.after) for s, c in made if c.after is not None), (made[0][0], None))
             if before != after:
-                per_source[writer].setdefault(node, []).append({"key": key, "before": before, "after": after})
+                per_source[writer].setdefault(node, []).append(Change(key=key, before=before, after=after))
     return per_source
 
 
 def _profile_changes(base: Side, head: Side) -> dict[str, list[Change]]:
     old, new = base.profile_of, head.profile_of
     return {
-        node: [{"key": PROFILE_KEY, "before": old.get(node), "after": new.get(node)}]
+        node: [Change(key=PROFILE_KEY, before=old.get(node), after=new.get(node))]
         for node in old.keys() | new.keys()
         if old.get(node) != new.get(node)
     }
 
 
-def _by_domain(base: Side, head: Side, changes: dict[str, list[Change]]) -> list[dict[str, Any]]:
+def _by_domain(base: Side, head: Side, changes: dict[str, list[Change]]) -> tuple[DomainNodes, ...]:
     """Changed nodes per coarse domain: the first level of the node's profile after (before, for
     a node that leaves), e.g. its zone; hostname-only nodes count under "(no topology)"."""
     counts = Counter(_coarse(head if node in head.profile_of else base, node) for node in changes)
-    return [
-        {"level": level, "domain": domain, "nodes": n}
+    return tuple(
+        DomainNodes(level=level, domain=domain, nodes=n)
         for (level, domain), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    ]
+    )
 
 
 def _coarse(side: Side, node: str) -> tuple[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.commands.plan.report import build
+from generator.commands.plan.shape import Report
 from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
 from generator.load.git import read_files, read_revision
 from generator.load.previous import FILES, previous_of
@@ -20,7 +21,7 @@ from generator.util.gc import no_cycle_collection
 class Outcome:
     """The report, or the problems of an invalid working-tree inventory (no report then)."""
 
-    report: dict[str, Any] | None
+    report: Report | None
     problems: list[Problem] = field(default_factory=list)
     desired: dict[str, dict[str, Any]] = field(default_factory=dict)  # the new ClusterQueues by name
 

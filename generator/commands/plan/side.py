@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
+from generator.commands.plan.shape import QuotaField
 from generator.model import HOSTNAME_KEY, PROFILE_KEY, RETIRING_PREFIX, Node, Where
 from generator.pipeline import Compilation
 
@@ -17,7 +18,7 @@ class FlavorFacts:
     name: str
     identity: tuple[tuple[str, str], ...]
     profile: str
-    resources: dict[str, dict[str, str]]  # resource -> nominalQuota / borrowingLimit / lendingLimit
+    resources: dict[str, dict[QuotaField, str]]  # resource -> nominalQuota / borrowingLimit / lendingLimit
     spec: dict[str, Any] = field(default_factory=dict)  # the ResourceFlavor's, as rendered
     #: kept at zero quota until idle (dropPolicy WaitForIdle): since when, as annotated
     retiring_since: str | None = None

@@ -1,0 +1,252 @@
+"""The plan report as typed values: one frozen dataclass per object of
+generator/schemas/plan-report.schema.json, written as JSON by :func:`generator.util.typed_json.to_json`
+(``flavors_added`` is the key ``flavorsAdded``; a field typed ``Absent`` is left out when None).
+tests/test_plan_schema.py holds the two in agreement, both ways, at every depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from generator.util.typed_json import Absent, Count
+
+Identity = Mapping[str, str]  # hardware identity labels
+Names = tuple[str, ...]
+
+#: what the drain gate does with the queue when the plan lands (docs/explanation/plan.md "Queues")
+Action = Literal["created", "deleted", "none", "in-place", "hold-and-drain", "held-empty", "stopped", "held"]
+CREATED: Final = "created"
+DELETED: Final = "deleted"
+NONE: Final = "none"
+IN_PLACE: Final = "in-place"
+HOLD_AND_DRAIN: Final = "hold-and-drain"
+HELD_EMPTY: Final = "held-empty"
+STOPPED: Final = "stopped"
+HELD: Final = "held"
+
+QuotaField = Literal["nominalQuota", "borrowingLimit", "lendingLimit"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """A warning of the working tree, or an error of a base that does not compile."""
+
+    rule: str
+    level: Literal["warning", "error"]
+    path: str
+    line: Count
+    col: Count
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Base:
+    ref: str
+    state: Literal["compiled", "absent", "invalid"]
+    problems: Absent[tuple[Problem, ...]] = None  # why the base does not compile
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopPolicy:
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flavor:
+    name: str
+    identity: Identity
+    profile: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replaced:
+    """Same hardware identity, new profile: a new flavor to Kueue, the same GPUs."""
+
+    identity: Identity
+    from_: str
+    to: str
+    from_profile: str
+    to_profile: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuotaChange:
+    identity: Identity
+    flavor: Absent[str] = None  # absent: the identity's total over its flavors
+    resource: str
+    field: QuotaField
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlavorOrder:
+    before: Names
+    after: Names
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlavorChanged:
+    name: str
+    fields: Names  # of the ResourceFlavor's spec
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveFlavor:
+    name: str
+    workloads: Count
+    reservation: Mapping[str, str]  # Kueue's flavorsReservation: resource -> total
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveDrain:
+    reserving_workloads: Count
+    flavors: tuple[LiveFlavor, ...]  # the dropped ones
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drain:
+    action: Action
+    reason: str
+    live: Absent[LiveDrain] = None  # with --kubeconfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class Queue:
+    name: str
+    change: Literal["added", "removed", "changed", "unchanged"]
+    stop_policy: StopPolicy
+    flavors_added: tuple[Flavor, ...]
+    flavors_removed: tuple[Flavor, ...]
+    flavors_replaced: tuple[Replaced, ...]
+    quota: tuple[QuotaChange, ...]
+    flavor_order: FlavorOrder | None
+    flavors_changed: tuple[FlavorChanged, ...]
+    settings_changed: Names
+    local_queues_added: Names  # namespace/name
+    local_queues_removed: Names
+    drain: Drain
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileNodes:
+    id: str
+    levels: Names
+    nodes: Count
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileChanged:
+    id: str
+    levels: Names
+    nodes_before: Count
+    nodes_after: Count
+
+
+@dataclass(frozen=True, kw_only=True)
+class Move:
+    from_: str | None  # None: a new node
+    to: str | None  # None: a node gone
+    nodes: Count
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceLevels:
+    source: str
+    before: Names | None
+    after: Names | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagram:
+    before: str  # Mermaid
+    after: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profiles:
+    added: tuple[ProfileNodes, ...]
+    removed: tuple[ProfileNodes, ...]
+    changed: tuple[ProfileChanged, ...]
+    moves: tuple[Move, ...]
+    sources: tuple[SourceLevels, ...]
+    diagram: Diagram
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceNodes:
+    source: str
+    nodes: Count
+    keys: Mapping[str, Count]  # label key -> nodes
+
+
+@dataclass(frozen=True, kw_only=True)
+class DomainNodes:
+    level: str
+    domain: str
+    nodes: Count
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelChange:
+    key: str
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeChange:
+    node: str
+    labels: tuple[LabelChange, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Nodes:
+    total: Count
+    changed: Count
+    by_source: tuple[SourceNodes, ...]
+    by_domain: tuple[DomainNodes, ...]
+    changes: tuple[NodeChange, ...] | None  # None: too many to name
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fit:
+    pods: Count
+    gpus: Count
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitRow:
+    queue: str
+    identity: Identity
+    level: str
+    before: Fit | None  # None: no flavor of the identity has this level
+    after: Fit | None
+    changed: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    queues_changed: Count
+    flavors_added: Count
+    flavors_removed: Count
+    drains: Names
+    nodes_changed: Count
+    fit_changed: Count
+    warnings: Count
+    stopped: Names
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    version: Literal[1]
+    base: Base
+    queues: tuple[Queue, ...]
+    profiles: Profiles
+    nodes: Nodes
+    fit: tuple[FitRow, ...]
+    warnings: tuple[Problem, ...]
+    summary: Summary
