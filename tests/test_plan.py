@@ -18,6 +18,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from generator.commands.plan import formats
 from generator.commands.plan.live import _live as live_figures
+from generator.commands.plan.live import _usage as usage_of
 from generator.commands.plan.shape import Drain, Report
 from generator.util.typed_json import from_json
 from tests.conftest import NOW, REPO, Run, tasgen, tree
@@ -465,3 +466,15 @@ def test_a_live_plain_hold_of_an_empty_queue_is_held_not_a_drain() -> None:
     desired = {"metadata": {"name": "q"}, "spec": {"stopPolicy": "Hold"}}
     drain = live_figures("q", Drain(action="none", reason="no flavor before or after"), live, desired, [])
     assert drain.action == "held"
+
+
+def test_what_evicted_workloads_hold_is_summed_per_covered_resource() -> None:
+    def workload(queue: str, **usage: str) -> dict[str, Any]:
+        assignment = {
+            "flavors": {"cpu": "f"},
+            "resourceUsage": {k.replace("_", "/"): v for k, v in usage.items()},
+        }
+        return {"status": {"admission": {"clusterQueue": queue, "podSetAssignments": [assignment]}}}
+
+    found = [workload("q", cpu="500m", memory="1Gi", nvidia_gpu="2"), workload("q", cpu="1", nvidia_gpu="3")]
+    assert usage_of(found, ["cpu", "nvidia/gpu"]) == {"cpu": "1500m", "nvidia/gpu": "5"}  # memory not covered

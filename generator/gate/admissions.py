@@ -71,6 +71,13 @@ def held_flavors(workloads: Iterable[Workload]) -> dict[str, frozenset[str]]:
     return {queue: frozenset(names) for queue, names in held.items()}
 
 
+def admitted_to(workloads: Iterable[Workload], queue: str) -> list[Workload]:
+    """The Workloads whose admission (reserved or admitted, not finished) is to ``queue``."""
+    return [
+        w for w in workloads if (found := admission(w)) is not None and found.get("clusterQueue") == queue
+    ]
+
+
 def holders(workloads: Iterable[Workload], queue: str, flavor: str) -> list[Workload]:
     """The Workloads admitted to ``queue`` whose admission names ``flavor``."""
     return [

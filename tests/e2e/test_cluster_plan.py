@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from tests.conftest import NOW, tasgen
 from tests.e2e import harness
-from tests.gate.support import Kueue, admitted_on, unique, wait_for
+from tests.gate.support import GROUP, VERSION, Kueue, admitted_on, unique, wait_for
 from tests.plan.fleet import Fleet, Repo
 
 pytestmark = pytest.mark.cluster
@@ -58,6 +59,7 @@ def test_plan_reports_what_the_drain_would_evict(
     assert idle["live"] == {
         "reservingWorkloads": 0,
         "flavors": [{"name": l40s, "workloads": 0, "reservation": {"cpu": "0"}}],
+        "evicted": {"workloads": 0, "resources": {}},
     }
 
     ns = kueue.namespace(training)
@@ -72,6 +74,7 @@ def test_plan_reports_what_the_drain_would_evict(
     assert busy["live"] == {
         "reservingWorkloads": 1,
         "flavors": [{"name": l40s, "workloads": 1, "reservation": {"cpu": "1"}}],
+        "evicted": {"workloads": 1, "resources": {"cpu": "1"}},
     }
     assert _drain(report, f"{base.prefix}inference")["action"] == "created"  # not in the cluster
     assert kueue.get(training)["metadata"]["resourceVersion"] == before  # read-only
@@ -87,10 +90,102 @@ def test_plan_reports_what_the_drain_would_evict(
         "--kubeconfig",
         str(cluster.kubeconfig),
     )
-    assert "1 workload(s) reserve the dropped flavors" in markdown.output
+    assert (
+        "1 workload(s) evicted, holding 1 cpu; 1 workload(s) admitted on the dropped flavors"
+        in markdown.output
+    )
 
     # A new stopPolicy HoldAndDrain evicts every workload whatever the gate decides: the
     # engine applies it after the gate.
     repo.write(base.but(training=("H100",), stop_policy="HoldAndDrain"))
     stopped = _drain(_plan(cluster.kubeconfig), training)
     assert stopped["action"] == "stopped" and stopped["live"]["reservingWorkloads"] == 1
+    assert stopped["live"]["evicted"] == {"workloads": 1, "resources": {"cpu": "1"}}
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _gpu_job(kueue: Kueue, ns: str, name: str, gpus: int) -> None:
+    requests = {"cpu": "1", GPU: str(gpus)}
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.invalid/none",
+                "resources": {"requests": requests, "limits": {GPU: str(gpus)}},
+            }
+        ],
+    }
+    client.BatchV1Api(kueue.api).create_namespaced_job(
+        ns,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"suspend": True, "template": {"spec": pod}},
+        },
+    )
+
+
+def _gpu_queue(name: str, gpus: dict[str, int]) -> dict[str, Any]:
+    flavors = [
+        {
+            "name": f,
+            "resources": [{"name": "cpu", "nominalQuota": "8"}, {"name": GPU, "nominalQuota": str(n)}],
+        }
+        for f, n in gpus.items()
+    ]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "stopPolicy": "None",
+            "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": flavors}],
+        },
+    }
+
+
+def test_plan_counts_every_workload_a_hold_and_drain_evicts_and_the_gpus_they_hold(
+    kueue: Kueue, cluster: harness.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kueue's HoldAndDrain evicts every Workload admitted to the queue, on every flavor: the
+    plan counts the one on the flavor it keeps too, with the GPUs each admission holds."""
+    base = Fleet(prefix=unique("evict") + "-")
+    repo = Repo(tmp_path / "repo")
+    repo.commit(base, "base")
+    monkeypatch.chdir(repo.root)
+    training = f"{base.prefix}training"
+    h100, l40s = _rendered_flavors(training, tmp_path / "rendered")
+    for flavor in (h100, l40s):
+        kueue.flavor(flavor)
+    kueue.custom.create_cluster_custom_object(
+        GROUP, VERSION, "clusterqueues", _gpu_queue(training, {h100: 4, l40s: 4})
+    )
+    kueue.on_cleanup(
+        lambda: kueue.custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", training)
+    )
+    wait_for("Kueue's status for the queue", lambda: kueue.current(training))
+    ns = kueue.namespace(training)
+    _gpu_job(kueue, ns, "big", 3)  # on H100, the first flavor
+    wait_for("the first Job admitted", lambda: kueue.reserving(training, 1))
+    _gpu_job(kueue, ns, "small", 2)  # one H100 GPU left: on L40S
+    wait_for("both Jobs admitted", lambda: kueue.reserving(training, 2))
+    on = {str(w["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU]) for w in kueue.workloads(ns)}
+    assert on == {h100, l40s}
+    repo.write(base.but(training=("H100",)))  # the change drops the L40S flavor
+
+    busy = _drain(_plan(cluster.kubeconfig), training)
+    assert busy["action"] == "hold-and-drain"
+    assert (
+        f"every workload admitted to {training} is evicted, not only those on the dropped flavors"
+        in busy["reason"]
+    )
+    assert busy["live"]["flavors"] == [{"name": l40s, "workloads": 1, "reservation": {"cpu": "1", GPU: "2"}}]
+    assert busy["live"]["evicted"] == {"workloads": 2, "resources": {"cpu": "2", GPU: "5"}}
+    text = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(cluster.kubeconfig)).output
+    evicted = "live: 2 workload(s) evicted, holding 5 nvidia.com/gpu, 2 cpu"
+    assert f"{evicted}; 1 workload(s) admitted on the dropped flavors" in text

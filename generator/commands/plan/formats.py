@@ -13,6 +13,8 @@ from typing import Generic, TypeVar
 
 import jinja2
 
+from generator.commands.plan.fit import is_gpu
+from generator.commands.plan.queues import eviction
 from generator.commands.plan.shape import (
     Fit,
     Identity,
@@ -174,11 +176,22 @@ def _levels(levels: Names | None) -> str:
 
 
 def _live(live: LiveDrain) -> str:
-    return f"{live.reserving_workloads} workload(s) reserve the dropped flavors"
+    # reservingWorkloads counts the queue's every flavor: the dropped ones' are counted apart
+    reserving = f"{sum(f.workloads for f in live.flavors)} workload(s) admitted on the dropped flavors"
+    if not live.evicted.workloads:
+        return f"no workload evicted; {reserving}"
+    resources = sorted(live.evicted.resources.items(), key=lambda item: (not is_gpu(item[0]), item[0]))
+    holding = ", ".join(f"{amount} {resource}" for resource, amount in resources)
+    return f"{live.evicted.workloads} workload(s) evicted, holding {holding or 'nothing'}; {reserving}"
+
+
+def _evicts(queue: str, action: str) -> str:
+    return eviction(queue, action) or ""
 
 
 FILTERS: dict[str, Callable[..., str]] = {
     "cell": _cell,
+    "evicts": _evicts,
     "code": _code,
     "identity": _identity,
     "fit": _fit,

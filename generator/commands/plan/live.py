@@ -9,6 +9,7 @@ Workloads whose admission uses them say what a drain would evict. Nothing is wri
 from __future__ import annotations
 
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from generator.commands.plan import shape as q
-from generator.commands.plan.shape import Action, Drain, LiveDrain, LiveFlavor, Report
-from generator.gate.admissions import admission, held_resources, holders
+from generator.commands.plan.queues import eviction
+from generator.commands.plan.shape import Action, Drain, Held, LiveDrain, LiveFlavor, Report
+from generator.gate.admissions import admission, admitted_to, held_resources, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
 from generator.gate.kube import Catalog, Queues, load_client
+from generator.validate.quantities import format_units, parse, scale_for, to_units
 
 #: the gate's next step -> the report's drain action
 _ACTIONS: dict[Kind, Action] = {
@@ -77,7 +80,10 @@ def _live(
         live_action = q.HELD  # a plain hold (an empty queue): nothing drains
     kept = offline == q.STOPPED or (offline == q.HELD and live_action in (q.NONE, q.IN_PLACE))
     if not kept:
-        reason = drain.reason if action.condition is None else f"live: {action.condition.message}"
+        reason = drain.reason
+        if action.condition is not None:
+            evicts = eviction(name, live_action)
+            reason = f"live: {action.condition.message}" + (f"; {evicts}" if evicts else "")
         drain = replace(drain, action=live_action, reason=reason)
     if live is None:
         return drain
@@ -89,7 +95,32 @@ def _live(
     )
     status = live.get("status") or {}
     reserving = int(status.get("reservingWorkloads") or 0)
-    return replace(drain, live=LiveDrain(reserving_workloads=reserving, flavors=flavors))
+    # Kueue's HoldAndDrain (the gate's to drain, or the new stopPolicy) evicts every Workload
+    # the queue admitted, whichever flavor it runs on.
+    evicted = admitted_to(workloads, name) if eviction(name, drain.action) else []
+    held = Held(workloads=len(evicted), resources=_usage(evicted, _covered(desired) or _covered(live)))
+    return replace(drain, live=LiveDrain(reserving_workloads=reserving, flavors=flavors, evicted=held))
+
+
+def _covered(queue: dict[str, Any]) -> list[str]:
+    groups = (queue.get("spec") or {}).get("resourceGroups") or []
+    return [str(r) for g in groups for r in g.get("coveredResources") or []]
+
+
+def _usage(workloads: list[Any], covered: list[str]) -> dict[str, str]:
+    """Per covered resource: the total the Workloads' admissions hold (each PodSet's
+    ``resourceUsage`` is already the sum over its pods)."""
+    amounts: dict[str, list[Decimal]] = {}
+    for w in workloads:
+        for assignment in (admission(w) or {}).get("podSetAssignments") or []:
+            for resource, quantity in (assignment.get("resourceUsage") or {}).items():
+                if resource in covered:
+                    amounts.setdefault(str(resource), []).append(parse(str(quantity)))
+    result = {}
+    for resource in (r for r in covered if r in amounts):
+        scale = scale_for(resource, amounts[resource])
+        result[resource] = format_units(sum(to_units(a, scale) for a in amounts[resource]), scale, resource)
+    return result
 
 
 def _flavor_names(queue: dict[str, Any]) -> list[str]:

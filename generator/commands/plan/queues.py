@@ -5,7 +5,6 @@ decision against the live queue)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Literal
 
 from generator.commands.plan.shape import (
@@ -69,7 +68,7 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
         settings_changed=settings,
         local_queues_added=tuple(sorted(locals_after - locals_before)),
         local_queues_removed=tuple(sorted(locals_before - locals_after)),
-        drain=_drain(before, after, removed),
+        drain=_drain(name, before, after, removed),
     )
 
 
@@ -137,17 +136,18 @@ def _replaced(added: list[FlavorFacts], removed: list[FlavorFacts]) -> tuple[Rep
 
 def _quota(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> tuple[QuotaChange, ...]:
     """Per resource and field (nominalQuota, borrowingLimit, lendingLimit) that differs: per
-    flavor where an identity keeps its flavors (quota that moves between them shows), else
-    the identity's total over its flavors (a profile change renames flavors but moves no
-    quota)."""
+    flavor where an identity keeps one of its flavors, every flavor of it that the rendered
+    queue changes, adds or drops (quota that moves between them shows: a rack recorded moves
+    a short profile's GPUs onto the full one); else the identity's total over its flavors (a
+    profile change that renames all of them moves no quota)."""
     identities = sorted({f.identity for f in (*old.values(), *new.values())})
     rows: list[QuotaChange] = []
     for identity in identities:
-        before = [f for f in old.values() if f.identity == identity]
-        after = [f for f in new.values() if f.identity == identity]
-        if sorted(f.name for f in before) == sorted(f.name for f in after):
-            for flavor in sorted(f.name for f in before):
-                rows += _rows(identity, _totals([old[flavor]]), _totals([new[flavor]]), flavor)
+        before = {f.name: f for f in old.values() if f.identity == identity}
+        after = {f.name: f for f in new.values() if f.identity == identity}
+        if before.keys() & after.keys():
+            for flavor in sorted(before.keys() | after.keys()):
+                rows += _rows(identity, _totals(before, flavor), _totals(after, flavor), flavor)
         else:
             rows += _rows(identity, _totals(before), _totals(after))
     return tuple(rows)
@@ -168,9 +168,12 @@ def _rows(identity: Any, before: Totals, after: Totals, flavor: str | None = Non
     ]
 
 
-def _totals(flavors: Iterable[FlavorFacts]) -> Totals:
+def _totals(flavors: dict[str, FlavorFacts], only: str | None = None) -> Totals:
+    """Per (identity, resource, field): the sum over the flavors, or the one flavor ``only``."""
+    if only is not None:
+        flavors = {only: flavors[only]} if only in flavors else {}
     sums: dict[tuple[Any, str, QuotaField], list[str]] = {}
-    for f in flavors:
+    for f in flavors.values():
         for resource, fields in f.resources.items():
             for field, value in fields.items():
                 sums.setdefault((f.identity, resource, field), []).append(value)
@@ -182,7 +185,21 @@ def _totals(flavors: Iterable[FlavorFacts]) -> Totals:
     return result
 
 
-def _drain(before: QueueFacts | None, after: QueueFacts | None, removed: list[FlavorFacts]) -> Drain:
+def eviction(queue: str, action: str) -> str | None:
+    """What the change evicts from the queue, in the words every format uses (``queue`` written
+    as the format writes a name); None when it evicts nothing. Kueue's HoldAndDrain, which the
+    gate sets to drain a dropped flavor, evicts every workload the queue admitted, on every
+    flavor."""
+    if action == HOLD_AND_DRAIN:
+        return f"every workload admitted to {queue} is evicted, not only those on the dropped flavors"
+    if action in (HELD_EMPTY, STOPPED):
+        return f"every workload admitted to {queue} is evicted"
+    return None
+
+
+def _drain(
+    name: str, before: QueueFacts | None, after: QueueFacts | None, removed: list[FlavorFacts]
+) -> Drain:
     """What the gate will do when this plan lands (without --kubeconfig: for the worst case,
     a dropped flavor that still holds reservations)."""
     if before is None:
@@ -200,7 +217,11 @@ def _drain(before: QueueFacts | None, after: QueueFacts | None, removed: list[Fl
     if not after.flavors:
         if not before.flavors:
             return Drain(action=NONE, reason="no flavor before or after: the queue stays held")
-        return Drain(action=HELD_EMPTY, reason="no flavor left: switched and held until one returns")
+        return Drain(
+            action=HELD_EMPTY,
+            reason="no flavor left: the gate holds the queue (HoldAndDrain), switches and leaves it held "
+            f"until one returns: {eviction(name, HELD_EMPTY)}",
+        )
     if after.stop_policy == "Hold" and before.stop_policy == "None" and not removed:
         return Drain(
             action=HELD, reason="stopPolicy Hold: Kueue admits no new workload; admitted ones keep running"
@@ -210,6 +231,6 @@ def _drain(before: QueueFacts | None, after: QueueFacts | None, removed: list[Fl
     names = ", ".join(f.name for f in removed)
     return Drain(
         action=HOLD_AND_DRAIN,
-        reason=f"drops {names}: the gate holds the queue (HoldAndDrain) and evicts what they "
-        "reserve before switching, unless Kueue reports them idle",
+        reason=f"drops {names}: unless Kueue reports them idle, the gate holds the queue (HoldAndDrain) "
+        f"before it switches: {eviction(name, HOLD_AND_DRAIN)}",
     )

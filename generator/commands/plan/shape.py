@@ -102,9 +102,18 @@ class LiveFlavor:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Held:
+    """Workloads and what their admissions hold (podSetAssignments[].resourceUsage)."""
+
+    workloads: Count
+    resources: Mapping[str, str]  # covered resource -> the total quantity
+
+
+@dataclass(frozen=True, kw_only=True)
 class LiveDrain:
     reserving_workloads: Count
     flavors: tuple[LiveFlavor, ...]  # the dropped ones
+    evicted: Held  # what the change evicts: under HoldAndDrain every Workload admitted to the queue
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,99 @@
+"""tasgen plan on the repository's own example (inventories/), committed to a real git
+repository: recording rack b-r02 for its four H100 nodes (a four-line snapshot edit) moves them
+into the full H100 profile, so the short profile's flavor leaves `training` and `inference` and its
+quota moves onto the other H100 flavor. The plan shows every per-flavor quota and limit that
+changes in the rendered queues, and says that a drain evicts every workload the queue admitted."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import NOW, REPO, tasgen
+from tests.plan.fleet import Repo
+
+SNAPSHOT = Path("inventories/sources/h100-racks.yaml")
+UNRECORDED = re.compile(r"^(\s+h100-1b-r2-0\d: \{infra\.example\.com/block: blk-b)\}$", re.MULTILINE)
+
+Quotas = dict[tuple[str, str, str], str]  # (flavor, resource, field) -> quantity
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """The example committed on main, and the rack recorded in the working tree."""
+    repo = Repo(tmp_path_factory.mktemp("example") / "repo")
+    shutil.copytree(REPO / "inventories", repo.root / "inventories")
+    repo.commit_tree("the example")
+    text = (repo.root / SNAPSHOT).read_text()
+    edited, count = UNRECORDED.subn(r"\1, topology.gpustack.ai/rack: b-r02}", text)
+    assert count == 4  # the four nodes of rack b-r02
+    (repo.root / SNAPSHOT).write_text(edited)
+    assert repo.git("diff", "--numstat") == f"4\t4\t{SNAPSHOT}\n"
+    return repo
+
+
+def _plan(repo: Repo, format_: str) -> str:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(repo.root)
+        run = tasgen("plan", "--base", "main", "--now", NOW, "--format", format_)
+    assert run.exit_code == 0, run.output
+    return run.output
+
+
+def _rendered_queues(inventory: Path, out: Path) -> dict[str, dict[str, Any]]:
+    run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", NOW, "--no-cache")
+    assert run.exit_code == 0, run.output
+    docs = yaml.safe_load_all((out / "queues" / "clusterqueues.yaml").read_text())
+    return {d["metadata"]["name"]: d for d in docs if d}
+
+
+def _quotas(queue: dict[str, Any]) -> Quotas:
+    return {
+        (f["name"], r["name"], field): str(value)
+        for f in queue["spec"]["resourceGroups"][0]["flavors"]
+        for r in f["resources"]
+        for field, value in r.items()
+        if field != "name"
+    }
+
+
+def test_recording_a_rack_shows_every_quota_that_moves(example: Repo, tmp_path: Path) -> None:
+    before = _rendered_queues(REPO / "inventories", tmp_path / "before")
+    after = _rendered_queues(example.root / "inventories", tmp_path / "after")
+    report = yaml.safe_load(_plan(example, "json"))
+    for name in ("training", "inference"):
+        old, new = _quotas(before[name]), _quotas(after[name])
+        changed = {k: (old.get(k), new.get(k)) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        queue = next(q for q in report["queues"] if q["name"] == name)
+        shown = {(d["flavor"], d["resource"], d["field"]): (d["before"], d["after"]) for d in queue["quota"]}
+        assert shown == changed and changed, name  # each change of the rendered queue, nothing else
+        (dropped,) = queue["flavorsRemoved"]
+        assert dropped["name"].endswith("-5ce26b67c9cf") and queue["flavorsAdded"] == []
+    training = next(q for q in report["queues"] if q["name"] == "training")
+    gpus = {
+        d["flavor"][-12:]: (d["before"], d["after"])
+        for d in training["quota"]
+        if d["resource"] == "nvidia.com/gpu" and d["field"] == "nominalQuota"
+    }
+    assert gpus == {"7de0bea5615a": ("90", "120"), "5ce26b67c9cf": ("30", None)}
+
+
+def test_recording_a_rack_says_what_the_drain_evicts_in_every_format(example: Repo) -> None:
+    sentence = "every workload admitted to {} is evicted, not only those on the dropped flavors"
+    text = _plan(example, "text")
+    assert sentence.format("training") in text and sentence.format("inference") in text
+    kept = "gpustack-nvidia-h100-80gb-hbm3-b46e62-7de0bea5615a"
+    assert f"quota NVIDIA-H100-80GB-HBM3 {kept} nvidia.com/gpu nominalQuota: 90 -> 120" in text
+    markdown = _plan(example, "markdown")
+    assert sentence.format("`training`") in markdown and sentence.format("`inference`") in markdown
+    alert = "The drain gate will hold and drain `inference`, `training`: " + sentence.format("any of them")
+    assert alert in markdown
+    assert f"`{kept}` nvidia.com/gpu nominalQuota: 90 → 120" in markdown
+    report = yaml.safe_load(_plan(example, "json"))
+    reasons = {q["name"]: q["drain"]["reason"] for q in report["queues"]}
+    assert sentence.format("training") in reasons["training"]
