@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from tests.conftest import NOW, tasgen
 from tests.e2e import harness
@@ -149,6 +150,16 @@ def _gpu_queue(name: str, gpus: dict[str, int]) -> dict[str, Any]:
     }
 
 
+def _created(kueue: Kueue, flavor: str) -> bool | None:
+    try:
+        kueue.flavor(flavor)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+        return None
+    return True
+
+
 def test_plan_counts_every_workload_a_hold_and_drain_evicts_and_the_gpus_they_hold(
     kueue: Kueue, cluster: harness.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,8 +171,8 @@ def test_plan_counts_every_workload_a_hold_and_drain_evicts_and_the_gpus_they_ho
     monkeypatch.chdir(repo.root)
     training = f"{base.prefix}training"
     h100, l40s = _rendered_flavors(training, tmp_path / "rendered")
-    for flavor in (h100, l40s):
-        kueue.flavor(flavor)
+    for flavor in (h100, l40s):  # the names are the other test's: its flavors may still be going
+        wait_for(f"flavor {flavor} created", lambda f=flavor: _created(kueue, f))
     kueue.custom.create_cluster_custom_object(
         GROUP, VERSION, "clusterqueues", _gpu_queue(training, {h100: 4, l40s: 4})
     )
