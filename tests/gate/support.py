@@ -228,6 +228,13 @@ def _pod_spec(cpu: int, also: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
+#: On the queues of the tests' own gate installs. The shared control plane also carries the
+#: example's gate, whose policy guards every queue labelled as tasgen's (one install per
+#: cluster, docs/explanation/gate.md); the e2e fixture that applies the example binds that
+#: policy to queues without this label, so the two installs do not judge each other's queues.
+OWN_INSTALL_LABEL = "e2e.tasgen.test/own-gate"
+
+
 def cluster_queue(
     name: str, flavors: dict[str, int], policy: str = "None", *, managed: bool = False
 ) -> dict[str, Any]:
@@ -244,7 +251,7 @@ def cluster_queue(
         ]
     meta: dict[str, Any] = {"name": name}
     if managed:
-        meta["labels"] = {"app.kubernetes.io/managed-by": "tasgen"}
+        meta["labels"] = {"app.kubernetes.io/managed-by": "tasgen", OWN_INSTALL_LABEL: "true"}
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": meta, "spec": spec}
 
 
