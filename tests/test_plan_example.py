@@ -97,3 +97,52 @@ def test_recording_a_rack_says_what_the_drain_evicts_in_every_format(example: Re
     report = yaml.safe_load(_plan(example, "json"))
     reasons = {q["name"]: q["drain"]["reason"] for q in report["queues"]}
     assert sentence.format("training") in reasons["training"]
+
+
+@pytest.fixture(scope="module")
+def waiting(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """The same rack edit with both queues under dropPolicy WaitForIdle, and the base's render
+    committed (what the cluster runs: the flavors it admits on are the ones retained)."""
+    repo = Repo(tmp_path_factory.mktemp("waiting") / "repo")
+    shutil.copytree(REPO / "inventories", repo.root / "inventories")
+    for name in ("training", "inference"):
+        path = repo.root / "inventories" / "queues" / f"{name}.yaml"
+        text, count = re.subn(r"^spec:$", "spec:\n  dropPolicy: WaitForIdle", path.read_text(), flags=re.M)
+        assert count == 1
+        path.write_text(text)
+    _rendered_queues(repo.root / "inventories", repo.root / "rendered")
+    repo.commit_tree("the example, retaining dropped flavors")
+    text = (repo.root / SNAPSHOT).read_text()
+    edited, count = UNRECORDED.subn(r"\1, topology.gpustack.ai/rack: b-r02}", text)
+    assert count == 4
+    (repo.root / SNAPSHOT).write_text(edited)
+    return repo
+
+
+def test_waitforidle_retains_the_flavor_and_evicts_nothing_in_every_format(waiting: Repo) -> None:
+    report = yaml.safe_load(_plan(waiting, "json"))
+    text, markdown = _plan(waiting, "text"), _plan(waiting, "markdown")
+    for name in ("training", "inference"):
+        queue = next(q for q in report["queues"] if q["name"] == name)
+        (retained,) = queue["flavorsRetained"]
+        assert retained.endswith("-5ce26b67c9cf") and queue["flavorsRemoved"] == []
+        assert queue["dropPolicy"] == "WaitForIdle" and queue["drain"]["action"] == "retain"
+        sentence = "no eviction; {} kept at zero quota until idle"
+        assert sentence.format(retained) in queue["drain"]["reason"]
+        assert "evicted" not in queue["drain"]["reason"]
+        assert (
+            f"queue {name} (changed): drain retain: dropPolicy WaitForIdle: " + sentence.format(retained)
+            in text
+        )
+        assert f"  = {retained}: retained at zero quota until idle" in text
+        row = next(line for line in markdown.splitlines() if line.startswith(f"| `{name}` |"))
+        assert f"**retain**<br>{sentence.format(f'`{retained}`')}" in row
+        assert f"`{retained}` (retained at zero quota until idle)" in row
+        gpus = next(
+            d
+            for d in queue["quota"]
+            if d["flavor"] == retained and d["resource"] == "nvidia.com/gpu" and d["field"] == "nominalQuota"
+        )
+        assert gpus["after"] == "0" and gpus["before"] in ("30", "2")
+    assert report["summary"]["drains"] == []
+    assert "evicted" not in text and "hold and drain" not in markdown

@@ -361,7 +361,7 @@ def test_an_unreadable_cluster_is_an_error_writing_nothing(
 
 def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> None:
     """plan --base compiles the head with the base revision's rendered/ as the previous render:
-    the dropped flavor is kept, so no queue drains."""
+    the dropped flavor is kept, so no queue drains: the plan says it retains the flavor."""
     root = tmp_path / "repo"
     shutil.copytree(REPO / "inventories", root / "inventories")
     shutil.copytree(REPO / "rendered", root / "rendered")
@@ -382,7 +382,9 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
     queues = {q["name"]: q for q in report["queues"]}
     assert set(queues) == {"inference", "training"}
     for queue in queues.values():
-        assert "no flavor dropped" in str(queue), queue
+        assert queue["drain"]["action"] == "retain" and queue["flavorsRemoved"] == [], queue
+        assert queue["flavorsRetained"] == [H100_5CE2]
+        assert f"no eviction; {H100_5CE2} kept at zero quota until idle" in queue["drain"]["reason"]
     # what render writes from the same base is what plan compared
     out = root / "rendered"
     _render(root / "inventories", out, LATER)

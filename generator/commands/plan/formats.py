@@ -14,8 +14,9 @@ from typing import Generic, TypeVar
 import jinja2
 
 from generator.commands.plan.fit import is_gpu
-from generator.commands.plan.queues import eviction
+from generator.commands.plan.queues import eviction, retention
 from generator.commands.plan.shape import (
+    RETAIN,
     Fit,
     Identity,
     LiveDrain,
@@ -189,7 +190,15 @@ def _evicts(queue: str, action: str) -> str:
     return eviction(queue, action) or ""
 
 
+def _retains(queue: Queue) -> str:
+    """WaitForIdle's sentence for a queue that retains flavors (markdown: names as code)."""
+    if queue.drain.action != RETAIN:
+        return ""
+    return retention(", ".join(_code(f) for f in queue.flavors_retained))
+
+
 FILTERS: dict[str, Callable[..., str]] = {
+    "retains": _retains,
     "cell": _cell,
     "evicts": _evicts,
     "code": _code,
@@ -252,6 +261,7 @@ def _queue_lines(report: Report) -> list[str]:
             lines.append(f"  stopPolicy: {policy.before} -> {policy.after}")
         lines += [f"  + {f.name}" for f in q.flavors_added]
         lines += [f"  - {f.name}" for f in q.flavors_removed]
+        lines += [f"  = {f}: retained at zero quota until idle" for f in q.flavors_retained]
         lines += [f"  ~ {f.name}: {', '.join(f.fields)} changed" for f in q.flavors_changed]
         if q.flavor_order:
             order = q.flavor_order

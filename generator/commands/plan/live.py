@@ -78,7 +78,8 @@ def _live(
     live_action = _ACTIONS[action.kind]
     if action.kind is Kind.HOLD and action.stop_policy != HOLD_AND_DRAIN:
         live_action = q.HELD  # a plain hold (an empty queue): nothing drains
-    kept = offline == q.STOPPED or (offline == q.HELD and live_action in (q.NONE, q.IN_PLACE))
+    # WaitForIdle keeps the dropped flavors in the rendered queue: the gate applies it in place.
+    kept = offline == q.STOPPED or (offline in (q.HELD, q.RETAIN) and live_action in (q.NONE, q.IN_PLACE))
     if not kept:
         reason = drain.reason
         if action.condition is not None:

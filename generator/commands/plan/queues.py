@@ -14,6 +14,7 @@ from generator.commands.plan.shape import (
     HELD_EMPTY,
     HOLD_AND_DRAIN,
     NONE,
+    RETAIN,
     STOPPED,
     Drain,
     Flavor,
@@ -59,9 +60,11 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
             before=before.stop_policy if before else None,
             after=after.stop_policy if after else None,
         ),
+        drop_policy=after.drop_policy if after else None,
         flavors_added=tuple(_flavor(f) for f in added),
         flavors_removed=tuple(_flavor(f) for f in removed),
         flavors_replaced=replaced,
+        flavors_retained=after.retained if after else (),
         quota=quota,
         flavor_order=_order(old, new),
         flavors_changed=flavors_changed,
@@ -185,6 +188,12 @@ def _totals(flavors: dict[str, FlavorFacts], only: str | None = None) -> Totals:
     return result
 
 
+def retention(retained: str) -> str:
+    """What WaitForIdle does instead of a drain (``retained``: the flavors, as the format
+    writes names)."""
+    return f"no eviction; {retained} kept at zero quota until idle"
+
+
 def eviction(queue: str, action: str) -> str | None:
     """What the change evicts from the queue, in the words every format uses (``queue`` written
     as the format writes a name); None when it evicts nothing. Kueue's HoldAndDrain, which the
@@ -225,6 +234,14 @@ def _drain(
     if after.stop_policy == "Hold" and before.stop_policy == "None" and not removed:
         return Drain(
             action=HELD, reason="stopPolicy Hold: Kueue admits no new workload; admitted ones keep running"
+        )
+    newly = [f for f in after.retained if before.flavors.get(f, after.flavors[f]).retiring_since is None]
+    if newly:
+        # WaitForIdle: the dropped flavors stay in the rendered queue, so none is removed.
+        return Drain(
+            action=RETAIN,
+            reason=f"dropPolicy WaitForIdle: {retention(', '.join(after.retained))}; the gate "
+            "drops each once no Workload holds it",
         )
     if not removed:
         return Drain(action=NONE, reason="no flavor dropped: applied in place")

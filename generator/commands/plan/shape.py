@@ -16,7 +16,9 @@ Identity = Mapping[str, str]  # hardware identity labels
 Names = tuple[str, ...]
 
 #: what the drain gate does with the queue when the plan lands (docs/explanation/plan.md "Queues")
-Action = Literal["created", "deleted", "none", "in-place", "hold-and-drain", "held-empty", "stopped", "held"]
+Action = Literal[
+    "created", "deleted", "none", "in-place", "hold-and-drain", "held-empty", "stopped", "held", "retain"
+]
 CREATED: Final = "created"
 DELETED: Final = "deleted"
 NONE: Final = "none"
@@ -25,6 +27,7 @@ HOLD_AND_DRAIN: Final = "hold-and-drain"
 HELD_EMPTY: Final = "held-empty"
 STOPPED: Final = "stopped"
 HELD: Final = "held"
+RETAIN: Final = "retain"  # dropPolicy WaitForIdle: dropped flavors stay at zero quota until idle
 
 QuotaField = Literal["nominalQuota", "borrowingLimit", "lendingLimit"]
 
@@ -128,9 +131,11 @@ class Queue:
     name: str
     change: Literal["added", "removed", "changed", "unchanged"]
     stop_policy: StopPolicy
+    drop_policy: Literal["HoldAndDrain", "WaitForIdle"] | None  # None: the queue is gone
     flavors_added: tuple[Flavor, ...]
     flavors_removed: tuple[Flavor, ...]
     flavors_replaced: tuple[Replaced, ...]
+    flavors_retained: Names  # kept at zero quota until idle (WaitForIdle), in the queue's order
     quota: tuple[QuotaChange, ...]
     flavor_order: FlavorOrder | None
     flavors_changed: tuple[FlavorChanged, ...]

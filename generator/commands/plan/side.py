@@ -9,7 +9,15 @@ from itertools import chain
 from typing import Any
 
 from generator.commands.plan.shape import QuotaField
-from generator.model import HOSTNAME_KEY, PROFILE_KEY, RETIRING_PREFIX, Node, Where
+from generator.model import (
+    DEFAULT_DROP_POLICY,
+    HOSTNAME_KEY,
+    PROFILE_KEY,
+    RETIRING_PREFIX,
+    DropPolicy,
+    Node,
+    Where,
+)
 from generator.pipeline import Compilation
 
 
@@ -32,6 +40,12 @@ class QueueFacts:
     covered: tuple[str, ...]
     body: dict[str, Any]  # the rendered ClusterQueue (what the gate compares with the live one)
     local_queues: tuple[str, ...] = ()  # namespace/name of each LocalQueue pointing at it
+    drop_policy: DropPolicy = DEFAULT_DROP_POLICY  # the queue's, else GeneratorConfig's
+
+    @property
+    def retained(self) -> tuple[str, ...]:
+        """The flavors kept at zero quota until idle (WaitForIdle), in the queue's order."""
+        return tuple(f.name for f in self.flavors.values() if f.retiring_since is not None)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -74,6 +88,10 @@ def side_of(compiled: Compilation | None) -> Side:
     _profiles(side, planned.assignment.profile_of)
     _domains_and_labels(side, compiled)
     _queues(side, [m.body for m in planned.manifests])
+    settings = ctx.inventory.settings
+    for name, queue in side.queues.items():
+        plan = ctx.inventory.plans.get(name)
+        queue.drop_policy = (plan.drop_policy if plan else None) or settings.drop_policy
     return side
 
 
