@@ -50,6 +50,22 @@ def _parse_now(value: str | None) -> datetime:
     return datetime.now(UTC)
 
 
+def _now_option(
+    help_text: str = "The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
+) -> Callable[[Any], Any]:
+    return click.option("--now", default=None, metavar="RFC3339", help=help_text)
+
+
+def _kubeconfig_option(help_text: str) -> Callable[[Any], Any]:
+    """A kubeconfig that must exist: the commands that read a cluster only when given one."""
+    return click.option(
+        "--kubeconfig",
+        default=None,
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        help=help_text,
+    )
+
+
 def _inventory_option(help_text: str) -> Callable[[Any], Any]:
     """-i/--inventory, as every command that reads an inventory spells it."""
     return click.option(
@@ -74,12 +90,7 @@ def _common(function: Any) -> Any:
             show_default=True,
             help="How problems are printed (github: PR annotations).",
         ),
-        click.option(
-            "--now",
-            default=None,
-            metavar="RFC3339",
-            help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
-        ),
+        _now_option(),
         click.option("--strict", is_flag=True, help="Warnings fail too (exit 1)."),
     ]
     for option in reversed(options):
@@ -255,18 +266,8 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     show_default=True,
     help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
 )
-@click.option(
-    "--now",
-    default=None,
-    metavar="RFC3339",
-    help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
-)
-@click.option(
-    "--kubeconfig",
-    default=None,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Read the live queues (read-only): what each drain would evict.",
-)
+@_now_option()
+@_kubeconfig_option("Read the live queues (read-only): what each drain would evict.")
 @_output_option
 def plan(
     base: str, inventory: Path, format_: str, now: str | None, kubeconfig: Path | None, output: Path
@@ -301,18 +302,8 @@ def plan(
     show_default=True,
     help="json: the shape of generator/schemas/fit-report.schema.json; github: PR annotations.",
 )
-@click.option(
-    "--now",
-    default=None,
-    metavar="RFC3339",
-    help="The time used for expiry [default: $SOURCE_DATE_EPOCH, else the clock].",
-)
-@click.option(
-    "--kubeconfig",
-    default=None,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Also say whether each PodSet fits now, from the live usage (read-only; never fails).",
-)
+@_now_option()
+@_kubeconfig_option("Also say whether each PodSet fits now, from the live usage (read-only; never fails).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 def fit(
     paths: tuple[str, ...],
@@ -492,12 +483,7 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     metavar="N",
     help="The largest answer accepted (enforced while reading).",
 )
-@click.option(
-    "--now",
-    default=None,
-    metavar="RFC3339",
-    help="The time used for expiry when validating [default: $SOURCE_DATE_EPOCH, else the clock].",
-)
+@_now_option("The time used for expiry when validating [default: $SOURCE_DATE_EPOCH, else the clock].")
 def fetch(
     inventory: Path,
     names: tuple[str, ...],
