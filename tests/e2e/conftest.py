@@ -121,6 +121,31 @@ def describe(obj: Obj) -> str:
     return f"{obj['kind']} {where}{meta['name']}"
 
 
+@pytest.fixture(scope="module")
+def job_cluster(
+    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
+) -> Iterator[harness.Cluster]:
+    """A control plane of the module's own with kube-controller-manager's Job controllers
+    (tests/e2e/kubelet.py plays the kubelet): for tests whose Jobs run and end."""
+    work = tmp_path_factory.mktemp("job-cluster")
+    try:
+        running = harness.start(cluster_build, work, fleet.nfd_label_namespaces, controllers=["job"])
+    except harness.ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def api(job_cluster: harness.Cluster) -> Iterator[client.ApiClient]:
+    """A client of the module's ``job_cluster``."""
+    api = config.new_client_from_config(config_file=str(job_cluster.kubeconfig))
+    yield api
+    api.close()
+
+
 @pytest.fixture
 def kueue(api_client: client.ApiClient) -> Iterator[Kueue]:
     """The Kueue objects of one test, removed after it."""

@@ -19,13 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config, dynamic
+from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
 from generator.compile.gate_wiring import PLAN_KEY, gate_manifests, retire_manifests
 from generator.model import Manifest
-from tests.e2e import harness
-from tests.e2e.fleet import Fleet
 from tests.e2e.kubelet import Kubelet
 from tests.gate.support import (
     GROUP,
@@ -49,28 +47,6 @@ JOB_TIMEOUT_S = 120
 
 
 # --- the control plane with the Job controllers ----------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def job_cluster(
-    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
-) -> Iterator[harness.Cluster]:
-    work = tmp_path_factory.mktemp("job-cluster")
-    try:
-        running = harness.start(cluster_build, work, fleet.nfd_label_namespaces, controllers=["job"])
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def api(job_cluster: harness.Cluster) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(job_cluster.kubeconfig))
-    yield api
-    api.close()
 
 
 @pytest.fixture

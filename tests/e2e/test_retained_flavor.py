@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e import harness
 from tests.e2e.binder import Binder
-from tests.e2e.fleet import Fleet
 from tests.e2e.kubelet import Kubelet
 from tests.gate.support import condition, unique, wait_for
 
@@ -50,28 +48,6 @@ NODES = {
 TIMEOUT_S = 120
 #: Every Pod waits until a file named after its Job exists: the test decides when a Job ends.
 WAIT_FOR_FILE = "import os, sys, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.2)\n"
-
-
-@pytest.fixture(scope="module")
-def job_cluster(
-    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
-) -> Iterator[harness.Cluster]:
-    work = tmp_path_factory.mktemp("retain-cluster")
-    try:
-        running = harness.start(cluster_build, work, fleet.nfd_label_namespaces, controllers=["job"])
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def api(job_cluster: harness.Cluster) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(job_cluster.kubeconfig))
-    yield api
-    api.close()
 
 
 @dataclass
