@@ -60,6 +60,7 @@ def test_plan_reports_what_the_drain_would_evict(
     assert idle["live"] == {
         "reservingWorkloads": 0,
         "flavors": [{"name": l40s, "workloads": 0, "reservation": {"cpu": "0"}}],
+        "retained": [],
         "evicted": {"workloads": 0, "resources": {}},
     }
 
@@ -75,6 +76,7 @@ def test_plan_reports_what_the_drain_would_evict(
     assert busy["live"] == {
         "reservingWorkloads": 1,
         "flavors": [{"name": l40s, "workloads": 1, "reservation": {"cpu": "1"}}],
+        "retained": [],
         "evicted": {"workloads": 1, "resources": {"cpu": "1"}},
     }
     assert _drain(report, f"{base.prefix}inference")["action"] == "created"  # not in the cluster
@@ -102,6 +104,54 @@ def test_plan_reports_what_the_drain_would_evict(
     stopped = _drain(_plan(cluster.kubeconfig), training)
     assert stopped["action"] == "stopped" and stopped["live"]["reservingWorkloads"] == 1
     assert stopped["live"]["evicted"] == {"workloads": 1, "resources": {"cpu": "1"}}
+
+
+def test_plan_counts_what_keeps_running_on_a_retained_flavor(
+    kueue: Kueue, cluster: harness.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under WaitForIdle the dropped flavor stays in the rendered queue at zero quota: nothing is
+    evicted, and the plan counts the Workloads that keep running on it until it is idle."""
+    base = Fleet(prefix=unique("keep") + "-", drop_policy="WaitForIdle")
+    repo = Repo(tmp_path / "repo")
+    repo.write(base)
+    monkeypatch.chdir(repo.root)
+    training = f"{base.prefix}training"
+    h100, l40s = _rendered_flavors(training, repo.root / "rendered")
+    repo.commit_tree("base, with the render the cluster runs")  # the retention starts from it
+    for flavor in (h100, l40s):  # the names are the other tests': their flavors may still be going
+        wait_for(f"flavor {flavor} created", lambda f=flavor: _created(kueue, f))
+    kueue.queue(training, {h100: 0, l40s: 4})  # no H100 quota: Kueue must admit on L40S
+    wait_for("Kueue's status for the queue", lambda: kueue.current(training))
+    ns = kueue.namespace(training)
+    kueue.workload(ns, "train")
+    wait_for("admitted on L40S", lambda: any(admitted_on(w) == l40s for w in kueue.workloads(ns)))
+    wait_for("Kueue to count the reservation", lambda: kueue.reserving(training, 1))
+    repo.write(base.but(training=("H100",)))  # the change drops the L40S flavor
+
+    busy = _drain(_plan(cluster.kubeconfig), training)
+    assert busy["action"] == "retain"
+    assert busy["live"] == {
+        "reservingWorkloads": 1,
+        "flavors": [],  # kept in the queue: no drop for the gate
+        "retained": [{"name": l40s, "workloads": 1, "reservation": {"cpu": "1"}}],
+        "evicted": {"workloads": 0, "resources": {}},
+    }
+    markdown = _plan_output(cluster.kubeconfig, "markdown")
+    assert f"1 workload(s) keep running on retained `{l40s}`, reserving 1 cpu" in markdown
+    assert "no workload evicted; 0 workload(s) admitted on the dropped flavors; 1 workload(s)" in markdown
+
+    kueue.release(ns, "train")  # its job is done: the Workload goes away
+    wait_for("Kueue to release the reservation", lambda: kueue.reserving(training, 0))
+    idle = _drain(_plan(cluster.kubeconfig), training)
+    assert idle["live"]["retained"] == [{"name": l40s, "workloads": 0, "reservation": {"cpu": "0"}}]
+    text = _plan_output(cluster.kubeconfig, "text")
+    assert f"retained {l40s} is idle: the next `tasgen render --kubeconfig` drops it" in text
+
+
+def _plan_output(kubeconfig: Path, form: str) -> str:
+    run = tasgen("plan", "--base", "main", "--now", NOW, "--format", form, "--kubeconfig", str(kubeconfig))
+    assert run.exit_code == 0, run.output
+    return run.output
 
 
 GPU = "nvidia.com/gpu"

@@ -29,6 +29,7 @@ class Fleet:
     local_queues: tuple[str, ...] = ()  # namespaces of training's LocalQueues
     source: str = "racks"  # the writing source's name
     stop_policy: str = ""  # training's stopPolicy (the default when empty)
+    drop_policy: str = ""  # training's dropPolicy (the default when empty)
     l40s_taints: str = ""  # nodeTaints of training's L40S flavor, as YAML flow
     future: bool = False  # a queue whose identity no node has (rendered empty and held)
     cordoned: tuple[str, ...] = ()  # nodes marked unschedulable
@@ -91,6 +92,8 @@ class Fleet:
             training += "  localQueues:\n" + "".join(f"    - namespace: {n}\n" for n in self.local_queues)
         if self.stop_policy:
             training += f"  stopPolicy: {self.stop_policy}\n"
+        if self.drop_policy:
+            training += f"  dropPolicy: {self.drop_policy}\n"
         future = "---\n" + _queue("future", "    - identity: {nvidia.com/gpu.product: B200}\n", True)
         return (
             _queue(f"{self.prefix}training", training, self.selector, self.cohort)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -20,6 +20,7 @@ from generator.commands.plan.shape import (
     Fit,
     Identity,
     LiveDrain,
+    LiveFlavor,
     Names,
     Problem,
     Queue,
@@ -176,14 +177,30 @@ def _levels(levels: Names | None) -> str:
     return "(none)" if levels is None else " > ".join(f"`{k}`" for k in levels)
 
 
-def _live(live: LiveDrain) -> str:
+def _live(live: LiveDrain, name: Callable[[str], str] = str) -> str:
+    """``name`` writes a flavor's name (markdown: as code)."""
     # reservingWorkloads counts the queue's every flavor: the dropped ones' are counted apart
     reserving = f"{sum(f.workloads for f in live.flavors)} workload(s) admitted on the dropped flavors"
-    if not live.evicted.workloads:
-        return f"no workload evicted; {reserving}"
-    resources = sorted(live.evicted.resources.items(), key=lambda item: (not is_gpu(item[0]), item[0]))
-    holding = ", ".join(f"{amount} {resource}" for resource, amount in resources)
-    return f"{live.evicted.workloads} workload(s) evicted, holding {holding or 'nothing'}; {reserving}"
+    sentence = f"no workload evicted; {reserving}"
+    if live.evicted.workloads:
+        holding = _amounts(live.evicted.resources) or "nothing"
+        sentence = f"{live.evicted.workloads} workload(s) evicted, holding {holding}; {reserving}"
+    return "; ".join([sentence, *(_kept(f, name) for f in live.retained)])
+
+
+def _kept(flavor: LiveFlavor, name: Callable[[str], str]) -> str:
+    """A retained flavor's figures: what keeps running on it, or that it can leave."""
+    if not flavor.workloads:
+        return f"retained {name(flavor.name)} is idle: the next `tasgen render --kubeconfig` drops it"
+    reserving = _amounts(flavor.reservation) or "nothing"
+    running = f"{flavor.workloads} workload(s) keep running"
+    return f"{running} on retained {name(flavor.name)}, reserving {reserving}"
+
+
+def _amounts(resources: Mapping[str, str]) -> str:
+    """``2 nvidia.com/gpu, 1 cpu``: GPUs first, then by name."""
+    ordered = sorted(resources.items(), key=lambda item: (not is_gpu(item[0]), item[0]))
+    return ", ".join(f"{amount} {resource}" for resource, amount in ordered)
 
 
 def _evicts(queue: str, action: str) -> str:
@@ -205,7 +222,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "identity": _identity,
     "fit": _fit,
     "levels": _levels,
-    "live": _live,
+    "live": lambda live: _live(live, name=_code),
 }
 
 

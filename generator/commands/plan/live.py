@@ -8,6 +8,7 @@ Workloads whose admission uses them say what a drain would evict. Nothing is wri
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -49,14 +50,13 @@ def add_live_figures(report: Report, desired: dict[str, dict[str, Any]], kubecon
     try:
         api = load_client(str(kubeconfig))
         queues, workloads = Queues(api), [w for w in Catalog(api).workloads() if admission(w)]
+
+        def live(e: q.Queue) -> Drain:
+            return _live(e.name, e.drain, queues.get(e.name), desired[e.name], workloads, e.flavors_retained)
+
         return replace(
             report,
-            queues=tuple(
-                replace(e, drain=_live(e.name, e.drain, queues.get(e.name), desired[e.name], workloads))
-                if e.name in desired
-                else e
-                for e in report.queues
-            ),
+            queues=tuple(replace(e, drain=live(e)) if e.name in desired else e for e in report.queues),
         )
     except (ApiException, HTTPError, OSError) as e:
         raise LiveError(f"cannot read the cluster of {kubeconfig}: {_reason(e)}") from e
@@ -69,9 +69,15 @@ def _reason(e: Exception) -> str:
 
 
 def _live(
-    name: str, drain: Drain, live: dict[str, Any] | None, desired: dict[str, Any], workloads: list[Any]
+    name: str,
+    drain: Drain,
+    live: dict[str, Any] | None,
+    desired: dict[str, Any],
+    workloads: list[Any],
+    retained: Iterable[str] = (),
 ) -> Drain:
-    """The queue's drain as the gate would decide it against the live queue, with its figures."""
+    """The queue's drain as the gate would decide it against the live queue, with its figures
+    (``retained``: the flavors WaitForIdle keeps in the desired queue)."""
     action, offline = decide(live, desired, held_resources(workloads, name)), drain.action
     # The engine applies the rendered stopPolicy after the gate: a new HoldAndDrain evicts
     # everything whatever the gate does, a new Hold stops admission when the gate drains none.
@@ -90,17 +96,33 @@ def _live(
         return drain
     dropped = [f for f in _flavor_names(live) if f not in _flavor_names(desired)]
     reservation = _reservation(live)
-    flavors = tuple(
-        LiveFlavor(name=f, workloads=len(holders(workloads, name, f)), reservation=reservation.get(f, {}))
-        for f in dropped
-    )
     status = live.get("status") or {}
     reserving = int(status.get("reservingWorkloads") or 0)
     # Kueue's HoldAndDrain (the gate's to drain, or the new stopPolicy) evicts every Workload
     # the queue admitted, whichever flavor it runs on.
     evicted = admitted_to(workloads, name) if eviction(name, drain.action) else []
     held = Held(workloads=len(evicted), resources=_usage(evicted, _covered(desired) or _covered(live)))
-    return replace(drain, live=LiveDrain(reserving_workloads=reserving, flavors=flavors, evicted=held))
+    # WaitForIdle's retained flavors stay in the desired queue, so they are no drop: what runs
+    # on them is what the retention spares.
+    return replace(
+        drain,
+        live=LiveDrain(
+            reserving_workloads=reserving,
+            flavors=_figures(dropped, name, workloads, reservation),
+            retained=_figures(retained, name, workloads, reservation),
+            evicted=held,
+        ),
+    )
+
+
+def _figures(
+    flavors: Iterable[str], queue: str, workloads: list[Any], reservation: dict[str, dict[str, str]]
+) -> tuple[LiveFlavor, ...]:
+    """Per flavor: the Workloads admitted to ``queue`` on it, and Kueue's reservation there."""
+    return tuple(
+        LiveFlavor(name=f, workloads=len(holders(workloads, queue, f)), reservation=reservation.get(f, {}))
+        for f in flavors
+    )
 
 
 def _covered(queue: dict[str, Any]) -> list[str]:

@@ -116,6 +116,7 @@ class Held:
 class LiveDrain:
     reserving_workloads: Count
     flavors: tuple[LiveFlavor, ...]  # the dropped ones
+    retained: tuple[LiveFlavor, ...]  # WaitForIdle's, at zero quota: their Workloads keep running
     evicted: Held  # what the change evicts: under HoldAndDrain every Workload admitted to the queue
 
 
