@@ -35,12 +35,7 @@ def read_revision(folder: Path, ref: str) -> list[InputFile]:
     empty list when the folder does not exist at that revision (a first adoption). Symbolic
     links are followed as the working tree's are (generator.load.discovery): to a file or a
     folder inside the inventory folder; one that leaves it, is broken or loops is a problem."""
-    top = _work_tree(folder)
-    try:
-        prefix = folder.resolve().relative_to(top).as_posix()
-    except ValueError as e:
-        raise GitError(f"{folder} is not inside the git repository {top}") from e
-    commit = _commit(top, ref)
+    top, prefix, commit = _located(folder, folder, ref)
     tree = _Tree.of(_git(top, "ls-tree", "-r", "-z", commit, "--", prefix), prefix)
     tree.repository = cache(lambda: _Repository.of(top, commit))
     texts = _contents(top, list(tree.links.values()))
@@ -57,12 +52,7 @@ def read_files(folder: Path, ref: str, inventory: Path, paths: tuple[str, ...]) 
     """The texts of ``paths`` (relative to ``folder``, e.g. rendered/'s files) at ``ref``, in
     the repository of ``inventory``; a path the revision lacks is left out (a first render).
     Regular files only: rendered/ holds no links."""
-    top = _work_tree(inventory)
-    try:
-        prefix = folder.resolve().relative_to(top).as_posix()
-    except ValueError as e:
-        raise GitError(f"{folder} is not inside the git repository {top}") from e
-    commit = _commit(top, ref)
+    top, prefix, commit = _located(folder, inventory, ref)
     wanted = [_join(prefix, p) for p in paths]
     listing = _git(top, "ls-tree", "-z", commit, "--", *wanted)
     found: dict[str, str] = {}
@@ -279,6 +269,17 @@ def _first_link(path: str, link_at: Callable[[str], str | None]) -> tuple[str, s
         if text is not None:
             return "/".join(parts[: i - 1]), text, parts[i:]
     return None
+
+
+def _located(folder: Path, inventory: Path, ref: str) -> tuple[Path, str, str]:
+    """The work tree holding ``inventory``, ``folder`` (links resolved) relative to it, and the
+    commit ``ref`` names there."""
+    top = _work_tree(inventory)
+    try:
+        prefix = folder.resolve().relative_to(top).as_posix()
+    except ValueError as e:
+        raise GitError(f"{folder} is not inside the git repository {top}") from e
+    return top, prefix, _commit(top, ref)
 
 
 def _work_tree(folder: Path) -> Path:
