@@ -54,14 +54,10 @@ def read_files(folder: Path, ref: str, inventory: Path, paths: tuple[str, ...]) 
     Regular files only: rendered/ holds no links."""
     top, prefix, commit = _located(folder, inventory, ref)
     wanted = [_join(prefix, p) for p in paths]
-    listing = _git(top, "ls-tree", "-z", commit, "--", *wanted)
     found: dict[str, str] = {}
-    for entry in filter(None, listing.split(b"\0")):
-        meta, _, raw_path = entry.partition(b"\t")
-        mode, kind, sha = meta.split()
-        path = raw_path.decode("utf-8", "surrogateescape")
+    for mode, kind, sha, path in _entries(_git(top, "ls-tree", "-z", commit, "--", *wanted)):
         if kind == b"blob" and mode in _BLOB_MODES and path in wanted:
-            found[_relative(path, prefix)] = sha.decode()
+            found[_relative(path, prefix)] = sha
     texts = _contents(top, list(found.values()))
     return {p: text.decode("utf-8", "replace") for p, text in zip(found, texts, strict=True)}
 
@@ -107,14 +103,11 @@ class _Tree:
     @staticmethod
     def of(listing: bytes, prefix: str) -> _Tree:
         tree = _Tree({}, {}, prefix)
-        for entry in filter(None, listing.split(b"\0")):
-            meta, _, raw_path = entry.partition(b"\t")
-            mode, kind, sha = meta.split()
-            path = _relative(raw_path.decode("utf-8", "surrogateescape"), prefix)
+        for mode, kind, sha, path in _entries(listing):
             if kind == b"blob" and mode in _BLOB_MODES:
-                tree.blobs[path] = sha.decode()
+                tree.blobs[_relative(path, prefix)] = sha
             elif kind == b"blob" and mode == _LINK_MODE:
-                tree.links[path] = sha.decode()
+                tree.links[_relative(path, prefix)] = sha
         return tree
 
     def files(self) -> Iterator[_Found]:
@@ -205,12 +198,9 @@ class _Repository:
     @staticmethod
     def of(top: Path, commit: str) -> _Repository:
         blobs, shas = set(), {}
-        for entry in filter(None, _git(top, "ls-tree", "-r", "-z", commit).split(b"\0")):
-            meta, _, raw_path = entry.partition(b"\t")
-            mode, kind, sha = meta.split()
-            path = raw_path.decode("utf-8", "surrogateescape")
+        for mode, kind, sha, path in _entries(_git(top, "ls-tree", "-r", "-z", commit)):
             if kind == b"blob" and mode == _LINK_MODE:
-                shas[path] = sha.decode()
+                shas[path] = sha
             elif kind == b"blob":
                 blobs.add(path)
         texts = _contents(top, list(shas.values()))
@@ -302,6 +292,14 @@ def _commit(top: Path, ref: str) -> str:
         return _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError as e:
         raise GitError(f"{ref!r} is not a commit of the repository {top}") from e
+
+
+def _entries(listing: bytes) -> Iterator[tuple[bytes, bytes, str, str]]:
+    """The entries of an ``ls-tree -z`` listing: (mode, kind, object id, path)."""
+    for entry in filter(None, listing.split(b"\0")):
+        meta, _, raw_path = entry.partition(b"\t")
+        mode, kind, sha = meta.split()
+        yield mode, kind, sha.decode(), raw_path.decode("utf-8", "surrogateescape")
 
 
 def _relative(path: str, prefix: str) -> str:
