@@ -9,12 +9,12 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
 from generator.commands.plan.shape import Report
-from generator.util.typed_json import Absent, Count
+from generator.util.typed_json import Absent, Count, from_json, to_json
 from tests.typed_schema import disagreements
 
 SCHEMA: dict[str, Any] = json.loads(
@@ -177,3 +177,34 @@ def test_each_kind_of_drift_is_named(change: Callable[[dict[str, Any]], object],
     change(leaf)
     found = disagreements(_Root, _root_schema(leaf))
     assert len(found) == 1 and found[0].startswith(expected), found
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Sides(Generic[T]):
+    before: T
+    after: T
+
+
+_SIDES_SCHEMA = {
+    "type": "object",
+    "required": ["before", "after"],
+    "properties": {"before": {"type": "integer"}, "after": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+def test_a_generic_type_is_compared_with_its_parameters() -> None:
+    assert disagreements(_Sides[int], _SIDES_SCHEMA) == []
+    found = disagreements(_Sides[str], _SIDES_SCHEMA)
+    assert [f.split(":")[0] for f in found] == ["$.after", "$.before"], found
+
+
+def test_a_generic_type_is_read_with_its_parameters() -> None:
+    document = {"before": 1, "after": 2}
+    assert from_json(_Sides[int], document) == _Sides(before=1, after=2)
+    assert to_json(_Sides(before=1, after=2)) == document
+    with pytest.raises(ValueError, match=r"\$\.before: str expected, not 1"):
+        from_json(_Sides[str], document)

@@ -6,11 +6,10 @@ hints and the schema alone (nothing listed by hand), for any report and its sche
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin
 
-from generator.util.typed_json import NON_NEGATIVE, bare, extras, fields_of, nullable
+from generator.util.typed_json import NON_NEGATIVE, bare, dataclass_of, extras, fields_of, nullable
 
 #: keywords that say nothing about a document's shape
 _NOTES = {"$schema", "$id", "$defs", "title", "description"}
@@ -81,7 +80,7 @@ def _compare_shape(
     hint: Any, shape: Mapping[str, Any], root: Mapping[str, Any], path: str, found: list[str]
 ) -> None:
     origin = get_origin(hint)
-    if dataclasses.is_dataclass(hint):
+    if dataclass_of(hint) is not None:
         _compare_object(hint, shape, root, path, found)
     elif origin is tuple:
         _expect(shape.get("type") == "array" and "items" in shape, path, "an array", shape, found)

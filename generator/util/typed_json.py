@@ -3,7 +3,8 @@ JSON Schema says (docs/explanation/plan.md "Formats"), both derived from the sam
 
 A field ``flavors_added`` is the key ``flavorsAdded`` (``from_`` is ``from``); a tuple is an array,
 a ``Mapping[str, X]`` an object of X; a field typed :data:`Absent` is left out when it is None
-(the schema does not require it), any other None is a JSON null.
+(the schema does not require it), any other None is a JSON null. A generic dataclass is an
+object whose fields' types are its parameters' (``BeforeAfter[str]``).
 """
 
 from __future__ import annotations
@@ -51,15 +52,32 @@ class Field:
 _FIELDS: dict[Any, tuple[Field, ...]] = {}
 
 
+def dataclass_of(hint: Any) -> Any:
+    """The dataclass a hint names (a generic one's class for ``BeforeAfter[str]``), else None."""
+    cls = get_origin(hint) or hint
+    return cls if isinstance(cls, type) and dataclasses.is_dataclass(cls) else None
+
+
 def fields_of(cls: Any) -> tuple[Field, ...]:
-    """A dataclass's fields with their keys and type hints (read once per class)."""
+    """A dataclass's fields with their keys and type hints (read once per class); a generic
+    one's parameters (``BeforeAfter[str]``) replace its type variables in the hints."""
     if cls not in _FIELDS:
-        hints = get_type_hints(cls, include_extras=True)
+        origin = dataclass_of(cls)
+        given = dict(zip(getattr(origin, "__parameters__", ()), get_args(cls), strict=False))
+        hints = {k: _given(h, given) for k, h in get_type_hints(origin, include_extras=True).items()}
         _FIELDS[cls] = tuple(
             Field(f.name, json_name(f.name), hints[f.name], OMITTED in extras(hints[f.name]))
-            for f in dataclasses.fields(cls)
+            for f in dataclasses.fields(origin)
         )
     return _FIELDS[cls]
+
+
+def _given(hint: Any, given: dict[Any, Any]) -> Any:
+    """``hint`` with the type variables of ``given`` replaced."""
+    if isinstance(hint, TypeVar):
+        return given.get(hint, hint)
+    variables = getattr(hint, "__parameters__", ())
+    return hint[tuple(given.get(v, v) for v in variables)] if given and variables else hint
 
 
 def extras(hint: Any) -> tuple[Any, ...]:
@@ -125,7 +143,7 @@ def _reader(hint: Any) -> Reader:
 
 def _non_null_reader(hint: Any) -> Reader:
     origin = get_origin(hint)
-    if dataclasses.is_dataclass(hint):
+    if dataclass_of(hint) is not None:
         return _object_reader(hint)
     if origin is tuple:
         item = _reader(get_args(hint)[0])
@@ -141,7 +159,7 @@ def _non_null_reader(hint: Any) -> Reader:
 
 
 def _object_reader(cls: Any) -> Reader:
-    known = fields_of(cls)
+    known, make = fields_of(cls), dataclass_of(cls)
     keys = {f.key for f in known}
     readers = [(f, _reader(f.hint)) for f in known]
 
@@ -159,7 +177,7 @@ def _object_reader(cls: Any) -> Reader:
             if value is None and not f.omitted and not nullable(f.hint)[1]:
                 raise ValueError(f"{path}.{f.key}: null where {bare(f.hint)} is expected")
             values[f.name] = field_reader(value, f"{path}.{f.key}")
-        return cls(**values)
+        return make(**values)
 
     return read
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generator.commands.plan.shape import Diagram, Move, ProfileChanged, ProfileNodes, Profiles, SourceLevels
+from generator.commands.plan.shape import (
+    BeforeAfter,
+    Move,
+    ProfileChanged,
+    ProfileNodes,
+    Profiles,
+    SourceLevels,
+)
 from generator.commands.plan.side import Side
 from generator.model import HOSTNAME_KEY
 
@@ -29,7 +36,7 @@ def compare_profiles(base: Side, head: Side) -> Profiles:
         changed=changed,
         moves=_moves(base, head),
         sources=_source_levels(base, head),
-        diagram=Diagram(before=diagram(base, touched), after=diagram(head, touched)),
+        diagram=BeforeAfter(before=diagram(base, touched), after=diagram(head, touched)),
     )
 
 

@@ -16,15 +16,15 @@ from generator.commands.plan.shape import (
     NONE,
     RETAIN,
     STOPPED,
+    BeforeAfter,
     Drain,
     Flavor,
     FlavorChanged,
-    FlavorOrder,
+    Names,
     Queue,
     QuotaChange,
     QuotaField,
     Replaced,
-    StopPolicy,
 )
 from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
 from generator.validate.quantities import format_units, parse, scale_for, to_units
@@ -56,7 +56,7 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
     return Queue(
         name=name,
         change=_change(before, after, changed),
-        stop_policy=StopPolicy(
+        stop_policy=BeforeAfter(
             before=before.stop_policy if before else None,
             after=after.stop_policy if after else None,
         ),
@@ -86,12 +86,12 @@ def _settings_changed(before: QueueFacts | None, after: QueueFacts | None) -> tu
     return tuple(sorted(fields + (["coveredResources"] if before.covered != after.covered else [])))
 
 
-def _order(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> FlavorOrder | None:
+def _order(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> BeforeAfter[Names] | None:
     """The flavors both plans hold, when the new one lists them in another order: Kueue tries
     a queue's flavors in order, so this moves workloads to other hardware."""
     kept_before = tuple(f for f in old if f in new)
     kept_after = tuple(f for f in new if f in old)
-    return None if kept_before == kept_after else FlavorOrder(before=kept_before, after=kept_after)
+    return None if kept_before == kept_after else BeforeAfter(before=kept_before, after=kept_after)
 
 
 def _flavors_changed(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> tuple[FlavorChanged, ...]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Generic, Literal, TypeVar
 
 from generator.util.typed_json import Absent, Count
 
 Identity = Mapping[str, str]  # hardware identity labels
 Names = tuple[str, ...]
+T = TypeVar("T")
 
 #: what the drain gate does with the queue when the plan lands (docs/explanation/plan.md "Queues")
 Action = Literal[
@@ -52,9 +53,11 @@ class Base:
 
 
 @dataclass(frozen=True, kw_only=True)
-class StopPolicy:
-    before: str | None
-    after: str | None
+class BeforeAfter(Generic[T]):
+    """One value as the base has it and as the working tree has it."""
+
+    before: T
+    after: T
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,12 +86,6 @@ class QuotaChange:
     field: QuotaField
     before: str | None
     after: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class FlavorOrder:
-    before: Names
-    after: Names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,14 +128,14 @@ class Drain:
 class Queue:
     name: str
     change: Literal["added", "removed", "changed", "unchanged"]
-    stop_policy: StopPolicy
+    stop_policy: BeforeAfter[str | None]  # None: no queue on that side
     drop_policy: Literal["HoldAndDrain", "WaitForIdle"] | None  # None: the queue is gone
     flavors_added: tuple[Flavor, ...]
     flavors_removed: tuple[Flavor, ...]
     flavors_replaced: tuple[Replaced, ...]
     flavors_retained: Names  # kept at zero quota until idle (WaitForIdle), in the queue's order
     quota: tuple[QuotaChange, ...]
-    flavor_order: FlavorOrder | None
+    flavor_order: BeforeAfter[Names] | None  # None: the same order
     flavors_changed: tuple[FlavorChanged, ...]
     settings_changed: Names
     local_queues_added: Names  # namespace/name
@@ -176,19 +173,13 @@ class SourceLevels:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Diagram:
-    before: str  # Mermaid
-    after: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class Profiles:
     added: tuple[ProfileNodes, ...]
     removed: tuple[ProfileNodes, ...]
     changed: tuple[ProfileChanged, ...]
     moves: tuple[Move, ...]
     sources: tuple[SourceLevels, ...]
-    diagram: Diagram
+    diagram: BeforeAfter[str]  # Mermaid
 
 
 @dataclass(frozen=True, kw_only=True)
