@@ -28,6 +28,7 @@ from kubernetes.dynamic import DynamicClient
 
 from tests import gobuild
 from tests.e2e import flux, harness, kube
+from tests.e2e.fleet import load_fleet
 from tests.e2e.kubelet import Kubelet
 
 ARGOCD_MODULE = gobuild.CLUSTER_DIR / "argocd"
@@ -311,3 +312,23 @@ class ArgoEnv:
             yield ArgoEnv(cluster, api, dyn, controllers, server, runner, repo)
         finally:
             stack.close()
+
+
+#: the git host the example's GeneratorConfig names; the tests serve the repository on 127.0.0.1
+EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
+
+
+@contextlib.contextmanager
+def example_env(work: Path) -> Iterator[ArgoEnv]:
+    """An ArgoEnv with what exists before a first sync of the example (flux.prepare_example)
+    and a working copy holding its inventories/, the GeneratorConfig's repository URL that of
+    the test's git server; not rendered, not committed."""
+    fleet = load_fleet()
+    (jobs,) = {job["metadata"]["namespace"] for job in fleet.of_kind("Job")}  # the gate's, retire's
+    with ArgoEnv.running(work, fleet.nfd_label_namespaces, jobs) as env:
+        flux.prepare_example(env.api, env.repo.work)
+        settings = env.repo.work / "inventories" / "config.yaml"
+        text = settings.read_text()
+        assert EXAMPLE_REPO_URL in text
+        settings.write_text(text.replace(EXAMPLE_REPO_URL, env.server.url("fleet")))
+        yield env

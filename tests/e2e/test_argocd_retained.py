@@ -10,28 +10,16 @@ from typing import Any
 import pytest
 
 from tests.e2e import argocd, flux, harness, retained
-from tests.e2e.fleet import load_fleet
 
 pytestmark = pytest.mark.cluster
 
 SYNC_TIMEOUT_S = 420
-GATE_NAMESPACE = "tasgen-system"
 APPLICATIONS = ("argoproj.io", "v1alpha1", "applications")
-EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
-    fleet = load_fleet()
-    work = tmp_path_factory.mktemp("argocd-retained")
-    for env in harness.entered(argocd.ArgoEnv.running(work, fleet.nfd_label_namespaces, GATE_NAMESPACE)):
-        flux.prepare_example(env.api, env.repo.work)
-        # The example names a git host; the test's repository is served on 127.0.0.1.
-        settings = env.repo.work / "inventories" / "config.yaml"
-        text = settings.read_text()
-        assert EXAMPLE_REPO_URL in text
-        settings.write_text(text.replace(EXAMPLE_REPO_URL, env.server.url("fleet")))
-        yield env
+    yield from harness.entered(argocd.example_env(tmp_path_factory.mktemp("argocd-retained")))
 
 
 def failures(versions: list[dict[str, Any]]) -> list[dict[str, Any]]:

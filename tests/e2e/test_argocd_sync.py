@@ -5,7 +5,6 @@ queues become Active; a commit that drops a flavor syncs through every step."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 from collections.abc import Iterator
@@ -21,7 +20,6 @@ from generator.compile.gate_wiring import NAME as GATE_JOB
 from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION
 from tests.e2e import argocd, busy, flux, harness, kube
 from tests.e2e.conftest import describe
-from tests.e2e.fleet import load_fleet
 
 pytestmark = pytest.mark.cluster
 
@@ -31,23 +29,11 @@ GATE_NAMESPACE = "tasgen-system"
 JOBS = ("batch", "v1", "jobs")
 APPLICATIONS = ("argoproj.io", "v1alpha1", "applications")
 SYNC_TIMEOUT_S = 420
-EXAMPLE_REPO_URL = "https://git.example.com/platform/gpu-fleet.git"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[argocd.ArgoEnv]:
-    fleet = load_fleet()
-    work = tmp_path_factory.mktemp("argocd")
-    environment = harness.entered(argocd.ArgoEnv.running(work, fleet.nfd_label_namespaces, GATE_NAMESPACE))
-    with contextlib.closing(environment):
-        env = next(environment)
-        flux.prepare_example(env.api, env.repo.work)
-        # The example names a git host; the test's repository is served on 127.0.0.1.
-        settings = env.repo.work / "inventories" / "config.yaml"
-        text = settings.read_text()
-        assert EXAMPLE_REPO_URL in text
-        settings.write_text(text.replace(EXAMPLE_REPO_URL, env.server.url("fleet")))
-        yield env
+    yield from harness.entered(argocd.example_env(tmp_path_factory.mktemp("argocd")))
 
 
 @dataclass(frozen=True)
