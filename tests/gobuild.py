@@ -13,10 +13,9 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from tests.e2e.harness import ClusterError, build_lock
+from tests.e2e.harness import ClusterError, cached_build
 
 CLUSTER_DIR = Path(__file__).resolve().parent / "cluster"
 BUILD_TIMEOUT_S = 45 * 60
@@ -61,22 +60,14 @@ def build_tools(module: Path, packages: dict[str, str]) -> Path:
     """Build ``packages`` (binary name -> Go package, each a ``tool`` of the module) into a
     cached folder; return it."""
     out = cache_root() / f"{module.name}-{_key(module)}"
-    with build_lock(out.parent, module.name):
-        if all((out / name).is_file() for name in packages):
-            return out
-        # Built into a fresh folder and renamed: a killed build never leaves a half cache.
-        staging = Path(tempfile.mkdtemp(prefix=f".{module.name}-", dir=out.parent))
-        try:
-            for name, package in packages.items():
-                args = ["build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / name), package]
-                run_go(module, args, f"building {name}")
-            staging.rename(out)
-        except OSError:
-            if not out.is_dir():  # a build without the lock that won the rename is fine
-                raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return out
+
+    def build_into(staging: Path) -> None:
+        for name, package in packages.items():
+            args = ["build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / name), package]
+            run_go(module, args, f"building {name}")
+
+    with cached_build(out, module.name, packages, build_into):
+        return out
 
 
 def module_dir(module: Path, path: str) -> Path:

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -176,21 +176,30 @@ def build_lock(root: Path, name: str) -> Iterator[None]:
         yield  # closing the file releases the lock
 
 
-def build() -> Build:
-    """Build the binaries once per cache key; later calls reuse them."""
-    bin_dir = cache_root() / cache_key()
-    with build_lock(bin_dir.parent, "build"):
-        if not all((bin_dir / name).is_file() for name in BINARIES):
-            # Build into a fresh directory and rename: a killed build never leaves a half cache.
-            staging = Path(tempfile.mkdtemp(prefix=".build-", dir=bin_dir.parent))
+@contextlib.contextmanager
+def cached_build(
+    out: Path, lock: str, names: Iterable[str], build_into: Callable[[Path], None]
+) -> Iterator[Path]:
+    """``out`` holding the files ``names``, built by ``build_into`` (given a fresh folder) when
+    one is missing; the build lock ``lock`` of ``out``'s folder is held until the block ends."""
+    with build_lock(out.parent, lock):
+        if not all((out / name).is_file() for name in names):
+            # Built into a fresh folder and renamed: a killed build never leaves a half cache.
+            staging = Path(tempfile.mkdtemp(prefix=f".{lock}-", dir=out.parent))
             try:
-                _build_into(staging)
-                staging.rename(bin_dir)
+                build_into(staging)
+                staging.rename(out)
             except OSError:
-                if not bin_dir.is_dir():  # a build without the lock that won the rename is fine
+                if not out.is_dir():  # a build without the lock that won the rename is fine
                     raise
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
+        yield out
+
+
+def build() -> Build:
+    """Build the binaries once per cache key; later calls reuse them."""
+    with cached_build(cache_root() / cache_key(), "build", BINARIES, _build_into) as bin_dir:
         os.utime(bin_dir)  # marks it used, for _prune
         _prune(bin_dir.parent)
     return Build(bin_dir=bin_dir, module_dirs=module_dirs())
