@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -45,8 +45,14 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
 ) -> Iterator[harness.Cluster]:
     """etcd, kube-apiserver, Kueue and nfd-master on loopback, for the whole session."""
-    work_dir: Path = tmp_path_factory.mktemp("cluster")
-    running = _or_fail(lambda: harness.start(cluster_build, work_dir, fleet.nfd_label_namespaces))
+    yield from _running(cluster_build, tmp_path_factory.mktemp("cluster"), fleet.nfd_label_namespaces)
+
+
+def _running(
+    build: harness.Build, work: Path, label_namespaces: list[str], controllers: Sequence[str] = ()
+) -> Iterator[harness.Cluster]:
+    """A control plane for a fixture: started (a failure fails the test), yielded, stopped."""
+    running = _or_fail(lambda: harness.start(build, work, label_namespaces, controllers))
     try:
         yield running
     finally:
@@ -128,14 +134,7 @@ def job_cluster(
     """A control plane of the module's own with kube-controller-manager's Job controllers
     (tests/e2e/kubelet.py plays the kubelet): for tests whose Jobs run and end."""
     work = tmp_path_factory.mktemp("job-cluster")
-    try:
-        running = harness.start(cluster_build, work, fleet.nfd_label_namespaces, controllers=["job"])
-    except harness.ClusterError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield running
-    finally:
-        running.stop()
+    yield from _running(cluster_build, work, fleet.nfd_label_namespaces, controllers=["job"])
 
 
 @pytest.fixture(scope="module")
