@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,6 +20,7 @@ from generator.load.previous_profiles import PreviousProfiles, profiles_of
 from generator.model import PROFILE_KEY, RETIRING_PREFIX, Inventory, Settings
 from generator.pipeline import Compilation, compile
 from tests.conftest import NOW, examples, tasgen, tree
+from tests.edits import record_rack_b_r02
 from tests.plan.fleet import Fleet
 from tests.test_retention_properties import _files as retention_files
 from tests.test_retention_properties import _idle as shown_idle
@@ -117,17 +117,6 @@ def _render(inventory: Path, out: Path, now: str = NOW, *more: str) -> None:
     assert run.exit_code == 0, run.output
 
 
-def _record_rack_b_r02(inventory: Path) -> None:
-    path = inventory / "sources" / "h100-racks.yaml"
-    text, count = re.subn(
-        r"(h100-1b-r2-0\d): \{infra.example.com/block: blk-b\}",
-        r"\1: {infra.example.com/block: blk-b, topology.gpustack.ai/rack: b-r02}",
-        path.read_text(),
-    )
-    assert count == 4
-    path.write_text(text)
-
-
 def _labels(out: Path) -> dict[str, dict[str, str]]:
     """Node -> the labels every NodeFeature of rendered/ gives it."""
     found: dict[str, dict[str, str]] = {}
@@ -147,7 +136,7 @@ def _b_r02(out: Path) -> set[tuple[str | None, str | None]]:
 def test_under_wait_for_idle_moved_nodes_keep_the_retained_profile(tmp_path: Path) -> None:
     inventory, out = _example(tmp_path, "    dropPolicy: WaitForIdle\n")
     before = _labels(out)
-    _record_rack_b_r02(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out)
     # The rack is written at once; the profile stays the retained flavor's.
     assert _b_r02(out) == {(OLD_PROFILE, "b-r02")}
@@ -170,14 +159,14 @@ def _rendered_again(inventory: Path, out: Path, tmp_path: Path) -> dict[str, str
 
 def test_under_hold_and_drain_moved_nodes_move_at_once(tmp_path: Path) -> None:
     inventory, out = _example(tmp_path, "")
-    _record_rack_b_r02(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out)
     assert _b_r02(out) == {(NEW_PROFILE, "b-r02")}
 
 
 def test_moved_nodes_move_once_the_flavor_leaves_the_queues(tmp_path: Path) -> None:
     inventory, out = _example(tmp_path, "    dropPolicy: WaitForIdle\n    retainFor: 1h\n")
-    _record_rack_b_r02(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out)
     assert _b_r02(out) == {(OLD_PROFILE, "b-r02")}
     _render(inventory, out, SIX_HOURS_LATER)  # retainFor has passed: the flavor leaves

@@ -15,10 +15,8 @@ import pytest
 import yaml
 
 from tests.conftest import NOW, REPO, tasgen
+from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
 from tests.plan.fleet import Repo
-
-SNAPSHOT = Path("inventories/sources/h100-racks.yaml")
-UNRECORDED = re.compile(r"^(\s+h100-1b-r2-0\d: \{infra\.example\.com/block: blk-b)\}$", re.MULTILINE)
 
 Quotas = dict[tuple[str, str, str], str]  # (flavor, resource, field) -> quantity
 
@@ -29,11 +27,8 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = Repo(tmp_path_factory.mktemp("example") / "repo")
     shutil.copytree(REPO / "inventories", repo.root / "inventories")
     repo.commit_tree("the example")
-    text = (repo.root / SNAPSHOT).read_text()
-    edited, count = UNRECORDED.subn(r"\1, topology.gpustack.ai/rack: b-r02}", text)
-    assert count == 4  # the four nodes of rack b-r02
-    (repo.root / SNAPSHOT).write_text(edited)
-    assert repo.git("diff", "--numstat") == f"4\t4\t{SNAPSHOT}\n"
+    record_rack_b_r02(repo.root / "inventories")
+    assert repo.git("diff", "--numstat") == f"4\t4\tinventories/{RACK_SNAPSHOT}\n"
     return repo
 
 
@@ -112,10 +107,7 @@ def waiting(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         path.write_text(text)
     _rendered_queues(repo.root / "inventories", repo.root / "rendered")
     repo.commit_tree("the example, retaining dropped flavors")
-    text = (repo.root / SNAPSHOT).read_text()
-    edited, count = UNRECORDED.subn(r"\1, topology.gpustack.ai/rack: b-r02}", text)
-    assert count == 4
-    (repo.root / SNAPSHOT).write_text(edited)
+    record_rack_b_r02(repo.root / "inventories")
     return repo
 
 

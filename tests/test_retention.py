@@ -5,7 +5,6 @@ part against a real API server and Kueue: tests/e2e/test_cluster_retention.py.""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -19,10 +18,10 @@ from generator.load.live import _no_quota
 from generator.load.previous import previous_of
 from generator.model import RETIRING_PREFIX
 from tests.conftest import NOW, REPO, tasgen, tree
+from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
 
 H100_5CE2 = "gpustack-nvidia-h100-80gb-hbm3-b46e62-5ce26b67c9cf"  # rack b-r02 not yet recorded
 H100_7DE0 = "gpustack-nvidia-h100-80gb-hbm3-b46e62-7de0bea5615a"
-SOURCE = "sources/h100-racks.yaml"
 LATER = "2026-12-01T06:00:00Z"
 
 
@@ -35,18 +34,6 @@ def _set_policy(inventory: Path, policy: str | None, retain_for: str | None = No
     )
     assert gate in text
     config.write_text(text.replace(gate, gate + more))
-
-
-def _record_rack(inventory: Path) -> None:
-    """The issue's rack edit: rack b-r02 recorded for its four H100 nodes."""
-    path = inventory / SOURCE
-    text, count = re.subn(
-        r"(h100-1b-r2-0\d): \{infra.example.com/block: blk-b\}",
-        r"\1: {infra.example.com/block: blk-b, topology.gpustack.ai/rack: b-r02}",
-        path.read_text(),
-    )
-    assert count == 4
-    path.write_text(text)
 
 
 def _render(inventory: Path, out: Path, now: str = NOW, *more: str) -> str:
@@ -101,7 +88,7 @@ def test_hold_and_drain_is_the_default_and_renders_as_before(tmp_path: Path) -> 
     shutil.copytree(REPO / "inventories", inventory)
     out = tmp_path / "rendered"
     shutil.copytree(REPO / "rendered", out)
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out)
     for queue in _queues(out).values():
         assert H100_5CE2 not in [f["name"] for f in _flavors(queue)]
@@ -114,7 +101,7 @@ def test_a_dropped_flavor_stays_at_zero_quota_after_the_new_ones(
 ) -> None:
     inventory, out = example
     before = _queues(out)
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     new = _queues(_hold_and_drain(tmp_path, inventory))
     for name, queue in _queues(out).items():
@@ -150,14 +137,14 @@ def _gpu_sum(queue: dict[str, Any]) -> int:
 def test_quota_is_conserved(example: tuple[Path, Path]) -> None:
     inventory, out = example
     before = {name: _gpu_sum(q) for name, q in _queues(out).items()}
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     assert {name: _gpu_sum(q) for name, q in _queues(out).items()} == before
 
 
 def test_a_re_render_carries_the_time_and_changes_nothing(example: tuple[Path, Path]) -> None:
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     first = tree(out)
     output = _render(inventory, out, "2026-12-20T00:00:00Z", "--no-cache")
@@ -170,7 +157,7 @@ def test_a_re_render_carries_the_time_and_changes_nothing(example: tuple[Path, P
 def test_retain_for_ends_the_retention(example: tuple[Path, Path]) -> None:
     inventory, out = example
     _set_policy(inventory, None, "48h")
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
     just_before = "2026-12-03T05:59:59Z"
@@ -192,7 +179,7 @@ def test_the_memo_does_not_outlive_retain_for(example: tuple[Path, Path]) -> Non
     """A remembered render is reused only until the next retainFor end (its window)."""
     inventory, out = example
     _set_policy(inventory, None, "48h")
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     _render(inventory, out, "2026-12-02T00:00:00Z")  # recalled: nothing changes
     assert H100_5CE2 in _names(out, "kueue/resourceflavors.yaml")
@@ -203,10 +190,10 @@ def test_the_memo_does_not_outlive_retain_for(example: tuple[Path, Path]) -> Non
 def test_a_flavor_that_comes_back_is_a_flavor_again(example: tuple[Path, Path]) -> None:
     inventory, out = example
     original = tree(out)
-    source = (inventory / SOURCE).read_text()
-    _record_rack(inventory)
+    source = (inventory / RACK_SNAPSHOT).read_text()
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
-    (inventory / SOURCE).write_text(source)
+    (inventory / RACK_SNAPSHOT).write_text(source)
     _render(inventory, out, "2026-12-02T00:00:00Z")
     assert tree(out) == original
 
@@ -214,7 +201,7 @@ def test_a_flavor_that_comes_back_is_a_flavor_again(example: tuple[Path, Path]) 
 def test_a_second_drop_keeps_the_first_time_and_order(example: tuple[Path, Path]) -> None:
     """Two retirements in turn: each keeps its own time, in the previous render's order."""
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     # a new toleration on the H100s gives them new flavors: 7de0 is dropped in its turn
     toleration = "        - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
@@ -238,7 +225,7 @@ def test_the_64_flavor_limit_counts_retained_flavors(example: tuple[Path, Path],
     """A change that would need a 65th flavor beside the retained ones is an error naming the
     queue, and nothing is written."""
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     # 63 more GB200 identities for training: 2 of its own + 63 + 1 retained = 66 > 64
     nodes = yaml.safe_load((inventory / "nodes.yaml").read_text())
@@ -266,7 +253,7 @@ def test_the_64_flavor_limit_counts_retained_flavors(example: tuple[Path, Path],
 
 def test_a_previous_render_is_read_back_as_written(example: tuple[Path, Path]) -> None:
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     previous = previous_of(tree(out))
     assert previous.queues["training"][-1] == H100_5CE2
@@ -293,7 +280,7 @@ def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, P
     from generator.pipeline import compile  # noqa: PLC0415
 
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     files = read_inventory(inventory)
     previous = previous_of(tree(out))
@@ -343,7 +330,7 @@ def test_an_unreadable_cluster_is_an_error_writing_nothing(
     example: tuple[Path, Path], tmp_path: Path
 ) -> None:
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     before = tree(out)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
@@ -374,7 +361,7 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "empty")
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
-    _record_rack(root / "inventories")
+    record_rack_b_r02(root / "inventories")
     run = tasgen("plan", "--base", "main", "-i", str(root / "inventories"), "-o", str(root / "rendered"),
                  "--now", LATER, "--format", "json")  # fmt: skip
     assert run.exit_code == 0, run.output
@@ -393,6 +380,6 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
 
 def test_the_time_is_written_in_utc_to_the_second(example: tuple[Path, Path]) -> None:
     inventory, out = example
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, "2026-12-01T08:00:00.750+02:00")
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())

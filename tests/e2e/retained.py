@@ -31,6 +31,7 @@ from tests.e2e import flux, harness, kube
 from tests.e2e.binder import Binder
 from tests.e2e.busy import CLUSTER_QUEUES, flavor_names, named, queue, rendered_objects, stop_policy
 from tests.e2e.kubelet import Kubelet
+from tests.edits import record_rack_b_r02
 
 ADMISSION_TIMEOUT_S = 120
 GPU = "nvidia.com/gpu"
@@ -95,17 +96,6 @@ def wait_for_idle(work: Path) -> None:
     gate = "  gate:\n    namespace: tasgen-system\n"
     assert gate in text
     config.write_text(text.replace(gate, gate + "    dropPolicy: WaitForIdle\n"))
-
-
-def record_rack_b_r02(work: Path) -> None:
-    """The 4-line DCIM snapshot edit: rack b-r02 recorded for its four nodes."""
-    source = work / "inventories" / "sources" / "h100-racks.yaml"
-    text = source.read_text()
-    for node in RACK_B_R02:
-        line = f"{node}: {{{BLOCK}: blk-b}}"
-        assert line in text
-        text = text.replace(line, f"{node}: {{{BLOCK}: blk-b, {RACK}: b-r02}}")
-    source.write_text(text)
 
 
 def render_live_and_commit(env: Env, message: str) -> str:
@@ -253,7 +243,7 @@ def retire_a_busy_flavor_without_evicting(engine: Engine, team: Path) -> None:
         syncs = {k: stack.enter_context(h) for k, h in engine.syncs().items()}
 
         # The rack edit: OLD leaves both plans; the render keeps it, after the new flavors, at 0.
-        record_rack_b_r02(env.repo.work)
+        record_rack_b_r02(env.repo.work / "inventories")
         dropped = env.repo.render_and_commit("record rack b-r02")
         for q in QUEUES:
             cq = named(rendered_objects(env, "ClusterQueue"), q)

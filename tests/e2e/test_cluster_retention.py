@@ -19,7 +19,8 @@ from kubernetes.dynamic import DynamicClient
 from tests.conftest import REPO, tasgen, tree
 from tests.e2e import harness, kube
 from tests.e2e.busy import admitted_on, evicted, flavor_names, load
-from tests.test_retention import H100_5CE2, _record_rack, _retiring, _set_policy
+from tests.edits import record_rack_b_r02
+from tests.test_retention import H100_5CE2, _retiring, _set_policy
 
 pytestmark = pytest.mark.cluster
 
@@ -140,7 +141,7 @@ def test_render_kubeconfig_keeps_a_busy_flavor_until_its_workload_finished(
     _hold(dyn, flavor)
 
     # The rack edit: both queues keep the flavor (the live queues still give it quota).
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     _render(inventory, out, T1, cluster.kubeconfig)
     for queue in _rendered_queues(out).values():
         assert flavor_names(queue)[-1] == H100_5CE2 and _retiring(queue) == {H100_5CE2: T1}
@@ -193,7 +194,7 @@ def test_render_kubeconfig_of_a_cluster_without_kueue_access_fails_writing_nothi
     shutil.copytree(REPO / "inventories", inventory)
     shutil.copytree(REPO / "rendered", out)
     _set_policy(inventory, "WaitForIdle")
-    _record_rack(inventory)
+    record_rack_b_r02(inventory)
     config = yaml.safe_load(cluster.kubeconfig.read_text())
     for user in config["users"]:
         user["user"] = {"token": "not-a-token"}
