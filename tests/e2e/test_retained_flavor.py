@@ -339,6 +339,22 @@ def _untouched(pool: Pool, before: dict[str, Any], pods: dict[str, str]) -> None
     assert set(pods) <= set(pool.kubelet.running) and not set(pods) & set(pool.kubelet.done)
 
 
+def _pending(pool: Pool, name: str, reason: re.Pattern[str], what: str) -> None:
+    """Kueue gives ``reason`` for not admitting the Job ``name``, and has not admitted it."""
+    wait_for(what, lambda: reason.search(pool.pending_reasons(name)), TIMEOUT_S)
+    wl = pool.workload(name)
+    assert wl is not None and "admission" not in wl["status"]
+
+
+def _a_idle(pool: Pool) -> None:
+    """Wait until the queue's status counts nothing on A."""
+    wait_for(
+        "A idle in the queue's status",
+        lambda: (cq := pool.current()) and usage(cq, pool.flavor_a) == 0,
+        TIMEOUT_S,
+    )
+
+
 def test_a_retained_flavor_evicts_nothing_admits_nothing_and_keeps_counting(pool: Pool) -> None:
     before, pods = _retain_a(pool)
     cq = pool.current()
@@ -358,9 +374,7 @@ def test_a_retained_flavor_evicts_nothing_admits_nothing_and_keeps_counting(pool
         rf"insufficient quota for {re.escape(GPU)} in flavor {re.escape(pool.flavor_a)}, .*"
         r"maximum capacity \(0\)"
     )
-    wait_for("Kueue's quota reason for A", lambda: quota.search(pool.pending_reasons("j3")), TIMEOUT_S)
-    j3 = pool.workload("j3")
-    assert j3 is not None and "admission" not in j3["status"]
+    _pending(pool, "j3", quota, "Kueue's quota reason for A")
     _untouched(pool, before, pods)
 
     # J1 ends: Kueue marks its Workload Finished and no longer counts it on A.
@@ -370,11 +384,7 @@ def test_a_retained_flavor_evicts_nothing_admits_nothing_and_keeps_counting(pool
         lambda: (c := condition(pool.workload("j1") or {}, "Finished")) and c["status"] == "True",
         TIMEOUT_S,
     )
-    wait_for(
-        "A idle in the queue's status",
-        lambda: (cq := pool.current()) and usage(cq, pool.flavor_a) == 0,
-        TIMEOUT_S,
-    )
+    _a_idle(pool)
     finished = pool.workload("j1")
     assert finished is not None and condition(finished, "Evicted") is None
 
@@ -412,18 +422,12 @@ def test_nodes_kept_in_the_retained_profile_are_not_double_booked(pool: Pool) ->
 
     pool.submit("j3", 4)
     no_room = re.compile(rf'topology "{re.escape(pool.flavor_b)}" doesn\'t allow to fit any of 4 pod\(s\)')
-    wait_for("Kueue's topology reason for B", lambda: no_room.search(pool.pending_reasons("j3")), TIMEOUT_S)
-    j3 = pool.workload("j3")
-    assert j3 is not None and "admission" not in j3["status"]
+    _pending(pool, "j3", no_room, "Kueue's topology reason for B")
     _untouched(pool, before, pods)
 
     # J1 ends; the next render drops A (idle), which moves a1 and a2 into profile b.
     pool.finish("j1")
-    wait_for(
-        "A idle in the queue's status",
-        lambda: (cq := pool.current()) and usage(cq, pool.flavor_a) == 0,
-        TIMEOUT_S,
-    )
+    _a_idle(pool)
     for short in ("a1", "a2"):
         pool.relabel(short, {PROFILE: "b"})
     pool.set_flavors([(pool.flavor_b, 16, False)])
