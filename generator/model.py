@@ -244,6 +244,9 @@ class Settings:
     #: labels import-nodes drops: keys, or prefixes ending in '*' (values that change on every
     #: refresh would make every import a diff)
     volatile_label_keys: tuple[str, ...] = ("nvidia.com/gfd.timestamp",)
+    #: globs of workload manifests in the repository, relative to its top folder: what
+    #: ``tasgen fit`` checks without a PATH and ``tasgen plan`` compares
+    workloads: tuple[str, ...] = ()
     where: Where | None = None
 
 

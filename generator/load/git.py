@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from generator.load.files import SUFFIXES, InputFile
+from generator.load.files import SUFFIXES, InputFile, display_path
+from generator.load.globs import matches, roots
 from generator.rules import Rule
 from generator.rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
 
@@ -60,6 +61,42 @@ def read_files(folder: Path, ref: str, inventory: Path, paths: tuple[str, ...]) 
             found[_relative(path, prefix)] = sha
     texts = _contents(top, list(found.values()))
     return {p: text.decode("utf-8", "replace") for p, text in zip(found, texts, strict=True)}
+
+
+def read_globbed(inventory: Path, globs: tuple[str, ...], ref: str | None = None) -> list[InputFile]:
+    """The regular files of the repository holding ``inventory`` whose paths relative to its top
+    folder match one of ``globs`` (generator.load.globs), by path: at ``ref``, shown as
+    ``REF:path``, or, with no ``ref``, in the working tree as git sees it (tracked files and
+    untracked ones that are not ignored), shown as their paths. Symbolic links are not read:
+    a revision's would name files of the machine that runs the plan."""
+    if not globs:
+        return []
+    top = _work_tree(inventory)
+    spec = [] if "" in roots(globs) else list(roots(globs))  # the folders to list
+    if ref is None:
+        listing = _git(top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *spec)
+        paths = sorted({p for p in listing.decode("utf-8", "surrogateescape").split("\0") if p})
+        return [_working_file(top, p) for p in paths if matches(globs, p) and _regular(top / p)]
+    commit = _commit(top, ref)
+    found = {
+        path: sha
+        for mode, kind, sha, path in _entries(_git(top, "ls-tree", "-r", "-z", commit, "--", *spec))
+        if kind == b"blob" and mode in _BLOB_MODES and matches(globs, path)
+    }
+    ordered = sorted(found)
+    blobs = _contents(top, [found[p] for p in ordered])
+    return [InputFile(p, f"{ref}:{p}", data) for p, data in zip(ordered, blobs, strict=True)]
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()  # a tracked file deleted in the tree is gone
+
+
+def _working_file(top: Path, path: str) -> InputFile:
+    try:
+        return InputFile(path, display_path(top / path), (top / path).read_bytes())
+    except OSError as e:
+        return InputFile(path, display_path(top / path), None, f"cannot read the file: {e.strerror or e}")
 
 
 @dataclass(frozen=True)

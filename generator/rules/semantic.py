@@ -438,6 +438,22 @@ RETAIN_FOR = Rule(
         "week, or leave retainFor out to wait for as long as the work runs."
     ),
 )
+WORKLOAD_GLOB = Rule(
+    "workload-glob",
+    _S,
+    "Each of workloads is a glob relative to the repository's top folder: no leading '/', no "
+    "'..', '/' between folders, '**' only as a whole segment, every '[' closed.",
+    why=(
+        "`tasgen plan` reads the workloads at the base revision from git and at the head from the "
+        "working tree, and `tasgen fit` without a PATH reads them too: a glob that points outside "
+        "the repository, or that git and tasgen would read differently, would compare files the "
+        "pull request does not hold, or silently match none."
+    ),
+    fix=(
+        "Write the path from the repository's top folder, as in `workloads/**/*.yaml` (`*` and `?` "
+        "stay in one folder, `**` spans folders)."
+    ),
+)
 PLAN_LIMIT_COHORT = Rule(
     "plan-limit-cohort",
     _S,
@@ -641,6 +657,7 @@ RULES = (
     GATE_NAMESPACE,
     ARGOCD_PROJECT,
     RETAIN_FOR,
+    WORKLOAD_GLOB,
     PLAN_LIMIT_COHORT,
     LENDING_LIMIT,
     PLAN_TOLERATIONS,

@@ -130,6 +130,7 @@ def settings(docs: list[Document]) -> tuple[Settings, list[Finding]]:
         sync=dict(spec.get("sync", {})),
         expiry_warning_days=spec.get("expiryWarningDays", defaults.expiry_warning_days),
         volatile_label_keys=tuple(spec.get("volatileLabelKeys", defaults.volatile_label_keys)),
+        workloads=tuple(spec.get("workloads", ())),
         where=docs[0].where("spec"),
     ), findings
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from generator.load.globs import glob_problem
 from generator.model import PROFILE_KEY, Hardware, QueuePlan
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
@@ -17,6 +18,7 @@ from generator.rules.semantic import (
     PLAN_QUOTA,
     QUANTITY,
     RETAIN_FOR,
+    WORKLOAD_GLOB,
 )
 from generator.util.durations import duration
 from generator.validate.checks.base import Check, Context
@@ -230,6 +232,14 @@ def _retain_for(ctx: Context) -> Iterable[Hit]:
     yield Hit(settings.where.at("gate", "retainFor"), message)
 
 
+def _workload_globs(ctx: Context) -> Iterable[Hit]:
+    settings = ctx.inventory.settings
+    for i, glob in enumerate(settings.workloads):
+        problem = glob_problem(glob)
+        if settings.where is not None and problem is not None:
+            yield Hit(settings.where.at("workloads", i), f"workloads glob {glob!r} {problem}")
+
+
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (PLAN_IDENTITY, _identity),
     (FLAVOR_OVERLAP, _overlap),
@@ -241,4 +251,5 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (GATE_NAMESPACE, _gate_namespace),
     (ARGOCD_PROJECT, _argocd_project),
     (RETAIN_FOR, _retain_for),
+    (WORKLOAD_GLOB, _workload_globs),
 )
