@@ -292,7 +292,7 @@ def plan(
 
 
 @cli.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="[PATH]...", nargs=-1)
 @_inventory_option("The inventory folder.")
 @click.option(
     "--format",
@@ -314,8 +314,8 @@ def fit(
     strict: bool,
 ) -> None:
     """Say whether each workload will ever be admitted: every PodSet of the manifests (files,
-    folders, - for standard input) against its queue's flavors, Topologies, nodes and quota,
-    as Kueue judges them. Writes nothing.
+    folders, - for standard input; none: GeneratorConfig spec.workloads) against its queue's
+    flavors, Topologies, nodes and quota, as Kueue judges them. Writes nothing.
 
     \b
     Example:

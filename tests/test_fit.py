@@ -6,6 +6,8 @@ requests are Kueue's."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import typing
 from importlib import resources
 from pathlib import Path
@@ -126,7 +128,42 @@ def test_usage_errors_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(CASES)
     assert fit("no-such-file.yaml")[0] == 2
     assert tasgen("fit", "-i", "no-such-folder", "quota/workload.yaml").exit_code == 2
-    assert tasgen("fit", "-i", "inventory").exit_code == 2  # no PATH
+    no_path = tasgen("fit", "-i", "inventory")
+    assert no_path.exit_code == 2 and "GeneratorConfig spec.workloads" in no_path.output
+
+
+CONFIG = (
+    "apiVersion: topology.gpustack.ai/v1alpha1\nkind: GeneratorConfig\nmetadata: {name: config}\n"
+    "spec:\n  workloads: ['jobs/**/*.yaml']\n"
+)
+
+
+def test_without_a_path_the_configured_workloads_are_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The globs match the repository's files from its top folder, wherever tasgen runs."""
+    root = tmp_path / "repo"
+    shutil.copytree(CASES / "inventory", root / "inventories")
+    (root / "inventories" / "config.yaml").write_text(CONFIG)
+    for name, to in (
+        ("quota", "jobs/big.yaml"),
+        ("fits-required-rack", "jobs/team/rack.yaml"),
+        ("kinds", "other/x.yaml"),
+    ):
+        (root / to).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CASES / name / "workload.yaml", root / to)
+    monkeypatch.chdir(root)
+    outside = tasgen("fit", "-i", "inventories", "--now", NOW)
+    assert outside.exit_code == 2 and "git work tree" in outside.output
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    configured = tasgen("fit", "-i", "inventories", "--now", NOW)
+    named = tasgen("fit", "-i", "inventories", "--now", NOW, "jobs/big.yaml", "jobs/team/rack.yaml")
+    assert (configured.exit_code, configured.output) == (named.exit_code, named.output)
+    assert "jobs/team/rack.yaml:2:1: Job" in configured.output and "other/" not in configured.output
+    monkeypatch.chdir(root / "inventories")
+    from_below = tasgen("fit", "-i", ".", "--now", NOW)
+    shown = (root.resolve() / "jobs" / "team" / "rack.yaml").as_posix()  # not below the directory
+    assert from_below.exit_code == 1 and f"{shown}:2:1: Job" in from_below.output
 
 
 def test_strict_fails_on_warnings(monkeypatch: pytest.MonkeyPatch) -> None:

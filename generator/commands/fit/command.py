@@ -11,16 +11,16 @@ from datetime import datetime
 from pathlib import Path
 
 from generator.commands.fit.formats import FORMATS
+from generator.fit.check import Checked, check_files, positions
 from generator.fit.inventory import cluster_of
-from generator.fit.judge import Judgement, judge
-from generator.fit.kinds import workloads
+from generator.fit.judge import Judgement
 from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
 from generator.load import discovery
-from generator.load.files import SUFFIXES, InputFile, display_path, load_file, read_inventory
+from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
+from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
-from generator.load.positions import PositionIndex
-from generator.model import Finding, Level, Problem, Where
-from generator.pipeline import compile
+from generator.model import Level, Problem
+from generator.pipeline import Compilation, compile
 from generator.util.gc import no_cycle_collection
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
@@ -52,32 +52,41 @@ def execute(
     """The text to print and the exit code; raises :class:`UsageProblem`."""
     if not inventory.is_dir():
         raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
-    files = _read(paths)
-    outcome = run(files, inventory, now, kubeconfig)
+    outcome = run(_read(paths) if paths else None, inventory, now, kubeconfig)
     failed = any(p.level is Level.ERROR for p in outcome.problems) or (
         strict and any(p.level is Level.WARNING for p in outcome.problems)
     )
     return FORMATS[format_](outcome.report, outcome.problems), EXIT_PROBLEMS if failed else EXIT_CLEAN
 
 
-def run(files: list[InputFile], inventory: Path, now: datetime, kubeconfig: Path | None) -> Outcome:
+def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfig: Path | None) -> Outcome:
+    """``files`` None: the GeneratorConfig's ``workloads`` globs, in the working tree."""
     with no_cycle_collection():
         compiled = compile(read_inventory(inventory), now, node_features=False)
         if compiled.failed:
             problems = compiled.problems()
             return Outcome(FitReport(workloads=[], problems=_problem_data(problems)), problems, True)
         cluster = cluster_of(compiled)
-        loaded = [load_file(f) for f in files]
-        texts = {f.path: f.text for f in loaded}
-        findings: list[Finding] = [x for f in loaded for x in f.findings]
-        found, more = workloads([d for f in loaded for d in f.documents])
-        findings += more
-        judgement = judge(cluster, found)
-        findings += judgement.findings
-        now_fits = _live(kubeconfig, cluster, judgement) if kubeconfig is not None else None
-        problems = locate(findings, texts)
-        report = FitReport(workloads=_verdicts(judgement, texts, now_fits), problems=_problem_data(problems))
+        checked = check_files(cluster, files if files is not None else _configured(inventory, compiled))
+        now_fits = _live(kubeconfig, cluster, checked.judgement) if kubeconfig is not None else None
+        problems = locate(checked.findings, checked.texts)
+        report = FitReport(workloads=_verdicts(checked, now_fits), problems=_problem_data(problems))
         return Outcome(report, problems)
+
+
+def _configured(inventory: Path, compiled: Compilation) -> list[InputFile]:
+    assert compiled.context is not None
+    globs = compiled.context.inventory.settings.workloads
+    if not globs:
+        raise UsageProblem(
+            "PATH", "name the workload manifests, or list them in GeneratorConfig spec.workloads"
+        )
+    try:
+        return read_globbed(inventory, globs)
+    except GitError as e:
+        raise UsageProblem(
+            "PATH", f"GeneratorConfig spec.workloads is matched in a git work tree: {e}"
+        ) from e
 
 
 def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[bool | None]]:
@@ -90,14 +99,12 @@ def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[
     return result
 
 
-def _verdicts(
-    judgement: Judgement, texts: dict[str, str], now_fits: list[list[bool | None]] | None
-) -> list[WorkloadVerdict]:
-    positions = _positions([j.workload.where for j in judgement.judged], texts)
+def _verdicts(checked: Checked, now_fits: list[list[bool | None]] | None) -> list[WorkloadVerdict]:
     out: list[WorkloadVerdict] = []
-    for i, judged in enumerate(judgement.judged):
+    for i, (judged, (line, column)) in enumerate(
+        zip(checked.judgement.judged, positions(checked), strict=True)
+    ):
         w = judged.workload
-        line, column = positions[i]
         podsets: list[PodSetVerdict] = [
             PodSetVerdict(
                 name=ps.name,
@@ -125,17 +132,6 @@ def _verdicts(
             )
         )
     return out
-
-
-def _positions(wheres: list[Where], texts: dict[str, str]) -> list[tuple[int, int]]:
-    by_file: dict[str, list[Where]] = {}
-    for where in wheres:
-        by_file.setdefault(where.file, []).append(where)
-    indexes = {
-        file: PositionIndex(texts.get(file, ""), [(w.doc, w.pointer) for w in group])
-        for file, group in by_file.items()
-    }
-    return [indexes[w.file].position(w.doc, w.pointer) for w in wheres]
 
 
 def _problem_data(problems: list[Problem]) -> list[ProblemData]:
