@@ -77,6 +77,8 @@ def test_no_change_reports_nothing_changed(repo: Repo) -> None:
         "drains": [],
         "nodesChanged": 0,
         "fitChanged": 0,
+        "workloadsChanged": 0,
+        "neverFit": [],
         "warnings": 0,
         "stopped": [],
     }

@@ -34,12 +34,20 @@ class Fleet:
     future: bool = False  # a queue whose identity no node has (rendered empty and held)
     cordoned: tuple[str, ...] = ()  # nodes marked unschedulable
     tainted: tuple[str, ...] = ()  # nodes with the taint maintenance=true:NoSchedule
+    workloads: tuple[str, ...] = ()  # GeneratorConfig spec.workloads (a config.yaml when set)
 
     def but(self, **changes: object) -> Fleet:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def files(self) -> dict[str, str]:
-        return {"nodes.yaml": self._nodes(), "source.yaml": self._source(), "queues.yaml": self._queues()}
+        files = {"nodes.yaml": self._nodes(), "source.yaml": self._source(), "queues.yaml": self._queues()}
+        if self.workloads:
+            globs = "".join(f"    - {g!r}\n" for g in self.workloads)
+            files["config.yaml"] = (
+                "apiVersion: topology.gpustack.ai/v1alpha1\nkind: GeneratorConfig\n"
+                f"metadata: {{name: config}}\nspec:\n  workloads:\n{globs}"
+            )
+        return files
 
     def _nodes(self) -> str:
         entries = [self._node(n, "H100", "z1" if i < 4 else "z2") for i, n in enumerate(H100)]
@@ -56,7 +64,7 @@ class Fleet:
             f"  - name: {name}\n"
             f"    labels: {{kubernetes.io/hostname: {name}, {ZONE}: {zone}, "
             f"nvidia.com/gpu.product: {product}, pool: {product.lower()}}}\n"
-            '    allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}\n'
+            '    allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8", pods: "110"}\n'
         )
 
     def _state(self, entry: str, name: str) -> str:

@@ -27,6 +27,7 @@ from generator.commands.plan.shape import (
     QuotaChange,
     Replaced,
     Report,
+    WorkloadFit,
 )
 from generator.printable import one_line
 from generator.util.typed_json import to_json
@@ -113,6 +114,8 @@ def _markdown(report: Report, budget: Budget) -> str:
         "sources": _cut(report.nodes.by_source, budget.rows),
         "domains": _cut(report.nodes.by_domain, min(budget.rows, DOMAIN_ROWS)),
         "fit": _cut([f for f in report.fit if f.changed], budget.rows),
+        "workloads": _cut(report.workloads, budget.rows),
+        "never_fit": _cut(report.summary.never_fit, alerted),
         "warnings": _cut(report.warnings, budget.rows),
         "diagrams": budget.diagrams,
     }
@@ -173,6 +176,20 @@ def _fit(value: Fit | None) -> str:
     return f"{value.gpus} GPUs ({value.pods} pod{'' if value.pods == 1 else 's'})"
 
 
+def _verdict(value: WorkloadFit | None) -> str:
+    """A workload's verdict in a few words: where it fits, or why it never does (the first
+    PodSet that does not; Kueue stops there)."""
+    if value is None:
+        return "(new)"
+    if value.fits:
+        if len(value.pod_sets) == 1 and value.pod_sets[0].flavor is not None:
+            ps = value.pod_sets[0]
+            return f"fits on {ps.flavor}" + (f" at {ps.level}" if ps.level else "")
+        return "fits"
+    first = next(p for p in value.pod_sets if not p.fits)
+    return f"never fits: PodSet {first.name}: {first.reason or 'Kueue admits it with no flavor'}"
+
+
 def _levels(levels: Names | None) -> str:
     return "(none)" if levels is None else " > ".join(f"`{k}`" for k in levels)
 
@@ -223,6 +240,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "fit": _fit,
     "levels": _levels,
     "live": lambda live: _live(live, name=_code),
+    "verdict": lambda value: _cell(_verdict(value)),
 }
 
 
@@ -234,7 +252,16 @@ def text(report: Report) -> str:
     """For terminals: one line per change, the same cuts as the comment's largest budget
     (each cut says how many lines it left out)."""
     lines = [_headline(report)]
-    for section in (_base_lines, _queue_lines, _profile_lines, _node_lines, _fit_lines, _warning_lines):
+    sections = (
+        _base_lines,
+        _queue_lines,
+        _profile_lines,
+        _node_lines,
+        _fit_lines,
+        _workload_lines,
+        _warning_lines,
+    )
+    for section in sections:
         lines += section(report)
     return "\n".join(map(one_line, lines)) + "\n"  # a value's line break stays in its line
 
@@ -265,8 +292,14 @@ def _headline(report: Report) -> str:
         f"tasgen plan against {base.ref}{note.get(base.state, '')}: {s.queues_changed} queue(s) "
         f"changed, {s.flavors_added} flavor(s) added, {s.flavors_removed} removed, "
         f"{s.nodes_changed} node(s) relabelled, {s.fit_changed} fit figure(s) changed, "
-        f"{s.warnings} warning(s)"
+        f"{_workload_count(report)}{s.warnings} warning(s)"
     )
+
+
+def _workload_count(report: Report) -> str:
+    """Said only when there is one: most inventories list no workloads."""
+    count = report.summary.workloads_changed
+    return f"{count} workload verdict(s) new or changed, " if count else ""
 
 
 def _queue_lines(report: Report) -> list[str]:
@@ -343,6 +376,15 @@ def _fit_lines(report: Report) -> list[str]:
         if f.changed
     ]
     return _shown(lines, "fit figure")
+
+
+def _workload_lines(report: Report) -> list[str]:
+    lines = [
+        f"workload {w.kind} {w.namespace}/{w.name} ({w.change}) {w.file}:{w.line}:{w.column}: "
+        f"{_verdict(w.before)} -> {_verdict(w.after)}"
+        for w in report.workloads
+    ]
+    return _shown(lines, "workload")
 
 
 def _warning_lines(report: Report) -> list[str]:

@@ -13,21 +13,28 @@ from generator.commands.plan.risks import plan_risks
 from generator.commands.plan.shape import HELD_EMPTY, HOLD_AND_DRAIN, STOPPED, Base, Queue, Report, Summary
 from generator.commands.plan.shape import Problem as Located
 from generator.commands.plan.side import Side, side_of
+from generator.commands.plan.workloads import WorkloadSides, compare_workloads, never_fit
 from generator.load.locate import locate
 from generator.model import Level, Problem
 from generator.pipeline import Compilation
+from generator.rules.fit import FIT_NEVER
 
 #: the report's shape; bumped only for a change that breaks its readers
 REPORT_VERSION: Literal[1] = 1
 
 
-def build(base: Compilation | None, head: Compilation, base_ref: str) -> Report:
-    """The report of merging ``head`` onto ``base`` (None: the base has no inventory)."""
+def build(
+    base: Compilation | None, head: Compilation, base_ref: str, workloads: WorkloadSides | None = None
+) -> Report:
+    """The report of merging ``head`` onto ``base`` (None: the base has no inventory);
+    ``workloads``: GeneratorConfig spec.workloads judged on both sides (None: none listed)."""
     before, after = side_of(base), side_of(head)
     queues = compare_queues(before, after)
     nodes = compare_nodes(before, after)
     fit = compare_fit(before, after)
-    warnings = tuple(_located(p) for p in _warnings(base, head, before, after))
+    changes = compare_workloads(workloads)
+    problems = [*_warnings(base, head, before, after), *_workload_problems(workloads)]
+    warnings = tuple(_located(p) for p in problems)
     return Report(
         version=REPORT_VERSION,
         base=Base(ref=base_ref, state=_base_state(base), problems=_base_problems(base)),
@@ -35,6 +42,7 @@ def build(base: Compilation | None, head: Compilation, base_ref: str) -> Report:
         profiles=compare_profiles(before, after),
         nodes=nodes,
         fit=fit,
+        workloads=changes,
         warnings=warnings,
         summary=Summary(
             queues_changed=sum(q.change != "unchanged" for q in queues),
@@ -43,6 +51,8 @@ def build(base: Compilation | None, head: Compilation, base_ref: str) -> Report:
             drains=_named(queues, HOLD_AND_DRAIN, HELD_EMPTY),
             nodes_changed=nodes.changed,
             fit_changed=sum(row.changed for row in fit),
+            workloads_changed=len(changes),
+            never_fit=never_fit(changes),
             warnings=len(warnings),
             stopped=_named(queues, STOPPED),
         ),
@@ -71,6 +81,15 @@ def _warnings(base: Compilation | None, head: Compilation, before: Side, after: 
     texts = {**(base.texts if base else {}), **head.texts}
     own = [f for f in head.findings if f.level is Level.WARNING]
     return locate([*own, *plan_risks(before, after)], texts)
+
+
+def _workload_problems(workloads: WorkloadSides | None) -> list[Problem]:
+    """What the head's workload manifests cannot be read or judged for (a verdict of never is
+    a row of its own, not a warning too)."""
+    if workloads is None:
+        return []
+    found = [f for f in workloads.after.findings if f.rule != FIT_NEVER.id]
+    return locate(found, workloads.after.texts)
 
 
 def _located(p: Problem) -> Located:

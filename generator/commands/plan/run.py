@@ -9,11 +9,15 @@ from typing import Any
 
 from generator.commands.plan.report import build
 from generator.commands.plan.shape import Report
+from generator.commands.plan.workloads import WorkloadSides
+from generator.fit.check import check_files
+from generator.fit.cluster import Cluster
+from generator.fit.inventory import cluster_of
 from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
-from generator.load.git import read_files, read_revision
+from generator.load.git import read_files, read_globbed, read_revision
 from generator.load.previous import FILES, previous_of
 from generator.model import Problem
-from generator.pipeline import compile
+from generator.pipeline import Compilation, compile
 from generator.util.gc import no_cycle_collection
 
 
@@ -44,7 +48,24 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
         )
         assert head.planned is not None
         queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
-        return Outcome(build(base, head, base_ref), desired=queues)
+        workloads = _workloads(inventory, base_ref, base, head)
+        return Outcome(build(base, head, base_ref, workloads), desired=queues)
+
+
+def _workloads(
+    inventory: Path, base_ref: str, base: Compilation | None, head: Compilation
+) -> WorkloadSides | None:
+    """The workloads of GeneratorConfig spec.workloads (the head's globs on both sides: what
+    the change does to the manifests the repository will hold), judged at each revision."""
+    assert head.context is not None
+    globs = head.context.inventory.settings.workloads
+    if not globs:
+        return None
+    base_cluster = cluster_of(base) if base is not None and not base.failed else Cluster([])
+    return WorkloadSides(
+        before=check_files(base_cluster, read_globbed(inventory, globs, base_ref)),
+        after=check_files(cluster_of(head), read_globbed(inventory, globs)),
+    )
 
 
 class _Parsed:

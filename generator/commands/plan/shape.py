@@ -235,6 +235,43 @@ class FitRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PodSetFit:
+    name: str
+    count: Count
+    fits: bool  # on an empty cluster
+    flavor: str | None  # the flavor Kueue admits it with
+    level: str | None  # the level Kueue places it at
+    reason: str | None  # Kueue's message when it never fits
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadFit:
+    """A workload's verdict at one revision (tasgen fit's, per PodSet)."""
+
+    fits: bool  # every PodSet fits
+    pod_sets: tuple[PodSetFit, ...]
+
+
+#: why a workload is listed: a new manifest, a changed one, or the same one whose verdict the
+#: inventory change turns (docs/explanation/plan.md "Workloads")
+WorkloadChangeKind = Literal["added", "changed", "verdict"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadChange:
+    kind: str
+    namespace: str
+    name: str
+    file: str  # the working tree's, with the line and column of the manifest
+    line: Count
+    column: Count
+    cluster_queue: str | None  # None: its LocalQueue does not exist
+    change: WorkloadChangeKind
+    before: WorkloadFit | None  # None: a new manifest
+    after: WorkloadFit
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary:
     queues_changed: Count
     flavors_added: Count
@@ -242,6 +279,8 @@ class Summary:
     drains: Names
     nodes_changed: Count
     fit_changed: Count
+    workloads_changed: Count  # workloads listed: new or changed manifests, turned verdicts
+    never_fit: Names  # kind namespace/name of each listed workload that never fits after the merge
     warnings: Count
     stopped: Names
 
@@ -254,5 +293,6 @@ class Report:
     profiles: Profiles
     nodes: Nodes
     fit: tuple[FitRow, ...]
+    workloads: tuple[WorkloadChange, ...]  # with GeneratorConfig spec.workloads
     warnings: tuple[Problem, ...]
     summary: Summary
