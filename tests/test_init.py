@@ -112,6 +112,8 @@ def test_the_workflow_pins_this_release_and_updates_one_comment(scaffolded: Path
     assert f'pip install "tasgen=={scaffold.installed_version()}"' in runs[2]
     assert "tasgen validate --format github --strict" in runs
     assert "tasgen check --format github" in runs
+    assert "tasgen fit --format github" in runs  # the configured workloads
+    assert "workloads/**" in workflow[True]["pull_request"]["paths"]  # YAML 1.1 reads "on" as True
     assert any(r.startswith("tasgen plan --base") and "--format markdown" in r for r in runs)
     script = steps[-1]["with"]["script"]
     assert MARKER in script and "updateComment" in script and "createComment" in script
@@ -130,6 +132,23 @@ def _tool(module: str, version: str) -> Path:
         env = {**os.environ, "GOBIN": str(cache), "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
         subprocess.run([go, "install", f"{module}@{version}"], env=env, check=True, timeout=900)
     return binary
+
+
+def test_the_scaffolded_workloads_are_what_the_workflow_checks(
+    scaffolded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scaffold's globs match a manifest under workloads/, from the repository's top."""
+    subprocess.run(["git", "init", "-q"], cwd=scaffolded, check=True)
+    (scaffolded / "workloads" / "team").mkdir(parents=True)
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml}\n"
+        "spec: {template: {spec: {containers: [{name: m, image: x}]}}}\n"
+    )
+    (scaffolded / "workloads" / "team" / "job.yaml").write_text(job)
+    monkeypatch.chdir(scaffolded)
+    assert tasgen("fit", "--format", "json").json()["workloads"] == []  # no queue label: not Kueue's
+    run = tasgen("fit")
+    assert run.exit_code == 0 and "workloads/team/job.yaml:3:1: warning:" in run.output, run.output
 
 
 def test_the_workflow_is_actionlint_clean(scaffolded: Path) -> None:
