@@ -2,8 +2,10 @@
 top folder, matched as git and shells match them (docs/reference/inventory.md "workloads").
 
 ``*`` and ``?`` stay inside one folder, ``[abc]`` is one character of a set, and ``**`` as a
-whole path segment spans any number of folders (none included). The working tree and a git
-revision are matched by the same function, so that both sides of a plan read the same files.
+whole path segment spans any number of folders (none included); a glob without wildcards names a
+file or a folder (its .yaml, .yml and .json files at any depth), as git's ``:(glob)`` pathspecs
+do (tests/test_globs.py asks git). The working tree and a git revision are matched by the same
+function, so that both sides of a plan read the same files.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import cache
+
+from generator.load.files import SUFFIXES
 
 
 def glob_problem(glob: str) -> str | None:
@@ -30,7 +34,13 @@ def glob_problem(glob: str) -> str | None:
 
 def matches(globs: Iterable[str], path: str) -> bool:
     """Whether the repository-relative ``path`` ('/'-separated) matches one of ``globs``."""
-    return any(_pattern(glob).fullmatch(path) for glob in globs)
+    return any(_pattern(glob).fullmatch(path) or _below(glob, path) for glob in globs)
+
+
+def _below(glob: str, path: str) -> bool:
+    """A wildcard-free glob that names a folder holds its workload files below it."""
+    literal = not any(c in glob for c in "*?[")
+    return literal and path.startswith(f"{glob.rstrip('/')}/") and path.endswith(SUFFIXES)
 
 
 def roots(globs: Iterable[str]) -> tuple[str, ...]:
