@@ -78,21 +78,35 @@ def _rack_flavor(fleet: Fleet, core: client.CoreV1Api) -> RackFlavor:
     assert offers, f"no ClusterQueue offers GPUs of a flavor whose Topology has the {RACK} level"
     cq, cq_flavor = max(offers, key=lambda offer: _gpu_quota(offer[1]))
     flavor = flavors[cq_flavor["name"]]
-    selector = ",".join(f"{k}={v}" for k, v in sorted(flavor["spec"]["nodeLabels"].items()))
-    # nfd-master projects the profile and rack labels a moment after the sync
+    node_labels = flavor["spec"]["nodeLabels"]
+    selector = ",".join(f"{k}={v}" for k, v in sorted(node_labels.items()))
+    projected = fleet.node_feature_labels()
+    expected = {
+        n.name
+        for n in fleet.nodes
+        if node_labels.items() <= {**n.labels, **projected.get(n.name, {})}.items()
+    }
+    # nfd-master projects the profile and rack labels a moment after the sync, node by node:
+    # wait for every Node the flavor will select, not only the first ones labelled
     racks, taints = wait_for(
-        f"Nodes with the labels of flavor {cq_flavor['name']}", lambda: _racks(core, selector)
+        f"the {len(expected)} Nodes with the labels of flavor {cq_flavor['name']}",
+        lambda: _racks(core, selector, expected),
     )
     topology = flavor["spec"]["topologyName"]
     return RackFlavor(cq, cq_flavor["name"], topology, _gpu_quota(cq_flavor), racks, frozenset(taints))
 
 
-def _racks(core: client.CoreV1Api, selector: str) -> tuple[dict[str, dict[str, int]], set[str]] | None:
-    """rack -> node -> GPUs and the NoSchedule taints of the selected Nodes; None until every
-    one carries its rack label."""
+def _racks(
+    core: client.CoreV1Api, selector: str, expected: set[str]
+) -> tuple[dict[str, dict[str, int]], set[str]] | None:
+    """rack -> node -> GPUs and the NoSchedule taints of the selected Nodes; None until the
+    selector selects the ``expected`` Nodes and every one carries its rack label."""
     racks: dict[str, dict[str, int]] = defaultdict(dict)
     taints: set[str] = set()
-    for node in core.list_node(label_selector=selector).to_dict()["items"]:
+    selected = core.list_node(label_selector=selector).to_dict()["items"]
+    if {node["metadata"]["name"] for node in selected} != expected:
+        return None
+    for node in selected:
         meta, allocatable = node["metadata"], node["status"]["allocatable"]
         if RACK not in meta["labels"]:
             return None
