@@ -151,3 +151,17 @@ def test_the_formats_name_the_turned_verdict(repo: Repo) -> None:
     row = next(x for x in table.splitlines() if x.startswith("| `Job team/llama-70b`"))
     assert "| `workloads/llama.yaml:1:1` | verdict | fits on " in row
     assert "| **never fits: PodSet main: " in row
+
+
+def test_a_first_adoption_judges_the_base_as_a_cluster_without_queues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = Repo(tmp_path / "first")
+    write(made, "workloads/llama.yaml", job("llama-70b"))
+    made.commit_tree("workloads before tasgen")
+    made.git("checkout", "-q", "-b", "adopt")
+    monkeypatch.chdir(made.root)
+    llama = rows(change(made))["llama-70b"]
+    assert llama["change"] == "verdict"
+    assert llama["before"]["podSets"][0]["reason"] == "LocalQueue training doesn't exist"
+    assert llama["after"]["fits"]
