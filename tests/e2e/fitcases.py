@@ -485,7 +485,11 @@ def kueue_causes(message: str, lane: Lane, queue: str | None) -> set[Cause]:
 def _whole(quantity: str) -> int | None:
     """A quantity as an integer in its base unit (millicores for cpu would be a fraction:
     compared in thousandths then)."""
-    value = parse_quantity(quantity)
+    return whole(parse_quantity(quantity))
+
+
+def whole(value: Decimal) -> int:
+    """A parsed quantity as _whole counts it."""
     return int(value * 1000) if value != int(value) else int(value)
 
 
