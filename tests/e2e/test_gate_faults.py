@@ -66,7 +66,11 @@ def scenes(kueue: Kueue, tmp_path: Path, count: int, *, busy: bool, policy: str 
         plan = write_plan(tmp_path / f"{cq}.yaml", [cluster_queue(cq, {a: 4}, policy)])
         made.append(Scene(cq, a, b, ns, plan))
     for scene in made:
-        wait_for("Kueue's status for the new queue", lambda s=scene: kueue.reserving(s.queue, int(busy)))
+        wait_for(
+            "Kueue's status for the new queue",
+            lambda s=scene: kueue.reserving(s.queue, int(busy)),
+            state=lambda s=scene: kueue.seen(s.queue, s.namespace),
+        )
         if policy != "None":
             kueue.patch_spec(scene.queue, {"stopPolicy": policy})
     for scene in made:

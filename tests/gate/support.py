@@ -36,15 +36,19 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:
-    """Poll probe until it returns something truthy; fail with what after timeout seconds."""
+def wait_for(
+    what: str, probe: Callable[[], T | None], timeout: float = 60.0, state: Callable[[], object] | None = None
+) -> T:
+    """Poll probe until it returns something truthy; fail with what after timeout seconds,
+    and with what state() returns then (what the cluster showed instead)."""
     end = time.monotonic() + timeout
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            shown = f"; instead: {state()}" if state is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{shown}")
         time.sleep(0.2)
 
 
@@ -176,6 +180,22 @@ class Kueue:
             if e["regarding"].get("name") == name and e.get("reportingController", "").endswith("tasgen-gate")
         ]
         return [e["reason"] for e in sorted(mine, key=lambda e: e["eventTime"])]
+
+    def seen(self, queue: str, ns: str) -> str:
+        """A queue's status and its namespace's Workloads' conditions, for a failure message."""
+        cq = self.get(queue)
+        shown = [
+            (
+                w["metadata"]["name"],
+                [
+                    (c["type"], c["status"], c.get("reason"), c.get("message"))
+                    for c in w.get("status", {}).get("conditions", [])
+                ],
+            )
+            for w in self.workloads(ns)
+        ]
+        generation = cq["metadata"]["generation"]
+        return f"queue {queue} generation {generation} status {cq.get('status')}; workloads in {ns}: {shown}"
 
     def current(self, name: str) -> dict[str, Any] | None:
         """The queue once Kueue's status describes its current generation."""
