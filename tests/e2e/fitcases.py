@@ -485,12 +485,42 @@ def kueue_causes(message: str, lane: Lane, queue: str | None) -> set[Cause]:
 def _whole(quantity: str) -> int | None:
     """A quantity as an integer in its base unit (millicores for cpu would be a fraction:
     compared in thousandths then)."""
-    return whole(parse_quantity(quantity))
+    return _whole_value(parse_quantity(quantity))
 
 
-def whole(value: Decimal) -> int:
-    """A parsed quantity as _whole counts it."""
+def _whole_value(value: Decimal) -> int:
     return int(value * 1000) if value != int(value) else int(value)
+
+
+def quota_swaps(
+    attempts: list[set[Cause]], stated: set[Cause], lane: Lane, queue: str, case: Case
+) -> list[set[Cause]]:
+    """Kueue's attempts with a quota cause on a flavor swapped for fit's quota cause on another
+    resource of that flavor, where that resource is over quota too. Kueue checks a flavor's
+    resources in Go's map order and names the first one over: with two over, either is Kueue's
+    answer. fit's cause counts only when its numbers hold: the PodSet's request of that
+    resource, over a maximum no smaller than the queue's nominal quota and no larger than the
+    cohort's (the lane's queues share one)."""
+    swapped: list[set[Cause]] = []
+    for ours in (c for c in stated if c.kind == "quota" and c.subject in case.requests):
+        [flavor] = ours.flavors
+        own = lane.nominal.get((queue, flavor), {}).get(ours.subject, Decimal(0))
+        cohort = sum(
+            (lane.nominal.get((q, flavor), {}).get(ours.subject, Decimal(0)) for q in lane.queues), Decimal(0)
+        )
+        request = _whole_value(case.count * parse_quantity(case.requests[ours.subject]))
+        if ours.total != request or ours.fit is None or not _whole_value(own) <= ours.fit < request:
+            continue
+        if ours.fit > _whole_value(cohort):
+            continue
+        for attempt in attempts:
+            theirs = [
+                c
+                for c in attempt
+                if c.kind == "quota" and c.flavors == ours.flavors and c.subject != ours.subject
+            ]
+            swapped += [(attempt - {c}) | {ours} for c in theirs]
+    return swapped
 
 
 @dataclass(frozen=True)

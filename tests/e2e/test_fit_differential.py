@@ -16,7 +16,6 @@ import random
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +41,8 @@ from tests.e2e.fitcases import (
     lane_of,
     other_kinds,
     projected_labels,
+    quota_swaps,
     summary,
-    whole,
     write_generated_fleet,
 )
 from tests.e2e.fleet import REPO, Fleet, load_fleet
@@ -289,7 +288,8 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
     (request and maximum capacity; pods that fit and pods asked for; nodes excluded and why).
     Which attempt does not matter: Kueue words its first from where its turn through the
     queue's flavors starts, the later ones from where the previous stopped. A PodSet asking for
-    a resource no group covers may get that cause whatever the attempts said (see below)."""
+    a resource no group covers may get that cause whatever the attempts said (see below); one
+    over quota on two resources of a flavor may get either (quota_swaps)."""
     case, decision = judged.case, judged.decision
     if verdict is None:
         return "fit reported no such workload"
@@ -314,42 +314,13 @@ def _disagreement(lane: Lane, judged: Judged, verdict: dict[str, Any] | None) ->
         attempts += [{c} for c in uncovered]
     for podset in refused:
         stated = kueue_causes(podset.get("reason") or "", lane, queue)
-        if queue is not None:
-            attempts += _other_resource_over_quota(attempts, stated, lane, queue, case)
-        if not stated or stated not in attempts:
+        answers = attempts + (quota_swaps(attempts, stated, lane, queue, case) if queue is not None else [])
+        if not stated or stated not in answers:
             return (
                 f"fit's reason {podset.get('reason')!r} ({summary(stated) or 'no cause'}) is none of "
                 f"Kueue's: {' | '.join(summary(a) for a in attempts)}"
             )
     return None
-
-
-def _other_resource_over_quota(
-    attempts: list[set[Cause]], stated: set[Cause], lane: Lane, queue: str, case: Case
-) -> list[set[Cause]]:
-    """Kueue's attempts with a quota cause on a flavor swapped for fit's quota cause on another
-    resource of that flavor, where that resource is over quota too. Kueue checks a flavor's
-    resources in Go's map order and names the first one over: with two over, either is Kueue's
-    answer. fit's cause counts only when its numbers hold: the PodSet's request of that
-    resource, over a maximum no smaller than the queue's nominal quota and no larger than the
-    cohort's (the lane's queues share one)."""
-    swapped: list[set[Cause]] = []
-    for ours in (c for c in stated if c.kind == "quota" and c.subject in case.requests):
-        [flavor] = ours.flavors
-        nominal = [lane.nominal.get((q, flavor), {}).get(ours.subject, Decimal(0)) for q in lane.queues]
-        own = lane.nominal.get((queue, flavor), {}).get(ours.subject, Decimal(0))
-        request = whole(case.count * parse_quantity(case.requests[ours.subject]))
-        if not (
-            ours.total == request
-            and ours.fit is not None
-            and whole(own) <= ours.fit < request
-            and ours.fit <= whole(sum(nominal, Decimal(0)))
-        ):
-            continue
-        for attempt in attempts:
-            theirs = [c for c in attempt if c.kind == "quota" and c.flavors == ours.flavors and c != ours]
-            swapped += [(attempt - {c}) | {ours} for c in theirs if c.subject != ours.subject]
-    return swapped
 
 
 def _judged_alike(verdict: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -1,0 +1,74 @@
+"""fit's differential test accepts either resource where two are over a flavor's quota, as
+Kueue names one of them in Go's map order, and only when fit's numbers for its own hold."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from kubernetes.utils import parse_quantity
+
+from tests.e2e.fitcases import Case, Lane, kueue_causes, quota_swaps
+
+B = "gpustack-nvidia-gen-b-326ea5-b0beebade068"
+A = "gpustack-nvidia-gen-a-287c53-0d1717cd2d70"
+TAINT = "untolerated taint {gen.example.com/reserved serve NoSchedule <nil>} in flavor " + A
+# 6 pods of {gpu: 4, memory: 300Gi} on flavor B: over its GPU quota (24 > 4) and its memory (1800Gi > 1Ti)
+CASE = Case("gen-16", "gen-serve", "gen-serve", 6, {"nvidia.com/gpu": "4", "memory": "300Gi"})
+LANE = Lane(
+    "gen",
+    None,  # type: ignore[arg-type]  # the fleet is not read here
+    Path("."),
+    {},
+    {"gen-serve": (B, A), "gen-train": (A, B)},
+    {
+        ("gen-serve", B): {"nvidia.com/gpu": Decimal(4), "memory": parse_quantity("1Ti")},
+        ("gen-train", B): {"memory": parse_quantity("1Ti")},
+    },
+    {("gen-serve", "gen-serve"): "gen-serve"},
+)
+
+
+def quota(resource: str, request: str, maximum: str) -> str:
+    return (
+        f"insufficient quota for {resource} in flavor {B}, previously considered podsets requests (0) + "
+        f"current podset request ({request}) > maximum capacity ({maximum}), {TAINT}"
+    )
+
+
+KUEUE = [kueue_causes(quota("nvidia.com/gpu", "24", "4"), LANE, "gen-serve")]
+
+
+def test_the_other_resource_over_quota_is_kueues_answer_too() -> None:
+    stated = kueue_causes(quota("memory", "1800Gi", "1Ti"), LANE, "gen-serve")
+    assert stated not in KUEUE
+    assert stated in quota_swaps(KUEUE, stated, LANE, "gen-serve", CASE)
+
+
+@pytest.mark.parametrize(
+    ("request_", "maximum"),
+    [
+        ("1700Gi", "1Ti"),  # not the PodSet's request of memory
+        ("1800Gi", "512Gi"),  # below the queue's own nominal quota
+        ("3Ti", "3Ti"),  # not over its maximum
+    ],
+)
+def test_a_quota_cause_whose_numbers_do_not_hold_is_refused(request_: str, maximum: str) -> None:
+    stated = kueue_causes(quota("memory", request_, maximum), LANE, "gen-serve")
+    assert stated not in quota_swaps(KUEUE, stated, LANE, "gen-serve", CASE)
+
+
+def test_a_maximum_beyond_the_cohorts_quota_is_refused() -> None:
+    big = Case("gen-17", "gen-serve", "gen-serve", 8, {"nvidia.com/gpu": "4", "memory": "300Gi"})
+    kueue = [kueue_causes(quota("nvidia.com/gpu", "32", "4"), LANE, "gen-serve")]
+    assert kueue_causes(quota("memory", "2400Gi", "2Ti"), LANE, "gen-serve") in quota_swaps(
+        kueue, kueue_causes(quota("memory", "2400Gi", "2Ti"), LANE, "gen-serve"), LANE, "gen-serve", big
+    )
+    stated = kueue_causes(quota("memory", "2400Gi", "2100Gi"), LANE, "gen-serve")
+    assert stated not in quota_swaps(kueue, stated, LANE, "gen-serve", big)
+
+
+def test_no_swap_without_a_quota_cause_of_kueue_on_that_flavor() -> None:
+    stated = kueue_causes(quota("memory", "1800Gi", "1Ti"), LANE, "gen-serve")
+    assert quota_swaps([kueue_causes(TAINT, LANE, "gen-serve")], stated, LANE, "gen-serve", CASE) == []
