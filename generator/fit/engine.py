@@ -18,11 +18,11 @@ from typing import Any
 from generator.fit import index as domain_index
 from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
 from generator.fit.podsets import PodSet, TopologyRequest
-from generator.fit.quantity import text
+from generator.kube.quantities import kueue_text
+from generator.kube.selectors import holds, selects, terms_match
+from generator.kube.taints import untolerated
 from generator.model import Taint
-from generator.validate.checks.taints import tolerates
 
-BLOCKING = ("NoSchedule", "NoExecute")
 INFINITE = 2**31 - 1
 
 
@@ -179,7 +179,7 @@ class Engine:
                     return f'Flavor "{name}" does not contain the requested level', "level"
             elif not tas_only and flavor.topology is not None:
                 return f'Flavor "{name}" supports only TopologyAwareScheduling', "queue"
-            taint = _untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
+            taint = untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
             if taint is not None:
                 return f"untolerated taint {_taint_struct(taint)} in flavor {name}", "queue"
             if not _matches_flavor(ps, keys, flavor.node_labels):
@@ -198,8 +198,8 @@ class Engine:
             if before + value > most:
                 return (
                     f"insufficient quota for {resource} in flavor {flavor}, previously considered "
-                    f"podsets requests ({text(resource, before)}) + current podset request "
-                    f"({text(resource, value)}) > maximum capacity ({text(resource, most)})"
+                    f"podsets requests ({kueue_text(resource, before)}) + current podset request "
+                    f"({kueue_text(resource, value)}) > maximum capacity ({kueue_text(resource, most)})"
                 ), False
             if before + value > _nominal(queue, flavor, resource):
                 borrows = True
@@ -291,13 +291,6 @@ def _level_key(levels: tuple[str, ...], request: TopologyRequest | None) -> str 
     return None
 
 
-def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any]]) -> Taint | None:
-    for taint in taints:
-        if taint[2] in BLOCKING and not any(tolerates(dict(t), taint) for t in tolerations):
-            return taint
-    return None
-
-
 def _taint_struct(taint: Taint) -> str:
     """A taint as Kueue's message prints it: a ``corev1.Taint`` value with ``%v``."""
     key, value, effect = taint
@@ -316,8 +309,7 @@ def _taint_text(taint: Taint) -> str:
 def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str]) -> bool:
     """Kueue's ``flavorSelector``: the PodSet's nodeSelector and required affinity, cut to the
     keys the group's flavors set, against the flavor's nodeLabels."""
-    selector = {k: v for k, v in (ps.node_selector or {}).items() if k in keys}
-    if any(labels.get(k) != v for k, v in selector.items()):
+    if not selects(ps.node_selector or {}, (), labels, only=keys):
         return False
     if ps.affinity is None:
         return True
@@ -327,36 +319,14 @@ def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str])
         if not kept:
             return True  # an emptied term matches any flavor
         terms.append(kept)
-    return not terms or any(all(_expression(e, labels) for e in term) for term in terms)
-
-
-def _expression(expression: tuple[str, str, tuple[str, ...]], labels: Mapping[str, str]) -> bool:
-    key, operator, values = expression
-    present, value = key in labels, labels.get(key, "")
-    if operator == "In":
-        return present and value in values
-    if operator == "NotIn":
-        return not present or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        try:
-            have, limit = int(value), int(values[0])
-        except (ValueError, IndexError):
-            return False
-        return present and (have > limit if operator == "Gt" else have < limit)
-    return False
+    return not terms or any(all(holds(e, labels) for e in term) for term in terms)
 
 
 def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
     def keep(node: NodeFacts) -> str | None:
-        if any(node.labels.get(k) != v for k, v in (ps.node_selector or {}).items()):
+        if not selects(ps.node_selector or {}, (), node.labels):
             return "nodeSelector"
-        if ps.affinity is not None and not any(
-            all(_expression(e, node.labels) for e in t) for t in ps.affinity
-        ):
+        if ps.affinity is not None and not terms_match(ps.affinity, node.labels):
             return "affinity"
         return None
 
@@ -515,7 +485,7 @@ def _states(
     kind_states: dict[int, _State] = {}
     for kind_id, (allocatable, taints) in enumerate(levelled.kinds):
         state = _State()
-        taint = _untolerated(taints, tolerations) if idx.node_level else None
+        taint = untolerated(taints, tolerations) if idx.node_level else None
         if taint is not None:
             excluded[f"taint {_taint_text(taint)}"] += leaves[kind_id]
         else:

@@ -11,12 +11,12 @@ from typing import Any
 
 from generator.fit.podsets import (
     TOPOLOGY_ANNOTATIONS,
-    Expression,
     PodSet,
     annotation_errors,
     pod_requests,
     topology_request,
 )
+from generator.kube.selectors import Expression, expressions_of
 from generator.model import Document, Finding, Pointer, Where
 from generator.rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
 
@@ -201,13 +201,10 @@ def _affinity(spec: Mapping[str, Any]) -> tuple[tuple[Expression, ...], ...] | N
     )
     if not isinstance(required, dict):
         return None
-    terms = []
-    for term in required.get("nodeSelectorTerms") or ():
-        expressions = tuple(
-            (str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
-            for e in (term or {}).get("matchExpressions") or ()
-        )
-        terms.append(expressions)
+    terms = [
+        expressions_of((term or {}).get("matchExpressions"))
+        for term in required.get("nodeSelectorTerms") or ()
+    ]
     return tuple(terms)
 
 

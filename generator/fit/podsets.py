@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.fit.quantity import units
+from generator.kube.quantities import kueue_units
+from generator.kube.selectors import Expression
 
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -42,10 +43,6 @@ class TopologyRequest:
     @property
     def slice_only(self) -> bool:
         return self.required is None and self.preferred is None and self.slice_level is not None
-
-
-#: one requirement of a nodeSelectorTerm: key, operator, values
-Expression = tuple[str, str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -184,7 +181,7 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
 def _amounts(values: Any) -> dict[str, int]:
     if not isinstance(values, Mapping):
         return {}
-    return {str(r): u for r, v in values.items() if (u := units(str(r), v)) is not None}
+    return {str(r): u for r, v in values.items() if (u := kueue_units(str(r), v)) is not None}
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
