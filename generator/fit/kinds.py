@@ -18,6 +18,7 @@ from generator.fit.podsets import (
     pod_requests,
     topology_request,
 )
+from generator.fit.resources import resource_errors
 from generator.kube.selectors import Expression, expressions_of
 from generator.model import Document, Finding, Pointer, Where
 from generator.rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
@@ -113,6 +114,11 @@ def _workload(
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
             ok = False
             continue
+        refused = _refused_resources(doc, kind, template)
+        if refused:
+            findings += refused
+            ok = False
+            continue
         annotations = _annotations(template)
         places = {k: doc.where(*template.pointer, "metadata", "annotations", k) for k in annotations}
         for key, message in annotation_errors(annotations, podset.count):
@@ -172,9 +178,25 @@ def _pod_group(
         except BadManifest as e:
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
             return None
+        refused = _refused_resources(doc, "Pod", template)
+        if refused:
+            findings += refused
+            return None
         made.podsets.append(podset)
         made.annotations.append({k: doc.where("metadata", "annotations", k) for k in _annotations(template)})
     return made
+
+
+def _refused_resources(doc: Document, kind: str, template: Template) -> list[Finding]:
+    spec = template.body.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    api = str(doc.body.get("apiVersion", ""))
+    found = resource_errors(kind, api, spec, (*template.pointer, "spec"))
+    return [
+        FIT_MANIFEST(doc.where(*at), f"{message} (the API server refuses the {kind})")
+        for at, message in found
+    ]
 
 
 def _role(template: Template) -> str:
