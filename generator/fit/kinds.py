@@ -384,6 +384,88 @@ def _pytorch(body: Mapping[str, Any]) -> list[Template]:
     return found
 
 
+def _mpijob(body: Mapping[str, Any]) -> list[Template]:
+    """Kueue's MPIJob: the launcher, then the workers (``orderedReplicaTypes``)."""
+    specs = (body.get("spec") or {}).get("mpiReplicaSpecs")
+    if not isinstance(specs, dict) or not specs:
+        raise BadManifest(("spec",), "an MPIJob needs spec.mpiReplicaSpecs")
+    found = []
+    for role in ("Launcher", "Worker"):
+        if role in specs:
+            replicas = _int(body, ("spec", "mpiReplicaSpecs", role, "replicas"), 1)
+            found.append(
+                _template(body, ("spec", "mpiReplicaSpecs", role, "template"), role.lower(), replicas)
+            )
+    return found
+
+
+def _appwrapper(body: Mapping[str, Any]) -> list[Template]:
+    """An AppWrapper's PodSets: each component's declared ``podSets`` (a path into the
+    component and a replica count), else those the AppWrapper controller infers for the
+    component's kind; named ``<appwrapper>-<index>``."""
+    components = (body.get("spec") or {}).get("components")
+    if not isinstance(components, list) or not components:
+        raise BadManifest(("spec",), "an AppWrapper needs spec.components")
+    name = str((body.get("metadata") or {}).get("name") or "")
+    found: list[Template] = []
+    for i, component in enumerate(components):
+        at: Pointer = ("spec", "components", i)
+        if not isinstance(component, dict) or not isinstance(component.get("template"), dict):
+            raise BadManifest(at, "an AppWrapper component needs a template")
+        declared = component.get("podSets")
+        if isinstance(declared, list) and declared:
+            for j, podset in enumerate(declared):
+                path = _aw_path(str((podset or {}).get("path") or ""), (*at, "podSets", j, "path"))
+                replicas = _int(body, (*at, "podSets", j, "replicas"), 1)
+                found.append(_template(body, (*at, *path), "", replicas))
+        else:
+            found += [
+                Template("", t.count, t.body, (*at, "template", *t.pointer))
+                for t in _aw_inferred(component["template"], (*at, "template"))
+            ]
+    return [Template(f"{name}-{k}".lower(), t.count, t.body, t.pointer) for k, t in enumerate(found)]
+
+
+def _aw_path(path: str, where: Pointer) -> Pointer:
+    """A component's podSet path (``template.spec.replicatedJobs[0].template``) as steps."""
+    steps: list[str | int] = []
+    for part in path.split("."):
+        key, *indexes = part.split("[")
+        if not key:
+            raise BadManifest(where, f"{path!r} is not a path into the component")
+        steps.append(key)
+        for index in indexes:
+            if not index.endswith("]") or not index[:-1].isdigit():
+                raise BadManifest(where, f"{path!r} is not a path into the component")
+            steps.append(int(index[:-1]))
+    return tuple(steps)
+
+
+def _aw_inferred(template: Mapping[str, Any], at: Pointer) -> list[Template]:
+    """The AppWrapper controller's ``InferPodSets`` for a component's kind."""
+    api, kind = str(template.get("apiVersion", "")), str(template.get("kind", ""))
+    group = api.split("/", maxsplit=1)[0] if "/" in api else ""
+    if (group, kind) in (("ray.io", "RayCluster"), ("ray.io", "RayJob")):
+        spec: Pointer = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
+        found = [_template(template, (*spec, "headGroupSpec", "template"), "", 1)]
+        for i, _ in enumerate(_at(template, (*spec, "workerGroupSpecs")) or ()):
+            replicas = _int(template, (*spec, "workerGroupSpecs", i, "replicas"), 1)
+            found.append(_template(template, (*spec, "workerGroupSpecs", i, "template"), "", replicas))
+        return found
+    if (group, kind) == ("apps", "Deployment"):
+        return [_template(template, ("spec", "template"), "", _int(template, ("spec", "replicas"), 1))]
+    inferable = {("batch", "Job"), ("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "PyTorchJob"), ("", "Pod")}
+    builder = _BUILDERS.get((group, kind))
+    if builder is None or (group, kind) not in inferable | {("apps", "StatefulSet")}:
+        raise BadManifest(
+            (*at, "kind"), f"the AppWrapper controller infers no PodSets for {api} {kind}: declare podSets"
+        )
+    try:
+        return builder(template)
+    except BadManifest as e:
+        raise BadManifest((*at, *e.pointer), e.message) from None
+
+
 def _trainjob(body: Mapping[str, Any]) -> list[Template]:
     """A TrainJob's PodSets come from its TrainingRuntime; the manifest's own ``podTemplate``
     overrides are not enough to build them."""
@@ -405,6 +487,8 @@ _BUILDERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Template]]] 
     ("ray.io", "RayCluster"): _ray(job=False),
     ("kubeflow.org", "PyTorchJob"): _pytorch,
     ("trainer.kubeflow.org", "TrainJob"): _trainjob,
+    ("kubeflow.org", "MPIJob"): _mpijob,
+    ("workload.codeflare.dev", "AppWrapper"): _appwrapper,
 }
 #: kinds a workload folder holds beside workloads, read without a word
 _IGNORED = frozenset({"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "Kustomization"})
