@@ -4,9 +4,11 @@ workloads and findings out."""
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from generator.fit.podsets import (
@@ -56,15 +58,23 @@ class BadManifest(Exception):
         self.pointer, self.message = pointer, message
 
 
-def workloads(documents: Iterable[Document]) -> tuple[list[Workload], list[Finding]]:
+def workloads(
+    documents: Iterable[Document], runtimes: Sequence[Mapping[str, Any]] = ()
+) -> tuple[list[Workload], list[Finding]]:
     """The workloads of the documents, in order, and the findings of those that cannot be
-    read (or that Kueue does not manage, or whose annotations its webhook refuses)."""
+    read (or that Kueue does not manage, or whose annotations its webhook refuses).
+    TrainJobs find their runtimes among the documents and in ``runtimes`` (a cluster's)."""
+    documents = list(documents)
+    runtimes = [*(d.body for d in documents if d.kind in RUNTIME_KINDS), *runtimes]
     found: list[Workload] = []
     findings: list[Finding] = []
     groups: dict[tuple[str, str], list[tuple[Document, Template]]] = {}
     for doc in documents:
         kind, api = doc.kind, str(doc.body.get("apiVersion", ""))
-        builder = _BUILDERS.get((api.split("/", maxsplit=1)[0] if "/" in api else "", kind))
+        group = api.split("/", maxsplit=1)[0] if "/" in api else ""
+        builder = _BUILDERS.get((group, kind))
+        if (group, kind) == ("trainer.kubeflow.org", "TrainJob"):
+            builder = partial(_trainjob, runtimes=runtimes)
         if builder is None:
             if kind not in _IGNORED:
                 message = f"{api} {kind} is not a workload tasgen fit reads ({_kinds_text()})"
@@ -466,14 +476,58 @@ def _aw_inferred(template: Mapping[str, Any], at: Pointer) -> list[Template]:
         raise BadManifest((*at, *e.pointer), e.message) from None
 
 
-def _trainjob(body: Mapping[str, Any]) -> list[Template]:
-    """A TrainJob's PodSets come from its TrainingRuntime; the manifest's own ``podTemplate``
-    overrides are not enough to build them."""
-    raise BadManifest(
-        ("spec", "runtimeRef"),
-        "a TrainJob's PodSets come from its TrainingRuntime, which the manifest does not hold; "
-        "check the runtime's pod templates as a JobSet instead",
+#: the label that marks a runtime's trainer replicatedJob
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
+
+
+def _trainjob(body: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) -> list[Template]:
+    """A TrainJob's PodSets, as Kueue builds them from the JobSet its (Cluster)TrainingRuntime
+    makes (Kubeflow Trainer v2.2.0's jobset builder): the runtime's replicatedJobs, the
+    trainer's one (``trainjob-ancestor-step: trainer``) with one replica of
+    ``trainer.numNodes`` pods (else the runtime's ``mlPolicy.numNodes``) and
+    ``trainer.resourcesPerNode`` on its ``node`` container. Positions are the runtimeRef's."""
+    spec = body.get("spec") or {}
+    ref = spec.get("runtimeRef") if isinstance(spec, Mapping) else None
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        raise BadManifest(("spec",), "a TrainJob needs spec.runtimeRef.name")
+    kind = str(ref.get("kind") or "ClusterTrainingRuntime")
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    runtime = next((r for r in runtimes if _is_runtime(r, kind, str(ref["name"]), namespace)), None)
+    if runtime is None:
+        raise BadManifest(
+            ("spec", "runtimeRef"),
+            f"{kind} {ref['name']} is neither among the paths nor on the cluster: its pod templates "
+            "make the TrainJob's PodSets",
+        )
+    jobset = copy.deepcopy(((runtime.get("spec") or {}).get("template") or {}).get("spec") or {})
+    trainer: Mapping[str, Any] = spec["trainer"] if isinstance(spec.get("trainer"), Mapping) else {}
+    nodes = (
+        trainer.get("numNodes") or ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("numNodes") or 1
     )
+    for job in jobset.get("replicatedJobs") or ():
+        labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        job["replicas"] = 1
+        job_spec = job.setdefault("template", {}).setdefault("spec", {})
+        job_spec["parallelism"] = job_spec["completions"] = nodes
+        resources = trainer.get("resourcesPerNode")
+        for container in ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or ():
+            if container.get("name") == "node" and isinstance(resources, Mapping) and resources:
+                container["resources"] = dict(resources)
+    try:
+        templates = _jobset({"spec": jobset})
+    except BadManifest as e:
+        raise BadManifest(("spec", "runtimeRef"), f"{kind} {ref['name']}: {e.message}") from None
+    return [Template(t.name, t.count, t.body, ("spec", "runtimeRef")) for t in templates]
+
+
+def _is_runtime(runtime: Mapping[str, Any], kind: str, name: str, namespace: str) -> bool:
+    meta = runtime.get("metadata") or {}
+    if runtime.get("kind") != kind or meta.get("name") != name:
+        return False
+    return kind == "ClusterTrainingRuntime" or (meta.get("namespace") or "default") == namespace
 
 
 _BUILDERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Template]]] = {
@@ -486,16 +540,17 @@ _BUILDERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Template]]] 
     ("ray.io", "RayJob"): _ray(job=True),
     ("ray.io", "RayCluster"): _ray(job=False),
     ("kubeflow.org", "PyTorchJob"): _pytorch,
-    ("trainer.kubeflow.org", "TrainJob"): _trainjob,
     ("kubeflow.org", "MPIJob"): _mpijob,
     ("workload.codeflare.dev", "AppWrapper"): _appwrapper,
 }
 #: kinds a workload folder holds beside workloads, read without a word
-_IGNORED = frozenset({"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "Kustomization"})
+_IGNORED = frozenset(
+    {"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "Kustomization", *RUNTIME_KINDS}
+)
 
 
 def _kinds_text() -> str:
-    return ", ".join(kind for _, kind in _BUILDERS)
+    return ", ".join([*(kind for _, kind in _BUILDERS), "TrainJob"])
 
 
 def unmanaged(workload: Workload) -> Finding:
