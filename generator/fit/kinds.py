@@ -58,14 +58,27 @@ class BadManifest(Exception):
         self.pointer, self.message = pointer, message
 
 
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What a cluster adds when a workload's PodSets are built (``tasgen fit --kubeconfig``):
+    training runtimes, and the LimitRange defaults and RuntimeClass overhead that Kueue's
+    ``AdjustResources`` applies as the API server would to the pods."""
+
+    runtimes: tuple[Mapping[str, Any], ...] = ()
+    #: namespace -> its LimitRanges, by name
+    limit_ranges: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    runtime_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # by name
+
+
 def workloads(
-    documents: Iterable[Document], runtimes: Sequence[Mapping[str, Any]] = ()
+    documents: Iterable[Document], facts: ClusterFacts | None = None
 ) -> tuple[list[Workload], list[Finding]]:
     """The workloads of the documents, in order, and the findings of those that cannot be
     read (or that Kueue does not manage, or whose annotations its webhook refuses).
-    TrainJobs find their runtimes among the documents and in ``runtimes`` (a cluster's)."""
+    TrainJobs find their runtimes among the documents and the cluster's."""
     documents = list(documents)
-    runtimes = [*(d.body for d in documents if d.kind in RUNTIME_KINDS), *runtimes]
+    facts = facts or ClusterFacts()
+    runtimes = [*(d.body for d in documents if d.kind in RUNTIME_KINDS), *facts.runtimes]
     found: list[Workload] = []
     findings: list[Finding] = []
     groups: dict[tuple[str, str], list[tuple[Document, Template]]] = {}
@@ -91,11 +104,11 @@ def workloads(
             group = str(meta["labels"][POD_GROUP_LABEL])
             groups.setdefault((namespace, group), []).append((doc, templates[0]))
             continue
-        made = _workload(doc, kind, namespace, name, meta, templates, findings)
+        made = _workload(doc, kind, namespace, name, meta, templates, findings, facts)
         if made is not None:
             found.append(made)
     for (namespace, group), members in groups.items():
-        made = _pod_group(namespace, group, members, findings)
+        made = _pod_group(namespace, group, members, findings, facts)
         if made is not None:
             found.append(made)
     return found, findings
@@ -109,6 +122,7 @@ def _workload(
     meta: Mapping[str, Any],
     templates: list[Template],
     findings: list[Finding],
+    facts: ClusterFacts,
 ) -> Workload | None:
     labels = meta.get("labels") or {}
     queue = labels.get(QUEUE_LABEL)
@@ -119,7 +133,7 @@ def _workload(
     ok = True
     for template in templates:
         try:
-            podset = _podset(template)
+            podset = _podset(template, namespace, facts)
         except BadManifest as e:
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
             ok = False
@@ -160,7 +174,11 @@ def _field_path(pointer: Pointer) -> str:
 
 
 def _pod_group(
-    namespace: str, group: str, members: list[tuple[Document, Template]], findings: list[Finding]
+    namespace: str,
+    group: str,
+    members: list[tuple[Document, Template]],
+    findings: list[Finding],
+    facts: ClusterFacts,
 ) -> Workload | None:
     """Pods of one ``kueue.x-k8s.io/pod-group-name``: one Workload, a PodSet per role (pods
     of the same shape), counted from the pods (or the total-count annotation for one role)."""
@@ -184,7 +202,7 @@ def _pod_group(
             template.pointer,
         )
         try:
-            podset = _podset(named)
+            podset = _podset(named, namespace, facts)
         except BadManifest as e:
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
             return None
@@ -226,10 +244,11 @@ def _annotations(template: Template) -> dict[str, str]:
     )
 
 
-def _podset(template: Template) -> PodSet:
+def _podset(template: Template, namespace: str, facts: ClusterFacts) -> PodSet:
     spec = _mapping(template.body.get("spec"), (*template.pointer, "spec"))
     if not isinstance(spec.get("containers"), list) or not spec["containers"]:
         raise BadManifest((*template.pointer, "spec"), "a pod template needs spec.containers")
+    spec = adjusted(spec, namespace, facts)
     tolerations = tuple(t for t in spec.get("tolerations") or () if isinstance(t, dict))
     selector = spec.get("nodeSelector")
     return PodSet(
@@ -241,6 +260,46 @@ def _podset(template: Template) -> PodSet:
         _affinity(spec),
         topology_request(_annotations(template)),
     )
+
+
+def adjusted(spec: Mapping[str, Any], namespace: str, facts: ClusterFacts) -> Mapping[str, Any]:
+    """Kueue's ``AdjustResources`` before it counts a pod: the RuntimeClass's fixed overhead
+    where the pod gives none, then the namespace's LimitRange container defaults (limits
+    and requests) where a container gives none (the first LimitRange's value wins)."""
+    overhead = None
+    runtime_class = spec.get("runtimeClassName")
+    if runtime_class and not spec.get("overhead"):
+        overhead = ((facts.runtime_classes.get(str(runtime_class)) or {}).get("overhead") or {}).get(
+            "podFixed"
+        )
+    default, default_request = _container_defaults(facts.limit_ranges.get(namespace, ()))
+    if not overhead and not default and not default_request:
+        return spec
+    out = copy.deepcopy(dict(spec))
+    if overhead:
+        out["overhead"] = dict(overhead)
+    for field_name in ("initContainers", "containers"):
+        for container in out.get(field_name) or ():
+            if not isinstance(container, dict):
+                continue
+            given = container.get("resources")
+            resources: dict[str, Any] = given if isinstance(given, dict) else {}
+            resources["limits"] = {**default, **(resources.get("limits") or {})}
+            resources["requests"] = {**default_request, **(resources.get("requests") or {})}
+            container["resources"] = resources
+    return out
+
+
+def _container_defaults(ranges: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """limitrange.Summarize's Container defaults: per resource, the first range's."""
+    default: dict[str, Any] = {}
+    request: dict[str, Any] = {}
+    for limit_range in ranges:
+        for item in (limit_range.get("spec") or {}).get("limits") or ():
+            if isinstance(item, Mapping) and item.get("type") == "Container":
+                default = {**(item.get("default") or {}), **default}
+                request = {**(item.get("defaultRequest") or {}), **request}
+    return default, request
 
 
 def _affinity(spec: Mapping[str, Any]) -> tuple[tuple[Expression, ...], ...] | None:
