@@ -55,7 +55,10 @@ def test_the_quick_start_test_command_sets_up_what_the_suite_needs() -> None:
     lines = _commands(script.read_text())
     packages = next(line for line in lines if line.startswith("packages=("))
     assert packages.removeprefix("packages=(").removesuffix(")").split() == [
-        "buildah", "mmdebstrap", "strace", "redis-server"
+        "buildah",
+        "mmdebstrap",
+        "strace",
+        "redis-server",
     ]
     assert any(line.endswith('apt-get install -y -qq "${packages[@]}" >/dev/null') for line in lines)
     assert '.venv/bin/python -m pytest -n 3 "$@" || status=$?' in lines
