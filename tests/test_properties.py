@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from generator.emit import yaml
-from generator.load.files import parse_text
+from generator.parse import parse_text
 from generator.validate.quantities import parse
 from tests.conformance.crds import assert_conforms
 from tests.conftest import NOW, REPO, examples, tasgen, tree

@@ -15,9 +15,9 @@ from typing import Any
 
 from generator.commands.import_nodes.label_filter import LabelFilter
 from generator.emit import yaml
-from generator.load.files import ParseError, parse_text
 from generator.load.positions import PositionIndex, find_duplicate_key
 from generator.model import API_VERSION
+from generator.parse import ParseError, parse_text
 from generator.rules.load import DUPLICATE_KEY
 from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
 from generator.validate.quantities import quantity_error
