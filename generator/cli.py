@@ -24,6 +24,7 @@ from generator.pipeline import Mode, Result, run
 from generator.reporters import REPORTERS, Reporter, step_summary
 from generator.rules import BY_ID, REGISTRY, catalogue, reference
 from generator.rules.import_nodes import NODE_LIST
+from generator.util.folders import folder_problem
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 from generator.validate.snapshots import rfc3339
@@ -120,8 +121,8 @@ def _execute(
     use_memo: bool = True,
     kubeconfig: Path | None = None,
 ) -> None:
-    if not inventory.is_dir():
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if problem := folder_problem(inventory):
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     result = run(
         inventory,
         output,
@@ -423,8 +424,8 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     from generator.commands.import_nodes import label_filter, nodes  # noqa: PLC0415 - not every render's start
 
     given = click.get_current_context().get_parameter_source("inventory") is ParameterSource.COMMANDLINE
-    if given and not inventory.is_dir():  # without one, the default filter; a named one must be there
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if given and (problem := folder_problem(inventory)):  # without one, the default filter
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     inputs: list[tuple[str, str]] = []
     for source in sources:
         shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
@@ -507,8 +508,8 @@ def fetch(
     Exit: 0 every source current or updated, 1 any source failed (the others are still
     written), 2 usage error.
     """
-    if not inventory.is_dir():
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if problem := folder_problem(inventory):
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     secrets = SecretsDir(secrets_dir) if secrets_dir else ClusterSecrets(kubeconfig)
     options = fetching.Options(secrets, timeout, max_bytes)
     try:

@@ -270,3 +270,32 @@ def test_a_summary_without_sources_says_none(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("a: [\n")  # nothing loads: no source to list
     run = tasgen("validate", "-i", str(tmp_path), "--now", NOW)
     assert run.exit_code == 1 and "\nsources: none\n1 error(s)" in run.output, run.output
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["validate"], "'-i' / '--inventory'"),
+        (["render"], "'-i' / '--inventory'"),
+        (["check"], "'-i' / '--inventory'"),
+        (["fetch"], "'-i' / '--inventory'"),
+        (["plan", "--base", "HEAD"], "'-i / --inventory'"),
+        (["fit"], "'-i / --inventory'"),
+    ],
+)
+def test_a_missing_inventory_folder_is_said_not_to_exist(args: list[str], hint: str, tmp_path: Path) -> None:
+    missing = tmp_path / "inventorie"
+    run = tasgen(*args, "-i", str(missing))
+    assert run.exit_code == 2, run.output
+    assert run.output.splitlines()[-1] == f"Error: Invalid value for {hint}: {missing} does not exist"
+
+
+def test_import_nodes_names_a_missing_inventory_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "inventorie"
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    run = tasgen("import-nodes", str(nodes), "-i", str(missing))
+    assert run.exit_code == 2, run.output
+    assert run.output.splitlines()[-1] == (
+        f"Error: Invalid value for '-i' / '--inventory': {missing} does not exist"
+    )

@@ -13,6 +13,7 @@ from generator.commands.plan.run import Outcome, plan_change
 from generator.load.git import GitError
 from generator.pipeline import Result
 from generator.reporters import REPORTERS
+from generator.util.folders import folder_problem
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 
@@ -34,8 +35,8 @@ def execute(
     output: Path = Path("rendered"),
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     try:
         outcome = plan_change(inventory, base, now, output)
     except GitError as e:
