@@ -522,7 +522,7 @@ def fetch(
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice([*sorted(KINDS), SNAPSHOT]))
+@click.argument("kind", type=click.Choice([*sorted(KINDS), SNAPSHOT], case_sensitive=False))
 def schema(kind: str) -> None:
     """Print the JSON Schema of an inventory kind (for editors and yaml-language-server).
 

@@ -299,3 +299,10 @@ def test_import_nodes_names_a_missing_inventory_folder(tmp_path: Path) -> None:
     assert run.output.splitlines()[-1] == (
         f"Error: Invalid value for '-i' / '--inventory': {missing} does not exist"
     )
+
+
+@pytest.mark.parametrize("spelled", ["clusterqueueplan", "CLUSTERQUEUEPLAN", "ClusterQueuePlan"])
+def test_schema_takes_a_kind_in_any_case(spelled: str) -> None:
+    run = tasgen("schema", spelled)
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["$id"].endswith("/ClusterQueuePlan.json")
