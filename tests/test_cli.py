@@ -8,16 +8,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import jsonschema
 import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
+from generator.cli import cli
 from generator.validate.schema import KINDS
 from tests.conftest import NOW, REPO, tasgen
 
 CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
-COMMANDS = ["validate", "render", "check", "plan", "init", "fetch", "import-nodes", "schema", "gate"]
+COMMANDS = [
+    "validate", "render", "check", "plan", "fit", "init", "fetch", "import-nodes", "schema", "rules", "gate",
+    "retire",
+]  # fmt: skip
+
+
+def test_the_command_list_is_every_command() -> None:
+    with click.Context(cli) as ctx:
+        assert sorted(COMMANDS) == cli.list_commands(ctx)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
