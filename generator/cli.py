@@ -24,6 +24,7 @@ from generator.pipeline import Mode, Result, run
 from generator.reporters import REPORTERS, Reporter, step_summary
 from generator.rules import BY_ID, REGISTRY, catalogue, reference
 from generator.rules.import_nodes import NODE_LIST
+from generator.util import color
 from generator.util.folders import folder_problem
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
@@ -134,7 +135,7 @@ def _execute(
         kubeconfig=kubeconfig,
         on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
     )
-    sys.stdout.write(_printable(result.report))
+    sys.stdout.write(_shown(result.report))
     if format_ == "github":
         step_summary(result, mode.value)
     sys.exit(_exit_code(result, strict))
@@ -145,6 +146,15 @@ def _report(reporter: Reporter, result: Result, command: str) -> str:
     buffer = io.StringIO()
     reporter(result, command, buffer)
     return buffer.getvalue()
+
+
+#: --color, as the group's option set it (auto until then)
+_color = "auto"
+
+
+def _shown(report: str) -> str:
+    """A report as printed: problem levels coloured when --color (and the terminal) say so."""
+    return _printable(color.colored(report) if color.wanted(_color, sys.stdout) else report)
 
 
 def _printable(text: str) -> str:
@@ -179,7 +189,15 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tasgen")
-def cli() -> None:
+@click.option(
+    "--color",
+    "color_choice",
+    type=click.Choice(color.CHOICES),
+    default="auto",
+    show_default=True,
+    help="Colour the level of each problem: auto, on a terminal unless NO_COLOR is set.",
+)
+def cli(color_choice: str) -> None:
     """tasgen compiles GPU-fleet topology inventories into NFD NodeFeatures and the Kueue
     chain (Topology, ResourceFlavor, ClusterQueue) that Argo CD or Flux syncs.
 
@@ -188,7 +206,10 @@ def cli() -> None:
       tasgen validate -i inventories
       tasgen render -i inventories -o rendered
       tasgen check --format github    # in a pull request
+      tasgen --color never validate   # no colour, even on a terminal
     """
+    global _color  # noqa: PLW0603 - the one setting of the group, read where reports are printed
+    _color = color_choice
 
 
 @cli.command()
@@ -288,7 +309,7 @@ def plan(
         text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig, output)
     except plan_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
-    sys.stdout.write(text)
+    sys.stdout.write(_shown(text))
     sys.exit(code)
 
 
@@ -330,7 +351,7 @@ def fit(
         text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
     except fit_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
-    sys.stdout.write(_printable(text))
+    sys.stdout.write(_shown(text))
     sys.exit(code)
 
 
@@ -516,7 +537,7 @@ def fetch(
         outcomes = fetching.fetch(inventory, names, options, _parse_now(now))
     except fetching.UnknownSource as e:
         raise click.UsageError(str(e)) from None
-    sys.stdout.write(_printable(fetch_report(outcomes)))
+    sys.stdout.write(_shown(fetch_report(outcomes)))
     failed = any(o.status is fetching.Status.FAILED for o in outcomes)
     sys.exit(EXIT_PROBLEMS if failed else EXIT_CLEAN)
 

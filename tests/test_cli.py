@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -316,3 +317,40 @@ def test_schema_takes_a_kind_in_any_case(spelled: str) -> None:
     run = tasgen("schema", spelled)
     assert run.exit_code == 0, run.output
     assert json.loads(run.output)["$id"].endswith("/ClusterQueuePlan.json")
+
+
+TASGEN = Path(sys.executable).parent / "tasgen"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_is_as_documented(shell: str) -> None:
+    """The start-up line docs/reference/cli.md gives for each shell prints a completion script
+    that completes tasgen's commands (the installed command: the shell completes its name)."""
+    page = (REPO / "docs" / "reference" / "cli.md").read_text()
+    assert f"_TASGEN_COMPLETE={shell}_source tasgen" in page
+    env = {**os.environ, "_TASGEN_COMPLETE": f"{shell}_source"}
+    script = subprocess.run(
+        [str(TASGEN)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert "_TASGEN_COMPLETE" in script and "tasgen" in script, script
+    if shell == "bash":
+        env = {
+            **os.environ,
+            "_TASGEN_COMPLETE": "bash_complete",
+            "COMP_WORDS": "tasgen va",
+            "COMP_CWORD": "1",
+        }
+        answer = subprocess.run(
+            [str(TASGEN)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        assert answer.split() == ["plain,validate"]
