@@ -272,7 +272,8 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     \b
     Example:
       tasgen check --format github
-    Exit 1 names each stale file and its first differing line.
+    Exit 1 names each stale file and its first differing line, and prints a unified diff of
+    them (at most 200 lines, then how many more).
     """
     _execute(Mode.CHECK, inventory, output, format_, now, strict)
 
