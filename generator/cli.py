@@ -302,15 +302,18 @@ def plan(
     Example:
       tasgen plan --base origin/main --format markdown > plan.md
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
-    validate prints them), 2 usage error (e.g. an unknown REF).
+    validate prints them, on standard error), 2 usage error (e.g. an unknown REF).
     """
     from generator.commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
 
     try:
-        text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig, output)
+        text, problems, code = plan_command.execute(
+            base, inventory, format_, _parse_now(now), kubeconfig, output
+        )
     except plan_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
     sys.stdout.write(_shown(text))
+    sys.stderr.write(_printable(color.colored(problems) if color.wanted(_color, sys.stderr) else problems))
     sys.exit(code)
 
 

@@ -362,6 +362,35 @@ def test_an_invalid_working_tree_exits_1_with_validate_s_problems(repo: Repo) ->
     assert "inventories/queues.yaml:1:7: error: invalid YAML" in run.output and "[yaml-syntax]" in run.output
 
 
+def test_an_invalid_working_tree_s_problems_go_to_standard_error(repo: Repo) -> None:
+    """`plan --format markdown > plan.md` in CI: the problems must reach the log, not the
+    file meant for the pull-request comment."""
+    (repo.root / "inventories" / "queues.yaml").write_text("kind: [\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.cli",
+            "plan",
+            "--base",
+            "main",
+            "--now",
+            NOW,
+            "--format",
+            "markdown",
+        ],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.splitlines()[0] == (
+        "inventories/queues.yaml:1:7: error: invalid YAML: unclosed bracket '[' [yaml-syntax]"
+    )
+
+
 @pytest.mark.parametrize("ref", ["no-such-branch", "--all", "main~5"])
 def test_a_base_that_is_not_a_commit_is_a_usage_error(repo: Repo, ref: str) -> None:
     run = tasgen("plan", "--base", ref, "--now", NOW)

@@ -33,8 +33,9 @@ def execute(
     now: datetime,
     kubeconfig: Path | None,
     output: Path = Path("rendered"),
-) -> tuple[str, int]:
-    """The text to print and the exit code; raises :class:`UsageProblem`."""
+) -> tuple[str, str, int]:
+    """The report (for standard output), the problems (for standard error) and the exit code;
+    raises :class:`UsageProblem`."""
     if problem := folder_problem(inventory):
         raise UsageProblem("-i / --inventory", problem)
     try:
@@ -43,12 +44,14 @@ def execute(
         raise UsageProblem("--base", str(e)) from e
     if outcome.report is None:
         # As validate prints them: the working tree's inventory is what the change must fix.
+        # They go to standard error, so that `plan --format markdown > plan.md` shows them in
+        # the CI log rather than hiding them in the file meant for the comment.
         out = io.StringIO()
         REPORTERS["text"](Result(outcome.problems), "plan", out)
-        return out.getvalue(), EXIT_PROBLEMS
+        return "", out.getvalue(), EXIT_PROBLEMS
     if kubeconfig is not None:
         _add_live(outcome, kubeconfig)
-    return FORMATS[format_](outcome.report), EXIT_CLEAN
+    return FORMATS[format_](outcome.report), "", EXIT_CLEAN
 
 
 def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
