@@ -72,6 +72,8 @@ def test_no_change_reports_nothing_changed(repo: Repo) -> None:
     data = report(repo, Fleet())
     assert data["summary"] == {
         "queuesChanged": 0,
+        "queuesAdded": 0,
+        "queuesRemoved": 0,
         "flavorsAdded": 0,
         "flavorsRemoved": 0,
         "drains": [],
@@ -346,6 +348,13 @@ def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch
     data = report(repo, Fleet())
     assert data["base"] == {"ref": "main", "state": "absent"}
     assert {q["drain"]["action"] for q in data["queues"]} == {"created"}
+    # New queues are new, not "changed": nothing that runs changes
+    summary = data["summary"]
+    assert (summary["queuesChanged"], summary["queuesAdded"], summary["queuesRemoved"]) == (0, 2, 0)
+    headline = plan(repo, Fleet()).output.splitlines()[0]
+    assert headline.startswith(
+        "tasgen plan against main (no inventory there): 0 queue(s) changed, 2 new queue(s), 3 flavor(s) added,"
+    ), headline
 
 
 def test_an_invalid_base_is_reported_as_such(repo: Repo) -> None:
