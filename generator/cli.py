@@ -20,6 +20,7 @@ from click.core import ParameterSource
 from generator.commands import fetch as fetching
 from generator.commands.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.commands.fetch.report import fetch_report
+from generator.model import PLACEHOLDER_REPO_URL
 from generator.pipeline import Mode, Result, run
 from generator.reporters import REPORTERS, Reporter, step_summary
 from generator.rules import BY_ID, REGISTRY, catalogue, reference
@@ -363,7 +364,7 @@ def fit(
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--repo-url",
-    default="https://github.com/OWNER/REPO.git",
+    default=PLACEHOLDER_REPO_URL,
     show_default=True,
     help="The git URL Argo CD syncs rendered/ from.",
 )
