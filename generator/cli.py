@@ -464,8 +464,10 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     name = name or (nodes.name_of(output) if output else None) or nodes.DEFAULT_NAME
     try:
         imported = nodes.convert(inputs, name, label_filter.of_inventory(inventory), header)
-    except nodes.ImportProblem as e:
-        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [{NODE_LIST.id}]", err=True)
+    except nodes.ImportProblems as e:
+        for p in e.problems:
+            click.echo(f"{p.file}:{p.line}:{p.col}: error: {p.message} [{NODE_LIST.id}]", err=True)
+        click.echo(f"tasgen import-nodes: {len(e.problems)} error(s); nothing was written", err=True)
         sys.exit(EXIT_PROBLEMS)
     if imported.nodes == 0:
         click.echo("warning: the input lists no nodes (an empty cluster, or the wrong context?)", err=True)
@@ -477,6 +479,7 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
         except nodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)
+        click.echo(f"wrote {output}: {imported.nodes} node(s)")
 
 
 @cli.command()
