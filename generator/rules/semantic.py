@@ -626,6 +626,23 @@ QUOTA_ABOVE_ALLOCATABLE = Rule(
         "nodes of that identity first."
     ),
 )
+REPO_URL_PLACEHOLDER = Rule(
+    "repo-url-placeholder",
+    _S,
+    "GeneratorConfig sync.argocd.repoURL is not the placeholder `tasgen init` writes without --repo-url.",
+    Level.WARNING,
+    why=(
+        "`tasgen init` without --repo-url writes https://github.com/OWNER/REPO.git into the "
+        "GeneratorConfig and into deploy/argocd/application.yaml. Rendered as it is, the "
+        "ApplicationSet and its AppProject point Argo CD at a repository that does not exist: "
+        "every Application fails to fetch, and nothing syncs."
+    ),
+    fix=(
+        "Set spec.sync.argocd.repoURL to the URL Argo CD fetches this repository from, and the "
+        "same URL in deploy/argocd/application.yaml (or run `tasgen init --repo-url URL` in a fresh "
+        "folder to see both)."
+    ),
+)
 
 RULES = (
     SOURCE_TYPE,
@@ -670,4 +687,5 @@ RULES = (
     LEVEL_UNCARRIED,
     SOURCE_EXPIRING,
     QUOTA_ABOVE_ALLOCATABLE,
+    REPO_URL_PLACEHOLDER,
 )
