@@ -1,0 +1,229 @@
+"""`tasgen doctor` on the real control plane: a cluster synced with the example render is
+reported clean, and each of these is found, seeded one at a time: the admission policy
+missing, Argo CD's progressive syncs off, a node of the inventory absent (on one control
+plane of this module), Kueue running with TopologyAwareScheduling off, and nfd-master
+refusing a label namespace of the render (each on a control plane of its own, whose Kueue or
+nfd-master binary is run with one more flag, as a Deployment's arguments would set it)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+
+from generator.cli import cli
+from tests.e2e import argocd, harness, kube
+from tests.e2e.fleet import INVENTORY_DIR, RENDERED_DIR, Fleet
+
+pytestmark = pytest.mark.cluster
+
+IN_USE = "kueue.x-k8s.io/resource-in-use"
+PROGRESSIVE = "applicationsetcontroller.enable.progressive.syncs"
+#: the namespace of the admin label prefix of the example (inventories/config.yaml)
+ADMIN_NS = "infra.example.com"
+
+
+@dataclass
+class Env:
+    cluster: harness.Cluster
+    api: client.ApiClient
+    dyn: DynamicClient
+
+
+def _wrapped(build: harness.Build, work: Path, binary: str, extra: Sequence[str]) -> harness.Build:
+    """The build with ``binary`` started with ``extra`` arguments after the harness's own (Go's
+    flag packages keep the last value of a flag given twice)."""
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    for path in build.bin_dir.iterdir():
+        (bin_dir / path.name).symlink_to(path)
+    (bin_dir / binary).unlink()
+    real = shlex.quote(str(build.bin_dir / binary))
+    (bin_dir / binary).write_text(f'#!/bin/sh\nexec {real} "$@" {shlex.join(extra)}\n')
+    (bin_dir / binary).chmod(0o755)
+    return harness.Build(bin_dir=bin_dir, module_dirs=build.module_dirs)
+
+
+def _labels_outside(fleet: Fleet, skip: str | None) -> dict[str, dict[str, str]]:
+    """Node -> the rendered NodeFeature labels it must carry, but those of namespace ``skip``."""
+    return {
+        node: {k: v for k, v in labels.items() if skip is None or not k.startswith(f"{skip}/")}
+        for node, labels in fleet.node_feature_labels().items()
+    }
+
+
+@contextlib.contextmanager
+def _synced(
+    build: harness.Build, work: Path, fleet: Fleet, *, tas: bool = True, unlabelled: str | None = None
+) -> Iterator[Env]:
+    """A control plane with the example's Nodes and every rendered object applied, once Kueue
+    has reconciled the flavors (and the Topologies, when ``tas``) and nfd-master has labelled
+    the Nodes (but for the namespace ``unlabelled``, which is left out of the harness's
+    -extra-label-ns)."""
+    work.mkdir(exist_ok=True)
+    allowed = [ns for ns in fleet.nfd_label_namespaces if ns != unlabelled]
+    cluster = harness.start(build, work, allowed)
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    try:
+        dyn = DynamicClient(api)
+        core = client.CoreV1Api(api)
+        kube.ensure_namespace(core, "node-feature-discovery")
+        for namespace, labels in sorted(fleet.local_queue_namespaces().items()):
+            kube.ensure_namespace(core, namespace, labels=labels or None)
+        for node in fleet.nodes:
+            kube.create_ready_node(core, node)
+        for obj in fleet.rendered:
+            kube.apply(dyn, obj)
+        kinds = ["ResourceFlavor", *(["Topology"] if tas else [])]
+        for kind in kinds:
+            for obj in fleet.of_kind(kind):
+                name = obj["metadata"]["name"]
+                kube.wait_for(
+                    f"Kueue's finalizer on {kind} {name}",
+                    lambda k=kind, n=name: (
+                        IN_USE in (kube.get(dyn, kube.KUEUE_API, k, n)["metadata"].get("finalizers") or [])
+                    ),
+                )
+        for labelled, want in _labels_outside(fleet, unlabelled).items():
+            kube.wait_for(
+                f"nfd-master to label Node {labelled}", lambda n=labelled, w=want: _carries(core, n, w)
+            )
+        yield Env(cluster, api, dyn)
+    finally:
+        api.close()
+        cluster.stop()
+
+
+def _carries(core: client.CoreV1Api, node: str, want: Mapping[str, str]) -> bool:
+    labels = core.read_node(node).to_dict()["metadata"]["labels"] or {}
+    return all(labels.get(k) == v for k, v in want.items())
+
+
+def doctor(env: Env) -> tuple[int, dict[str, Any]]:
+    """``tasgen doctor --format json`` against the environment: exit code and report."""
+    args = [
+        "doctor",
+        "-i",
+        str(INVENTORY_DIR),
+        "-o",
+        str(RENDERED_DIR),
+        "--kubeconfig",
+        str(env.cluster.kubeconfig),
+    ]
+    result = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _errors(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return [(f["check"], f["subject"]) for f in report["findings"] if f["level"] == "error"]
+
+
+@pytest.fixture(scope="module")
+def env(
+    tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
+) -> Iterator[Env]:
+    yield from harness.entered(_synced(cluster_build, tmp_path_factory.mktemp("doctor"), fleet))
+
+
+def test_a_synced_cluster_is_clean(env: Env) -> None:
+    code, report = doctor(env)
+    assert report["findings"] == [] and code == 0, report["findings"]
+    assert report["engine"] is None  # no engine's API is installed: applied by hand
+    assert report["summary"] == {"errors": 0, "warnings": 0}
+
+
+def test_the_admission_policy_missing(env: Env, fleet: Fleet) -> None:
+    policy = fleet.of_kind("ValidatingAdmissionPolicy")[0]
+    name = policy["metadata"]["name"]
+    client.AdmissionregistrationV1Api(env.api).delete_validating_admission_policy(name)
+    try:
+        code, report = doctor(env)
+        assert code == 1
+        assert _errors(report) == [("admission-policy", f"ValidatingAdmissionPolicy {name}")]
+    finally:
+        kube.apply(env.dyn, policy)
+    code, report = doctor(env)
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_progressive_syncs_off(env: Env) -> None:
+    """Argo CD's API and configuration as its installation leaves them, and the render's
+    ApplicationSet (RollingSync) and AppProject applied: no controller runs, so its Applications
+    are never generated (a warning); the applicationset controller's setting is read."""
+    argocd.install(env.dyn)
+    for path in sorted((RENDERED_DIR / "argocd").glob("*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj and path.name != "kustomization.yaml":
+                kube.apply(env.dyn, obj)
+    core = client.CoreV1Api(env.api)
+    subject = ("argocd-progressive-syncs", f"ConfigMap {argocd.NAMESPACE}/argocd-cmd-params-cm")
+    for value in ("false", None):
+        core.patch_namespaced_config_map(
+            "argocd-cmd-params-cm", argocd.NAMESPACE, {"data": {PROGRESSIVE: value}}
+        )
+        code, report = doctor(env)
+        assert report["engine"] == "argocd"
+        assert code == 1 and _errors(report) == [subject], (value, report["findings"])
+    core.patch_namespaced_config_map(
+        "argocd-cmd-params-cm", argocd.NAMESPACE, {"data": {PROGRESSIVE: "true"}}
+    )
+    code, report = doctor(env)
+    assert code == 0 and _errors(report) == []
+    # what remains is the warning that no controller generated the Applications
+    assert [(f["check"], f["level"]) for f in report["findings"]] == [("engine-revision", "warning")]
+
+
+def test_a_node_of_the_inventory_absent(env: Env, fleet: Fleet) -> None:
+    gone = fleet.nodes[0].name
+    client.CoreV1Api(env.api).delete_node(gone)
+    kube.wait_for(f"Node {gone} deleted", lambda: gone not in _node_names(env))
+    code, report = doctor(env)
+    assert code == 1 and _errors(report) == [("node-missing", f"Node {gone}")]
+
+
+def _node_names(env: Env) -> set[str]:
+    return {n.metadata.name for n in client.CoreV1Api(env.api).list_node().items}
+
+
+def test_kueue_with_topology_aware_scheduling_off(
+    tmp_path: Path, cluster_build: harness.Build, fleet: Fleet
+) -> None:
+    build = _wrapped(
+        cluster_build,
+        tmp_path,
+        "kueue",
+        ["--feature-gates=TopologyAwareScheduling=false,VisibilityOnDemand=false"],
+    )
+    with _synced(build, tmp_path / "work", fleet, tas=False) as off:
+        code, report = doctor(off)
+    topologies = [t["metadata"]["name"] for t in fleet.of_kind("Topology")]
+    assert code == 1 and _errors(report) == [("kueue-tas", f"Topology {topologies[0]}")]
+    finding = report["findings"][0]
+    assert (
+        all(t in finding["problem"] for t in topologies) and "TopologyAwareScheduling=true" in finding["fix"]
+    )
+
+
+def test_an_nfd_label_namespace_not_allowed(
+    tmp_path: Path, cluster_build: harness.Build, fleet: Fleet
+) -> None:
+    """nfd-master v0.19 writes a namespace outside kubernetes.io unless -deny-label-ns names it
+    (and -extra-label-ns does not allow it back): the admin prefix's namespace, denied."""
+    assert any(
+        k.startswith(f"{ADMIN_NS}/") for labels in fleet.node_feature_labels().values() for k in labels
+    )
+    build = _wrapped(cluster_build, tmp_path, "nfd-master", [f"-deny-label-ns={ADMIN_NS}"])
+    with _synced(build, tmp_path / "work", fleet, unlabelled=ADMIN_NS) as denied:
+        code, report = doctor(denied)
+    assert code == 1 and _errors(report) == [("nfd-label-namespace", f"label namespace {ADMIN_NS}")]
+    assert "-extra-label-ns" in report["findings"][0]["fix"]
