@@ -354,6 +354,31 @@ def test_health_checks_missing_or_different() -> None:
     assert _found(_facts(config_maps=other)) == [("argocd-health", "warning", "ConfigMap argocd/argocd-cm")]
 
 
+def test_health_checks_for_the_queue_kinds_of_the_render_when_it_carries_no_argocd_cm() -> None:
+    """Without argocd-cm in the render, the keys are Argo CD's for the Kueue queue kinds the
+    render holds, and any Lua is accepted."""
+    local_queue = _doc(KUEUE, "LocalQueue", "training", "ml", spec={"clusterQueue": "training"})
+    render = [(f, d) for f, d in RENDER if d["kind"] != "ConfigMap"] + [
+        ("rendered/queues/lq.yaml", local_queue)
+    ]
+    base = _facts()
+    keys = {
+        "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
+        "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
+    }
+
+    def found(argocd_cm: dict[str, str]) -> list[tuple[str, str, str]]:
+        maps = {**base.live.config_maps, ("argocd", "argocd-cm"): argocd_cm}
+        live = Live(**{**base.live.__dict__, "config_maps": maps})
+        checked = run_checks(Facts(expected=expected_of(render, ["gpu-1", "gpu-2"]), live=live, head=HEAD))
+        return [(f.check, f.level, f.problem) for f in checked]
+
+    assert found(dict.fromkeys(keys, "hs = {} return hs")) == []
+    missing = found({"resource.customizations.health.kueue.x-k8s.io_ClusterQueue": "return x"})
+    assert [(c, lvl) for c, lvl, _ in missing] == [("argocd-health", "error")]
+    assert "kueue.x-k8s.io_LocalQueue" in missing[0][2]
+
+
 def test_the_engines_revision_against_head() -> None:
     behind = _facts(applications=(_application("fedcba9876543210fedcba9876543210fedcba98"),))
     assert _found(behind) == [("engine-revision", "warning", "Application argocd/tasgen-labels")]

@@ -1,9 +1,10 @@
 """`tasgen doctor` on the real control plane: a cluster synced with the example render is
 reported clean, and each of these is found, seeded one at a time: the admission policy
-missing, Argo CD's progressive syncs off, a node of the inventory absent (on one control
-plane of this module), Kueue running with TopologyAwareScheduling off, and nfd-master
-refusing a label namespace of the render (each on a control plane of its own, whose Kueue or
-nfd-master binary is run with one more flag, as a Deployment's arguments would set it)."""
+missing, Argo CD's progressive syncs off, a queue health check missing from argocd-cm, a
+node of the inventory absent (on one control plane of this module), Kueue running with
+TopologyAwareScheduling off, and nfd-master refusing a label namespace of the render (each
+on a control plane of its own, whose Kueue or nfd-master binary is run with one more flag,
+as a Deployment's arguments would set it)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ IN_USE = "kueue.x-k8s.io/resource-in-use"
 PROGRESSIVE = "applicationsetcontroller.enable.progressive.syncs"
 #: the namespace of the admin label prefix of the example (inventories/config.yaml)
 ADMIN_NS = "infra.example.com"
+HEALTH = "resource.customizations.health."
+HEALTH_KINDS = ("kueue.x-k8s.io_ClusterQueue", "kueue.x-k8s.io_LocalQueue")
 
 
 @dataclass
@@ -166,6 +169,9 @@ def test_progressive_syncs_off(env: Env) -> None:
             if obj and path.name != "kustomization.yaml":
                 kube.apply(env.dyn, obj)
     core = client.CoreV1Api(env.api)
+    # the health checks of the queue kinds, as tasgen init's bootstrap adds them (any Lua will do)
+    checks = {f"{HEALTH}{kind}": 'hs = {status = "Healthy"}\nreturn hs' for kind in HEALTH_KINDS}
+    core.patch_namespaced_config_map("argocd-cm", argocd.NAMESPACE, {"data": checks})
     subject = ("argocd-progressive-syncs", f"ConfigMap {argocd.NAMESPACE}/argocd-cmd-params-cm")
     for value in ("false", None):
         core.patch_namespaced_config_map(
@@ -181,6 +187,20 @@ def test_progressive_syncs_off(env: Env) -> None:
     assert code == 0 and _errors(report) == []
     # what remains is the warning that no controller generated the Applications
     assert [(f["check"], f["level"]) for f in report["findings"]] == [("engine-revision", "warning")]
+
+
+def test_argocd_without_a_queue_health_check(env: Env) -> None:
+    """After test_progressive_syncs_off: Argo CD installed, configured as tasgen needs."""
+    core = client.CoreV1Api(env.api)
+    dropped = f"{HEALTH}{HEALTH_KINDS[1]}"
+    kept = core.read_namespaced_config_map("argocd-cm", argocd.NAMESPACE).data[dropped]
+    core.patch_namespaced_config_map("argocd-cm", argocd.NAMESPACE, {"data": {dropped: None}})
+    try:
+        code, report = doctor(env)
+        assert code == 1 and _errors(report) == [("argocd-health", f"ConfigMap {argocd.NAMESPACE}/argocd-cm")]
+        assert HEALTH_KINDS[1] in report["findings"][0]["problem"]
+    finally:
+        core.patch_namespaced_config_map("argocd-cm", argocd.NAMESPACE, {"data": {dropped: kept}})
 
 
 def test_a_node_of_the_inventory_absent(env: Env, fleet: Fleet) -> None:

@@ -521,9 +521,9 @@ def argocd_health(f: Facts) -> Iterator[Finding]:
                 f"ConfigMap {appset.namespace}/argocd-cm",
                 f"Argo CD has no health check for {kind}: such objects are Healthy as soon as they "
                 "exist, and RollingSync moves on",
-                f"apply the render's argocd-cm health checks ({key}) to the cluster's argocd-cm",
+                f"add {key} to argocd-cm (tasgen init scaffolds the health checks under deploy/argocd/)",
             )
-        elif live[key].strip() != lua.strip():
+        elif lua is not None and live[key].strip() != lua.strip():
             yield _finding(
                 "argocd-health",
                 WARNING,
@@ -586,6 +586,16 @@ def flux(f: Facts) -> Iterator[Finding]:
             f"{_version(least)}",
             f"upgrade Flux (kustomize-controller {_version(least)} or later)",
         )
+    for account in f.expected.flux_service_accounts:
+        if f.present(account) is None:
+            yield _finding(
+                "flux-service-account",
+                ERROR,
+                account.shown(),
+                "the render's Kustomizations run as this ServiceAccount, which is not in the cluster: "
+                "kustomize-controller refuses to apply them",
+                "create the ServiceAccount and the RBAC it is bound to (docs/explanation/doctor.md)",
+            )
     for ref in f.expected.kustomizations:
         live = f.present(ref)
         if live is None:

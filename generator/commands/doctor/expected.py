@@ -18,8 +18,10 @@ ARGO_GROUP = "argoproj.io"
 FLUX_KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
-#: Argo CD's key prefix of a resource health check in argocd-cm
+#: Argo CD's key prefix of a resource health check in argocd-cm (then ``<group>_<kind>``)
 HEALTH_PREFIX = "resource.customizations.health."
+#: the Kueue kinds whose health Argo CD must judge for RollingSync to wait on them
+HEALTH_KINDS = ("ClusterQueue", "LocalQueue")
 
 
 class RenderError(Exception):
@@ -59,9 +61,11 @@ class Expected:
     nodes: tuple[str, ...]  # the inventory's nodes
     application_set: Ref | None = None
     rolling_sync: bool = False
-    argocd_health: Mapping[str, str] = field(default_factory=dict)  # argocd-cm key -> its Lua
+    #: argocd-cm key -> its Lua (None: any; the render does not carry argocd-cm)
+    argocd_health: Mapping[str, str | None] = field(default_factory=dict)
     kustomizations: tuple[Ref, ...] = ()
     flux_health_exprs: bool = False  # a Kustomization checks health with CEL (healthCheckExprs)
+    flux_service_accounts: tuple[Ref, ...] = ()  # the Kustomizations' spec.serviceAccountName
 
     def file_of(self, ref: Ref) -> str:
         return self.files.get(ref, self.output)
@@ -103,7 +107,8 @@ class _Collected:
     policies: list[Ref] = field(default_factory=list)
     rbac: list[Ref] = field(default_factory=list)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
-    health: dict[str, str] = field(default_factory=dict)
+    health: dict[str, str | None] = field(default_factory=dict)
+    accounts: list[Ref] = field(default_factory=list)
     application_set: Ref | None = None
     rolling: bool = False
     kustomizations: list[Ref] = field(default_factory=list)
@@ -130,12 +135,20 @@ class _Collected:
         elif ref.group == FLUX_KUSTOMIZE_GROUP and ref.kind == "Kustomization":
             self.kustomizations.append(ref)
             self.health_exprs = self.health_exprs or bool(spec.get("healthCheckExprs"))
+            account = spec.get("serviceAccountName")
+            if (
+                account
+                and (sa := Ref("ServiceAccount", str(account), ref.namespace, "v1")) not in self.accounts
+            ):
+                self.accounts.append(sa)
         elif ref.kind == "ConfigMap" and ref.name == "argocd-cm":
             data = doc.get("data") or {}
             self.health.update({str(k): str(v) for k, v in data.items() if str(k).startswith(HEALTH_PREFIX)})
 
     def _kueue(self, ref: Ref, spec: Mapping[str, Any]) -> None:
         self.kueue_api = self.kueue_api or ref.api_version
+        if ref.kind in HEALTH_KINDS:
+            self.health.setdefault(f"{HEALTH_PREFIX}{KUEUE_GROUP}_{ref.kind}", None)
         if ref.kind == "Topology":
             self.topologies.append(ref.name)
         elif ref.kind == "ResourceFlavor":
@@ -167,6 +180,7 @@ def expected_of(
         argocd_health=got.health,
         kustomizations=tuple(got.kustomizations),
         flux_health_exprs=got.health_exprs,
+        flux_service_accounts=tuple(got.accounts),
     )
 
 

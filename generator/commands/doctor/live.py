@@ -84,7 +84,7 @@ class _Reader:
             for r in expected.files
             if r.kind in _READ_KINDS or r.kind in POLICY_KINDS or r.kind in RBAC_KINDS
         ]
-        objects = self._objects(wanted, served)
+        objects = self._objects([*wanted, *expected.flux_service_accounts], served)
         deployments = tuple(self._items("/apis/apps/v1/deployments"))
         nodes = {str(n["metadata"]["name"]): n for n in self._items("/api/v1/nodes")}
         maps: list[tuple[str, str]] = list(config_maps_of(deployments))
