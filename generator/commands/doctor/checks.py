@@ -500,11 +500,16 @@ def argocd_progressive_syncs(f: Facts) -> Iterator[Finding]:
             "argocd-progressive-syncs",
             ERROR,
             where,
-            f"progressive syncs are off ({PROGRESSIVE_KEY} is {said!r}): the ApplicationSet's RollingSync "
-            "steps are ignored and every step syncs at once, the gate after the queues it should drain",
+            f"progressive syncs are off ({PROGRESSIVE_KEY} is {_shown(said)}): the ApplicationSet's "
+            "RollingSync steps are ignored and every step syncs at once, the gate after the queues it "
+            "should drain",
             f'set {PROGRESSIVE_KEY}: "true" in argocd-cmd-params-cm and restart the '
             "applicationset controller",
         )
+
+
+def _shown(value: str | None) -> str:
+    return "not set" if value is None else repr(value)
 
 
 def argocd_health(f: Facts) -> Iterator[Finding]:
