@@ -17,7 +17,7 @@ from generator.validate.schema import KINDS
 from tests.conftest import NOW, REPO, tasgen
 
 CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
-COMMANDS = ["validate", "render", "check", "plan", "init", "fetch", "import-nodes", "schema", "gate", "doctor"]
+COMMANDS = ["validate", "render", "check", "plan", "init", "fetch", "import-nodes", "schema", "gate"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

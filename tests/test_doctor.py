@@ -562,3 +562,8 @@ def test_findings_are_printed_with_where_and_fix() -> None:
     lines = text(report).splitlines()
     assert "error: Node gpu-2: absent [node-missing]" in lines and "  fix: join it" in lines
     assert lines[-1].startswith("1 check(s): 1 error(s), 0 warning(s)")
+
+
+def test_doctor_explains_itself_with_an_example() -> None:
+    run = tasgen("doctor", "--help")
+    assert run.exit_code == 0 and "Example" in run.output and "Read-only" in run.output
