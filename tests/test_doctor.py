@@ -72,7 +72,17 @@ RENDER: list[tuple[str, dict[str, Any]]] = [
         "rendered/gate/b.yaml",
         _doc("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "tasgen-gate"),
     ),
-    ("rendered/gate/cr.yaml", _doc("rbac.authorization.k8s.io/v1", "ClusterRole", "tasgen-gate")),
+    (
+        "rendered/gate/cr.yaml",
+        _doc(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            "tasgen-gate",
+            rules=[
+                {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "update"]}
+            ],
+        ),
+    ),
     ("rendered/gate/sa.yaml", _doc("v1", "ServiceAccount", "tasgen-gate", "tasgen-system")),
     (
         "rendered/argocd/appset.yaml",
@@ -312,6 +322,37 @@ def test_a_rendered_object_missing_from_the_cluster(kind: str, check: str) -> No
     found = run_checks(_facts(objects=objects))
     assert [(f.check, f.level) for f in found] == [(check, "error")]
     assert found[0].subject.startswith(kind) and "rendered/" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    ("rules", "same"),
+    [
+        (
+            [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["update", "get"]}],
+            True,
+        ),
+        (
+            [
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues"],
+                    "verbs": ["get"],
+                    "resourceNames": [],
+                }
+            ],
+            False,
+        ),
+        ([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}], False),
+        ([], False),
+    ],
+)
+def test_a_role_granting_other_rules_than_the_render(rules: list[Any], same: bool) -> None:
+    def edit(o: dict[str, Any]) -> dict[str, Any]:
+        o["rules"] = rules
+        return o
+
+    found = _found(_facts(objects=_with(_facts().live.objects, "ClusterRole", edit)))
+    assert found == ([] if same else [("rbac", "error", "ClusterRole tasgen-gate")])
 
 
 @pytest.mark.parametrize(

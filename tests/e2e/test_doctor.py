@@ -20,6 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from generator.cli import cli
@@ -33,6 +34,7 @@ PROGRESSIVE = "applicationsetcontroller.enable.progressive.syncs"
 #: the namespace of the admin label prefix of the example (inventories/config.yaml)
 ADMIN_NS = "infra.example.com"
 HEALTH = "resource.customizations.health."
+READER = ("tasgen-doctor", "reader")  # namespace, ServiceAccount
 HEALTH_KINDS = ("kueue.x-k8s.io_ClusterQueue", "kueue.x-k8s.io_LocalQueue")
 
 
@@ -112,17 +114,11 @@ def _carries(core: client.CoreV1Api, node: str, want: Mapping[str, str]) -> bool
     return all(labels.get(k) == v for k, v in want.items())
 
 
-def doctor(env: Env) -> tuple[int, dict[str, Any]]:
-    """``tasgen doctor --format json`` against the environment: exit code and report."""
-    args = [
-        "doctor",
-        "-i",
-        str(INVENTORY_DIR),
-        "-o",
-        str(RENDERED_DIR),
-        "--kubeconfig",
-        str(env.cluster.kubeconfig),
-    ]
+def doctor(env: Env, kubeconfig: Path | None = None) -> tuple[int, dict[str, Any]]:
+    """``tasgen doctor --format json`` against the environment (as its admin, unless another
+    kubeconfig is given): exit code and report."""
+    shown = str(kubeconfig or env.cluster.kubeconfig)
+    args = ["doctor", "-i", str(INVENTORY_DIR), "-o", str(RENDERED_DIR), "--kubeconfig", shown]
     result = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
     return result.exit_code, json.loads(result.stdout)
 
@@ -143,6 +139,63 @@ def test_a_synced_cluster_is_clean(env: Env) -> None:
     assert report["findings"] == [] and code == 0, report["findings"]
     assert report["engine"] is None  # no engine's API is installed: applied by hand
     assert report["summary"] == {"errors": 0, "warnings": 0}
+
+
+def test_doctor_needs_only_get_and_list(env: Env, tmp_path: Path) -> None:
+    """As a ServiceAccount allowed get and list on everything and nothing more, the report is
+    the admin's: doctor neither writes nor watches (either would be refused)."""
+    core, rbac = client.CoreV1Api(env.api), client.RbacAuthorizationV1Api(env.api)
+    kube.ensure_namespace(core, READER[0])
+    core.create_namespaced_service_account(READER[0], {"metadata": {"name": READER[1]}})
+    rule = {"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list"]}
+    rbac.create_cluster_role({"metadata": {"name": "tasgen-doctor-reader"}, "rules": [rule]})
+    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "tasgen-doctor-reader"}
+    subject = {"kind": "ServiceAccount", "namespace": READER[0], "name": READER[1]}
+    binding = {"metadata": {"name": "tasgen-doctor-reader"}, "roleRef": role, "subjects": [subject]}
+    rbac.create_cluster_role_binding(binding)
+    token = core.create_namespaced_service_account_token(
+        READER[1], READER[0], {"spec": {"expirationSeconds": 3600}}
+    )
+    kubeconfig = tmp_path / "reader.kubeconfig"
+    cluster = {
+        "server": env.api.configuration.host,
+        "certificate-authority": env.api.configuration.ssl_ca_cert,
+    }
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "reader",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "reader", "user": {"token": token.status.token}}],
+                "contexts": [{"name": "reader", "context": {"cluster": "c", "user": "reader"}}],
+            }
+        )
+    )
+    reader = config.new_client_from_config(config_file=str(kubeconfig))
+    try:  # the premise: this identity cannot write
+        with pytest.raises(ApiException) as refused:
+            client.CoreV1Api(reader).create_namespace({"metadata": {"name": "tasgen-doctor-write"}})
+        assert refused.value.status == 403
+    finally:
+        reader.close()
+    code, report = doctor(env, kubeconfig)
+    assert (code, report["findings"]) == (0, [])
+    assert report == doctor(env)[1]
+
+
+def test_the_gates_role_changed(env: Env, fleet: Fleet) -> None:
+    role = fleet.of_kind("ClusterRole")[0]
+    name = role["metadata"]["name"]
+    rbac = client.RbacAuthorizationV1Api(env.api)
+    rbac.patch_cluster_role(name, {"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]})
+    try:
+        code, report = doctor(env)
+        assert code == 1 and _errors(report) == [("rbac", f"ClusterRole {name}")]
+    finally:
+        rbac.patch_cluster_role(name, {"rules": role["rules"]})
+    assert doctor(env)[1]["findings"] == []
 
 
 def test_the_admission_policy_missing(env: Env, fleet: Fleet) -> None:

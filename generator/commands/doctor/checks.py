@@ -11,6 +11,7 @@ from typing import Any
 
 from generator.commands.doctor import components as c
 from generator.commands.doctor.expected import (
+    GRANT_FIELDS,
     HEALTH_PREFIX,
     NFD_GROUP,
     Expected,
@@ -443,6 +444,32 @@ def admission_policy(f: Facts) -> Iterator[Finding]:
 
 def rbac(f: Facts) -> Iterator[Finding]:
     yield from _missing(f, f.expected.rbac, "rbac", "the gate or retire Job cannot do its work")
+    for ref in f.expected.rbac:
+        live, rendered = f.present(ref), f.expected.grants.get(ref) or {}
+        if live is None or not rendered:
+            continue
+        differ = [k for k in GRANT_FIELDS if _normal(live.get(k)) != _normal(rendered.get(k))]
+        if differ:
+            yield _finding(
+                "rbac",
+                ERROR,
+                ref.shown(),
+                f"its {' and '.join(differ)} are not the render's: the Job may be refused a request it "
+                "needs, or allowed more than it should",
+                f"let the engine sync {f.expected.file_of(ref)} again (or kubectl apply -f it)",
+            )
+
+
+def _normal(value: Any) -> Any:
+    """A grant as compared: empty fields dropped (the API server omits them), the items of a
+    list of strings sorted (their order grants nothing), the rules in any order."""
+    if isinstance(value, Mapping):
+        kept = {str(k): _normal(v) for k, v in value.items() if v not in (None, "", [], {})}
+        return tuple(sorted(kept.items()))
+    if isinstance(value, list | tuple):
+        items = [_normal(v) for v in value]
+        return tuple(sorted(items, key=repr))
+    return value
 
 
 # --- the sync engine ------------------------------------------------------------------------

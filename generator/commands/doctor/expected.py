@@ -18,6 +18,8 @@ ARGO_GROUP = "argoproj.io"
 FLUX_KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+#: what a Role or binding grants, compared with the live object's
+GRANT_FIELDS = ("rules", "roleRef", "subjects")
 #: Argo CD's key prefix of a resource health check in argocd-cm (then ``<group>_<kind>``)
 HEALTH_PREFIX = "resource.customizations.health."
 #: the Kueue kinds whose health Argo CD must judge for RollingSync to wait on them
@@ -66,6 +68,7 @@ class Expected:
     kustomizations: tuple[Ref, ...] = ()
     flux_health_exprs: bool = False  # a Kustomization checks health with CEL (healthCheckExprs)
     flux_service_accounts: tuple[Ref, ...] = ()  # the Kustomizations' spec.serviceAccountName
+    grants: Mapping[Ref, Mapping[str, Any]] = field(default_factory=dict)  # rules, roleRef, subjects
 
     def file_of(self, ref: Ref) -> str:
         return self.files.get(ref, self.output)
@@ -109,6 +112,7 @@ class _Collected:
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
     health: dict[str, str | None] = field(default_factory=dict)
     accounts: list[Ref] = field(default_factory=list)
+    grants: dict[Ref, Mapping[str, Any]] = field(default_factory=dict)
     application_set: Ref | None = None
     rolling: bool = False
     kustomizations: list[Ref] = field(default_factory=list)
@@ -129,6 +133,7 @@ class _Collected:
             self.policies.append(ref)
         elif ref.kind in RBAC_KINDS and ref.group in ("", "rbac.authorization.k8s.io"):
             self.rbac.append(ref)
+            self.grants[ref] = {k: doc[k] for k in GRANT_FIELDS if k in doc}
         elif ref.group == ARGO_GROUP and ref.kind == "ApplicationSet":
             self.application_set = ref
             self.rolling = (spec.get("strategy") or {}).get("type") == "RollingSync"
@@ -181,6 +186,7 @@ def expected_of(
         kustomizations=tuple(got.kustomizations),
         flux_health_exprs=got.health_exprs,
         flux_service_accounts=tuple(got.accounts),
+        grants=got.grants,
     )
 
 
