@@ -93,6 +93,11 @@ RENDER: list[tuple[str, dict[str, Any]]] = [
         _doc("v1", "ConfigMap", "argocd-cm", "argocd", data={HEALTH_KEY: "return hs"}),
     ),
 ]
+FEATURES = [
+    Ref("NodeFeature", d["metadata"]["name"], d["metadata"]["namespace"], d["apiVersion"])
+    for _, d in RENDER
+    if d["kind"] == "NodeFeature"
+]
 SERVED = frozenset({"v1", KUEUE, "nfd.k8s-sigs.io/v1alpha1", ARGO, "admissionregistration.k8s.io/v1"})
 
 
@@ -141,6 +146,7 @@ def _facts(**change: Any) -> Facts:
             ("argocd", "argocd-cmd-params-cm"): {"applicationsetcontroller.enable.progressive.syncs": "true"},
         },
         applications=(_application(HEAD),),
+        node_features=frozenset(FEATURES),
     )
     fields = {k: v for k, v in change.items() if k in Live.__dataclass_fields__}
     return Facts(expected=expected, live=Live(**{**live.__dict__, **fields}), head=change.get("head", HEAD))
@@ -291,6 +297,17 @@ def test_a_namespace_whose_labels_reach_no_node_is_one_finding_not_one_per_node(
 def test_no_label_at_all_means_nfd_master_does_not_project() -> None:
     nodes = {n: _node(n, {}) for n in LABELS}
     assert _found(_facts(nodes=nodes)) == [("nfd-running", "error", "NodeFeature labels")]
+
+
+def test_nodefeatures_missing_or_left_over() -> None:
+    leftover = Ref("NodeFeature", "tasgen.gpu-9", "node-feature-discovery", "nfd.k8s-sigs.io/v1alpha1")
+    found = run_checks(_facts(node_features=frozenset([FEATURES[0], leftover])))
+    assert [(f.check, f.level, f.subject) for f in found] == [
+        ("nodefeature-missing", "error", "NodeFeatures in node-feature-discovery"),
+        ("nodefeature-leftover", "warning", "NodeFeatures in node-feature-discovery"),
+    ]
+    assert f"1 NodeFeature(s) of the render are not in the cluster ({FEATURES[1].name})" in found[0].problem
+    assert "tasgen.gpu-9" in found[1].problem
 
 
 def test_nodes_missing_not_ready_or_without_their_labels() -> None:

@@ -198,6 +198,23 @@ def test_the_gates_role_changed(env: Env, fleet: Fleet) -> None:
     assert doctor(env)[1]["findings"] == []
 
 
+def test_a_nodefeature_the_render_no_longer_holds(env: Env, fleet: Fleet) -> None:
+    """Left behind on purpose by the engines (they never delete NodeFeatures): a warning."""
+    kept = fleet.of_kind("NodeFeature")[0]
+    name = f"{kept['metadata']['name']}-old"
+    leftover = {**kept, "metadata": {**kept["metadata"], "name": name}}
+    kube.apply(env.dyn, leftover)
+    try:
+        code, report = doctor(env)
+        found = [(f["check"], f["level"]) for f in report["findings"]]
+        assert code == 0 and found == [("nodefeature-leftover", "warning")]
+        assert name in report["findings"][0]["problem"]
+    finally:
+        env.dyn.resources.get(api_version=kept["apiVersion"], kind="NodeFeature").delete(
+            name=name, namespace=kept["metadata"]["namespace"]
+        )
+
+
 def test_the_admission_policy_missing(env: Env, fleet: Fleet) -> None:
     policy = fleet.of_kind("ValidatingAdmissionPolicy")[0]
     name = policy["metadata"]["name"]

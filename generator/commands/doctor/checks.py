@@ -366,6 +366,39 @@ def nfd_running(f: Facts) -> Iterator[Finding]:
     )
 
 
+def node_features(f: Facts) -> Iterator[Finding]:
+    """The render's NodeFeatures against tasgen's in the cluster: missing ones leave their
+    nodes without labels; ones the render no longer holds (the engines keep NodeFeatures when
+    a path or an Application goes away) keep stale labels on their nodes."""
+    rendered = {r for r in f.expected.files if r.kind == "NodeFeature" and r.api_version in f.live.served}
+    if not rendered:
+        return
+    missing = sorted(rendered - f.live.node_features)
+    leftover = sorted(f.live.node_features - rendered)
+    if missing:
+        yield _finding(
+            "nodefeature-missing",
+            ERROR,
+            f"NodeFeatures in {missing[0].namespace}",
+            f"{len(missing)} NodeFeature(s) of the render are not in the cluster ({_some(missing)})",
+            f"let the engine sync {f.expected.file_of(missing[0])} and the other labels files",
+        )
+    if leftover:
+        yield _finding(
+            "nodefeature-leftover",
+            WARNING,
+            f"NodeFeatures in {leftover[0].namespace}",
+            f"{len(leftover)} NodeFeature(s) managed by tasgen are not in the render ({_some(leftover)}): "
+            "their labels stay on their nodes",
+            "delete them once no flavor needs their labels (kubectl delete nodefeature -n NAMESPACE NAME)",
+        )
+
+
+def _some(refs: list[Ref]) -> str:
+    names = ", ".join(r.name for r in refs[:_SHOWN_LABELS])
+    return names + (f" and {len(refs) - _SHOWN_LABELS} more" if len(refs) > _SHOWN_LABELS else "")
+
+
 # --- nodes ----------------------------------------------------------------------------------
 
 
@@ -659,6 +692,7 @@ CHECKS: dict[str, Check] = {
     "nfd-version": nfd_version,
     "nfd-running": nfd_running,
     "nfd-label-namespace": nfd_label_namespaces,
+    "nodefeatures": node_features,
     "nodes": nodes,
     "admission-policy": admission_policy,
     "rbac": rbac,

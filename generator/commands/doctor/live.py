@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -23,6 +24,9 @@ Obj = Mapping[str, Any]
 #: the kinds whose live objects the checks compare with the render
 _READ_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "ApplicationSet", "Kustomization")
 ARGOCD_CONFIG_MAPS = ("argocd-cm", "argocd-cmd-params-cm")
+#: the label every object tasgen writes carries
+MANAGED_BY = ("app.kubernetes.io/managed-by", "tasgen")
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 class LiveError(Exception):
@@ -40,6 +44,7 @@ class Live:
     deployments: tuple[Obj, ...]
     config_maps: Mapping[tuple[str, str], Mapping[str, str]]  # (namespace, name) -> data, when found
     applications: tuple[Obj, ...]  # the Argo CD Applications beside the ApplicationSet
+    node_features: frozenset[Ref] = frozenset()  # tasgen's NodeFeatures in the render's namespaces
 
 
 def read(kubeconfig: Path | None, expected: Expected) -> Live:
@@ -64,10 +69,10 @@ class _Reader:
         self.api = api
         self.resources: dict[tuple[str, str], tuple[str, bool]] = {}  # (group version, kind) -> plural
 
-    def get(self, path: str) -> Any:
+    def get(self, path: str, accept: str = "application/json") -> Any:
         """The document at ``path``; None when the API server answers 404."""
         method, url, headers, body, post = self.api.param_serialize(
-            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+            "GET", path, header_params={"Accept": accept}, auth_settings=["BearerToken"]
         )
         response = self.api.call_api(method, url, headers, body, post, _request_timeout=30)
         response.read()  # type: ignore[no-untyped-call]
@@ -101,6 +106,7 @@ class _Reader:
             if found is not None:
                 data = found.get("data") or {}
                 config_maps[(namespace, name)] = {str(k): str(v) for k, v in data.items()}
+        features = self._node_features(expected, served)
         configuration = self.api.configuration
         return Live(
             server=str(configuration.host),
@@ -110,7 +116,21 @@ class _Reader:
             deployments=deployments,
             config_maps=config_maps,
             applications=applications,
+            node_features=features,
         )
+
+    def _node_features(self, expected: Expected, served: set[str]) -> frozenset[Ref]:
+        """The NodeFeatures tasgen manages in the namespaces the render writes them to: names
+        only (a metadata-only list: a fleet has one or more per node)."""
+        refs = [r for r in expected.files if r.kind == "NodeFeature" and r.api_version in served]
+        found: set[Ref] = set()
+        for api_version, namespace in sorted({(r.api_version, r.namespace or "") for r in refs}):
+            selector = quote("=".join(MANAGED_BY), safe="")
+            path = f"/apis/{api_version}/namespaces/{namespace}/nodefeatures?labelSelector={selector}"
+            listed = self.get(path, _METADATA_ONLY) or {}
+            for item in listed.get("items") or ():
+                found.add(Ref("NodeFeature", str(item["metadata"]["name"]), namespace, api_version))
+        return frozenset(found)
 
     def _served(self) -> set[str]:
         served = {"v1"}
