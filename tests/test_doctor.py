@@ -294,6 +294,21 @@ def test_a_namespace_whose_labels_reach_no_node_is_one_finding_not_one_per_node(
     ]
 
 
+def test_labels_of_a_nodefeature_not_synced_are_not_blamed_on_nfd_master() -> None:
+    """gpu-2's NodeFeature is missing and no node has an infra.example.com label: the missing
+    NodeFeature and the nodes' labels are reported, not a namespace nfd-master refuses."""
+    nodes = {
+        "gpu-1": _node("gpu-1", {k: v for k, v in LABELS["gpu-1"].items() if not k.startswith("infra.")}),
+        "gpu-2": _node("gpu-2", {}),
+    }
+    found = _found(_facts(nodes=nodes, node_features=frozenset(FEATURES[:1])))
+    assert found == [
+        ("nodefeature-missing", "error", "NodeFeatures in node-feature-discovery"),
+        ("node-labels", "error", "Node gpu-1"),
+        ("node-labels", "error", "Node gpu-2"),
+    ]
+
+
 def test_no_label_at_all_means_nfd_master_does_not_project() -> None:
     nodes = {n: _node(n, {}) for n in LABELS}
     assert _found(_facts(nodes=nodes)) == [("nfd-running", "error", "NodeFeature labels")]

@@ -295,7 +295,10 @@ def _render_namespaces(f: Facts) -> list[str]:
 
 def dropped_namespaces(f: Facts) -> list[str]:
     """The label namespaces nfd-master leaves off every node: of the nodes that should carry
-    one, none does, while labels of other namespaces are there (nfd-master runs)."""
+    one, none does, while labels of other namespaces are there (nfd-master runs). Only when
+    every NodeFeature of the render is in the cluster: else the missing ones may be why."""
+    if _missing_features(f):
+        return []
     carried: dict[str, bool] = {}
     for node, labels in f.expected.node_labels.items():
         live = f.live.nodes.get(node)
@@ -370,10 +373,8 @@ def node_features(f: Facts) -> Iterator[Finding]:
     """The render's NodeFeatures against tasgen's in the cluster: missing ones leave their
     nodes without labels; ones the render no longer holds (the engines keep NodeFeatures when
     a path or an Application goes away) keep stale labels on their nodes."""
-    rendered = {r for r in f.expected.files if r.kind == "NodeFeature" and r.api_version in f.live.served}
-    if not rendered:
-        return
-    missing = sorted(rendered - f.live.node_features)
+    rendered = _rendered_features(f)
+    missing = _missing_features(f)
     leftover = sorted(f.live.node_features - rendered)
     if missing:
         yield _finding(
@@ -392,6 +393,14 @@ def node_features(f: Facts) -> Iterator[Finding]:
             "their labels stay on their nodes",
             "delete them once no flavor needs their labels (kubectl delete nodefeature -n NAMESPACE NAME)",
         )
+
+
+def _rendered_features(f: Facts) -> set[Ref]:
+    return {r for r in f.expected.files if r.kind == "NodeFeature" and r.api_version in f.live.served}
+
+
+def _missing_features(f: Facts) -> list[Ref]:
+    return sorted(_rendered_features(f) - f.live.node_features)
 
 
 def _some(refs: list[Ref]) -> str:
