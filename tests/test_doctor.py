@@ -5,6 +5,8 @@ control plane's answers are tested in tests/e2e/test_doctor.py."""
 from __future__ import annotations
 
 import copy
+import http.server
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -618,6 +620,52 @@ def test_an_unreachable_cluster_is_a_message_and_exit_1(tmp_path: Path) -> None:
     )
     assert run.exit_code == 1
     assert "tasgen doctor: cannot reach the cluster of" in run.output and "Traceback" not in run.output
+
+
+def test_a_server_that_is_no_api_server_is_a_message_and_exit_1(tmp_path: Path) -> None:
+    """A web page where the API server should be (a proxy's login page, say), served on
+    127.0.0.1."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html>sign in</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_port}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        )
+        args = [
+            "-i",
+            str(REPO / "inventories"),
+            "-o",
+            str(REPO / "rendered"),
+            "--kubeconfig",
+            str(kubeconfig),
+        ]
+        run = tasgen("doctor", *args)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.exit_code == 1
+    assert (
+        "tasgen doctor: cannot read the cluster of" in run.output
+        and "not an API server's answer" in run.output
+    )
+    assert "Traceback" not in run.output
 
 
 def test_usage_errors(tmp_path: Path) -> None:

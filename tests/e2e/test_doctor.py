@@ -153,26 +153,7 @@ def test_doctor_needs_only_get_and_list(env: Env, tmp_path: Path) -> None:
     subject = {"kind": "ServiceAccount", "namespace": READER[0], "name": READER[1]}
     binding = {"metadata": {"name": "tasgen-doctor-reader"}, "roleRef": role, "subjects": [subject]}
     rbac.create_cluster_role_binding(binding)
-    token = core.create_namespaced_service_account_token(
-        READER[1], READER[0], {"spec": {"expirationSeconds": 3600}}
-    )
-    kubeconfig = tmp_path / "reader.kubeconfig"
-    cluster = {
-        "server": env.api.configuration.host,
-        "certificate-authority": env.api.configuration.ssl_ca_cert,
-    }
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "reader",
-                "clusters": [{"name": "c", "cluster": cluster}],
-                "users": [{"name": "reader", "user": {"token": token.status.token}}],
-                "contexts": [{"name": "reader", "context": {"cluster": "c", "user": "reader"}}],
-            }
-        )
-    )
+    kubeconfig = _token_kubeconfig(env, tmp_path, READER[1])
     reader = config.new_client_from_config(config_file=str(kubeconfig))
     try:  # the premise: this identity cannot write
         with pytest.raises(ApiException) as refused:
@@ -183,6 +164,47 @@ def test_doctor_needs_only_get_and_list(env: Env, tmp_path: Path) -> None:
     code, report = doctor(env, kubeconfig)
     assert (code, report["findings"]) == (0, [])
     assert report == doctor(env)[1]
+
+
+def test_an_identity_that_may_not_read_is_one_line_and_exit_1(env: Env, tmp_path: Path) -> None:
+    """A ServiceAccount with no role: the API server's discovery answers, the first LIST is
+    refused."""
+    core = client.CoreV1Api(env.api)
+    kube.ensure_namespace(core, READER[0])
+    core.create_namespaced_service_account(READER[0], {"metadata": {"name": "nobody"}})
+    kubeconfig = _token_kubeconfig(env, tmp_path, "nobody")
+    args = ["doctor", "-i", str(INVENTORY_DIR), "-o", str(RENDERED_DIR), "--kubeconfig", str(kubeconfig)]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 1 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"tasgen doctor: cannot read the cluster of {kubeconfig}: GET /api")
+    assert line.endswith("was answered 403 Forbidden")
+
+
+def _token_kubeconfig(env: Env, folder: Path, account: str) -> Path:
+    """A kubeconfig of the environment's cluster that authenticates as the ServiceAccount
+    ``account`` of READER's namespace (a token from the TokenRequest API)."""
+    core = client.CoreV1Api(env.api)
+    token = core.create_namespaced_service_account_token(
+        account, READER[0], {"spec": {"expirationSeconds": 3600}}
+    )
+    cfg = env.api.configuration
+    kubeconfig = folder / f"{account}.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "sa",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": cfg.host, "certificate-authority": cfg.ssl_ca_cert}}
+                ],
+                "users": [{"name": "sa", "user": {"token": token.status.token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}],
+            }
+        )
+    )
+    return kubeconfig
 
 
 def test_the_gates_role_changed(env: Env, fleet: Fleet) -> None:

@@ -56,12 +56,20 @@ def read(kubeconfig: Path | None, expected: Expected) -> Live:
             return _Reader(api).read(expected)
         finally:
             api.close()  # type: ignore[no-untyped-call]
+    except _Refused as e:
+        raise LiveError(f"cannot read the cluster of {shown}: {e}") from e
     except ApiException as e:
         raise LiveError(f"cannot read the cluster of {shown}: {e.status} {e.reason}") from e
+    except ValueError as e:  # an answer that is not JSON (a proxy's error page, say)
+        raise LiveError(f"cannot read the cluster of {shown}: not an API server's answer ({e})") from e
     except (HTTPError, OSError) as e:
         raise LiveError(f"cannot reach the cluster of {shown}: {e}") from e
     except ConfigException as e:
         raise LiveError(f"{shown}: {e}") from e
+
+
+class _Refused(Exception):
+    """A request the API server answered with an error (403: the identity may not read it)."""
 
 
 class _Reader:
@@ -79,7 +87,7 @@ class _Reader:
         if response.status == 404:
             return None
         if not 200 <= response.status < 300:
-            raise ApiException(http_resp=response)
+            raise _Refused(f"GET {path} was answered {response.status} {response.reason}")
         return json.loads(response.data or b"null")
 
     def read(self, expected: Expected) -> Live:
