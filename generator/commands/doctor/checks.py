@@ -154,7 +154,7 @@ def kueue_tas(f: Facts) -> Iterator[Finding]:
 
 
 def _kueue_ref(f: Facts, kind: str, name: str) -> Ref:
-    return Ref(kind, name, None, f.expected.kueue_api or "")
+    return f.expected.kueue_refs.get((kind, name)) or Ref(kind, name, None, f.expected.kueue_api or "")
 
 
 def _finalizers(obj: Mapping[str, Any]) -> list[str]:
@@ -162,6 +162,8 @@ def _finalizers(obj: Mapping[str, Any]) -> list[str]:
 
 
 def kueue_objects(f: Facts) -> Iterator[Finding]:
+    if f.expected.kueue_api not in f.live.served:
+        return  # kueue_api says why none can be read
     for kind, names in (
         ("Topology", f.expected.topologies),
         ("ResourceFlavor", f.expected.flavors),
@@ -199,7 +201,8 @@ def quantities(f: Facts) -> Iterator[Finding]:
                     subject,
                     f"the render writes {written!r}, Kueue stores {stored!r}: an engine comparing the two "
                     "may show the queue out of sync",
-                    f"nothing to do for the cluster; the render spelling {stored!r} would compare equal",
+                    f"nothing is wrong in the cluster; written {stored!r} in the render, the two compare "
+                    "equal",
                 )
             else:
                 yield _finding(

@@ -69,6 +69,7 @@ class Expected:
     flux_health_exprs: bool = False  # a Kustomization checks health with CEL (healthCheckExprs)
     flux_service_accounts: tuple[Ref, ...] = ()  # the Kustomizations' spec.serviceAccountName
     grants: Mapping[Ref, Mapping[str, Any]] = field(default_factory=dict)  # rules, roleRef, subjects
+    kueue_refs: Mapping[tuple[str, str], Ref] = field(default_factory=dict)  # (kind, name) -> ref
 
     def file_of(self, ref: Ref) -> str:
         return self.files.get(ref, self.output)
@@ -113,6 +114,7 @@ class _Collected:
     health: dict[str, str | None] = field(default_factory=dict)
     accounts: list[Ref] = field(default_factory=list)
     grants: dict[Ref, Mapping[str, Any]] = field(default_factory=dict)
+    kueue_refs: dict[tuple[str, str], Ref] = field(default_factory=dict)
     application_set: Ref | None = None
     rolling: bool = False
     kustomizations: list[Ref] = field(default_factory=list)
@@ -152,6 +154,7 @@ class _Collected:
 
     def _kueue(self, ref: Ref, spec: Mapping[str, Any]) -> None:
         self.kueue_api = self.kueue_api or ref.api_version
+        self.kueue_refs[(ref.kind, ref.name)] = ref
         if ref.kind in HEALTH_KINDS:
             self.health.setdefault(f"{HEALTH_PREFIX}{KUEUE_GROUP}_{ref.kind}", None)
         if ref.kind == "Topology":
@@ -187,6 +190,7 @@ def expected_of(
         flux_health_exprs=got.health_exprs,
         flux_service_accounts=tuple(got.accounts),
         grants=got.grants,
+        kueue_refs=got.kueue_refs,
     )
 
 
