@@ -207,6 +207,85 @@ def _token_kubeconfig(env: Env, folder: Path, account: str) -> Path:
     return kubeconfig
 
 
+def _deployment(namespace: str, name: str, container: dict[str, Any], config_map: str) -> dict[str, Any]:
+    """A Deployment as a controller's manifests write it: with no Deployment controller here,
+    an object only, which is all doctor reads of it."""
+    labels = {"app": name}
+    volume = {"name": "config", "configMap": {"name": config_map}}
+    spec = {"containers": [{**container, "name": "manager"}], "volumes": [volume]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def test_the_controllers_deployments_versions_and_settings(env: Env) -> None:
+    """Kueue's and nfd-master's Deployments and the configuration files they mount are read:
+    an old Kueue, then its gate off in its configuration, then nfd-master's configuration
+    denying a namespace of the render, one at a time."""
+    core, apps = client.CoreV1Api(env.api), client.AppsV1Api(env.api)
+    kube.ensure_namespace(core, "kueue-system")
+    kube.ensure_namespace(core, "node-feature-discovery")
+    kueue_config = {
+        "metadata": {"name": "kueue-manager-config"},
+        "data": {"controller_manager_config.yaml": "{}"},
+    }
+    core.create_namespaced_config_map("kueue-system", kueue_config)
+    manager = {
+        "image": "registry.k8s.io/kueue/kueue:v0.16.2",
+        "args": ["--config=/controller_manager_config.yaml"],
+    }
+    kueue_deployment = _deployment(
+        "kueue-system", "kueue-controller-manager", manager, "kueue-manager-config"
+    )
+    apps.create_namespaced_deployment("kueue-system", kueue_deployment)
+    nfd_config = {"metadata": {"name": "nfd-master-conf"}, "data": {"nfd-master.conf": "extraLabelNs: []\n"}}
+    core.create_namespaced_config_map("node-feature-discovery", nfd_config)
+    master = {"image": "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", "command": ["nfd-master"]}
+    apps.create_namespaced_deployment(
+        "node-feature-discovery",
+        _deployment("node-feature-discovery", "nfd-master", master, "nfd-master-conf"),
+    )
+    kueue_at = "Deployment kueue-system/kueue-controller-manager"
+    try:
+        code, report = doctor(env)
+        assert code == 1 and _errors(report) == [("kueue-version", kueue_at)]
+        assert report["components"] == [
+            {"name": "kueue", "version": "v0.16.2", "deployment": "kueue-system/kueue-controller-manager"},
+            {"name": "nfd-master", "version": "v0.19.0", "deployment": "node-feature-discovery/nfd-master"},
+        ]
+        newer = {"name": "manager", "image": "registry.k8s.io/kueue/kueue:v0.17.0"}
+        patch = {"spec": {"template": {"spec": {"containers": [newer]}}}}
+        apps.patch_namespaced_deployment("kueue-controller-manager", "kueue-system", patch)
+        gate_off = "featureGates:\n  TopologyAwareScheduling: false\n"
+        core.patch_namespaced_config_map(
+            "kueue-manager-config", "kueue-system", {"data": {"controller_manager_config.yaml": gate_off}}
+        )
+        code, report = doctor(env)
+        assert code == 1 and _errors(report) == [("kueue-tas", kueue_at)]
+        core.patch_namespaced_config_map(
+            "kueue-manager-config", "kueue-system", {"data": {"controller_manager_config.yaml": "{}"}}
+        )
+        denied = f"denyLabelNs: [{ADMIN_NS}]\n"
+        core.patch_namespaced_config_map(
+            "nfd-master-conf", "node-feature-discovery", {"data": {"nfd-master.conf": denied}}
+        )
+        code, report = doctor(env)
+        assert code == 1 and _errors(report) == [
+            ("nfd-label-namespace", "Deployment node-feature-discovery/nfd-master")
+        ]
+        assert ADMIN_NS in report["findings"][0]["problem"]
+    finally:
+        apps.delete_namespaced_deployment("kueue-controller-manager", "kueue-system")
+        apps.delete_namespaced_deployment("nfd-master", "node-feature-discovery")
+    assert doctor(env)[1]["findings"] == []
+
+
 def test_the_gates_role_changed(env: Env, fleet: Fleet) -> None:
     role = fleet.of_kind("ClusterRole")[0]
     name = role["metadata"]["name"]
