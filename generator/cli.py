@@ -353,7 +353,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     Example:
       tasgen doctor --kubeconfig ~/.kube/config
     Exit: 0 no error (warnings allowed), 1 an error found, the inventory invalid or the
-    cluster unreachable, 2 usage error.
+    cluster unreadable, 2 usage error (an unusable kubeconfig too).
     """
     from generator.commands.doctor import command as doctor_command  # noqa: PLC0415 - not every render's start
 

@@ -672,6 +672,12 @@ def test_a_server_that_is_no_api_server_is_a_message_and_exit_1(tmp_path: Path) 
 
 def test_usage_errors(tmp_path: Path) -> None:
     assert tasgen("doctor", "-i", str(tmp_path / "none")).exit_code == 2
+    garbage = tmp_path / "kubeconfig"
+    garbage.write_text("- not\n- a kubeconfig\n")
+    run = tasgen(
+        "doctor", "-i", str(REPO / "inventories"), "-o", str(REPO / "rendered"), "--kubeconfig", str(garbage)
+    )
+    assert run.exit_code == 2 and "not a kubeconfig" in run.output and "Traceback" not in run.output
     run = tasgen("doctor", "-i", str(REPO / "inventories"), "-o", str(tmp_path / "none"))
     assert run.exit_code == 2 and "is not a folder" in run.output
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from generator.commands.doctor.checks import CHECKS, Facts, components, engine_of, run_checks
 from generator.commands.doctor.expected import RenderError, read_render
 from generator.commands.doctor.formats import FORMATS
-from generator.commands.doctor.live import LiveError, read
+from generator.commands.doctor.live import KubeconfigError, LiveError, read
 from generator.commands.doctor.report import DoctorReport, summary_of
 from generator.load.files import read_inventory
 from generator.pipeline import compile
@@ -47,6 +47,8 @@ def execute(inventory: Path, output: Path, kubeconfig: Path | None, format_: str
         raise UsageProblem("-o / --output", str(e)) from e
     try:
         live = read(kubeconfig, expected)
+    except KubeconfigError as e:
+        raise UsageProblem("--kubeconfig", str(e)) from e
     except LiveError as e:
         raise Unreachable(str(e)) from e
     facts = Facts(expected=expected, live=live, head=head_of(output))

@@ -33,6 +33,10 @@ class LiveError(Exception):
     """The cluster cannot be read."""
 
 
+class KubeconfigError(LiveError):
+    """The kubeconfig cannot be used (a usage error)."""
+
+
 @dataclass(frozen=True)
 class Live:
     """What the checks read of the cluster (plain API documents)."""
@@ -65,7 +69,7 @@ def read(kubeconfig: Path | None, expected: Expected) -> Live:
     except (HTTPError, OSError) as e:
         raise LiveError(f"cannot reach the cluster of {shown}: {e}") from e
     except ConfigException as e:
-        raise LiveError(f"{shown}: {e}") from e
+        raise KubeconfigError(f"{shown}: {e}") from e
 
 
 class _Refused(Exception):
