@@ -361,6 +361,41 @@ def fit(
 
 
 @cli.command()
+@_inventory_option("The inventory folder (its NodeInventory names the nodes).")
+@_output_option
+@_kubeconfig_option("The cluster to check [default: in-cluster, else $KUBECONFIG, else ~/.kube/config].")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: the shape of generator/schemas/doctor-report.schema.json.",
+)
+def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str) -> None:
+    """Check a live cluster against what the render needs: Kueue, NFD, the gate's admission
+    policy and RBAC, the sync engine, the inventory's nodes. Read-only: GET and LIST only.
+
+    \b
+    Example:
+      tasgen doctor --kubeconfig ~/.kube/config
+    Exit: 0 no error (warnings allowed), 1 an error found, the inventory invalid or the
+    cluster unreadable, 2 usage error (an unusable kubeconfig too).
+    """
+    from generator.commands.doctor import command as doctor_command  # noqa: PLC0415 - not every render's start
+
+    try:
+        text, code = doctor_command.execute(inventory, output, kubeconfig, format_)
+    except doctor_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    except doctor_command.Unreachable as e:
+        click.echo(f"tasgen doctor: {e}", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    sys.stdout.write(_printable(text))
+    sys.exit(code)
+
+
+@cli.command()
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--repo-url",
