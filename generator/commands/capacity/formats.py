@@ -23,7 +23,10 @@ def text(report: CapacityReport, problems: list[Problem]) -> str:
             lines.append(one_line(f"  flavor {f.name}: {_flavor_facts(f)}"))
             for level in f.levels:
                 lines.append(one_line(f"    {level.level}: {level.domains} domain(s)"))
-                lines += [one_line(f"      {_size_text(s)}") for s in level.sizes]
+                for s in level.sizes:
+                    lines.append(one_line(f"      {_size(s)}: {_slots(s.empty, s)}"))
+                    if s.now is not None:
+                        lines.append(one_line(f"        now: {_slots(s.now, s)}"))
     lines += [problem_line(p) for p in problems]
     lines.append(_summary(report, problems))
     return "\n".join(lines) + "\n"
@@ -37,11 +40,6 @@ def _flavor_facts(f: FlavorCapacity) -> str:
         return said + ", no GPUs"
     said += f", quota {f.quota.empty} {f.resource}"
     return said + (f" ({f.quota.now} now)" if f.quota.now is not None else "")
-
-
-def _size_text(s: SizeSlots) -> str:
-    said = f"{_size(s)}: {_slots(s.empty, s)}"
-    return said + (f"; now {_slots(s.now, s)}" if s.now is not None else "")
 
 
 def _size(s: SizeSlots) -> str:
