@@ -378,3 +378,27 @@ def test_sizes_default_to_the_configured_workloads(tmp_path: Path) -> None:
         for s in level["sizes"]
     }
     assert sizes == {(2, 1), (8, 4)}
+
+
+def test_pods_tolerate_the_flavors_node_taints_and_the_flavor_tolerates_more() -> None:
+    """A node tainted as the flavor's nodeTaints counts; one tainted otherwise counts only
+    when the flavor tolerates it (Kueue's TAS checks node taints against both)."""
+    other = ("other", "x", "NoExecute")
+    nodes = [
+        NodeFacts("n0", {"rack": "r0", HOST: "n0"}, {GPU: 8, "pods": 110}, (TAINT,)),
+        NodeFacts("n1", {"rack": "r0", HOST: "n1"}, {GPU: 8, "pods": 110}, (other,)),
+        NodeFacts("n2", {"rack": "r0", HOST: "n2"}, {GPU: 8, "pods": 110}),
+    ]
+    cluster = _one_flavor(nodes, ("rack", HOST), Quota(64), False)
+    largest = {}
+    for name, flavor in {
+        "plain": Flavor("f", {}, topology="t"),
+        "nodeTaints": Flavor("f", {}, node_taints=(TAINT,), topology="t"),
+        "both": Flavor(
+            "f", {}, node_taints=(TAINT,), tolerations=({"key": "other", "operator": "Exists"},), topology="t"
+        ),
+    }.items():
+        cluster.flavors["f"] = flavor
+        found = flavor_slots(Engine(cluster), cluster.queues["q"], "f", [Size(8)])
+        largest[name] = (found.levels[0].slots[0].largest, found.levels[1].slots[0].holding)
+    assert largest == {"plain": (1, 1), "nodeTaints": (2, 2), "both": (3, 3)}

@@ -1,8 +1,9 @@
 """What slots a flavor offers: per level of its Topology, how many pods of a size (GPUs per pod)
 the best domain holds and how many domains hold a given number of them, as Kueue's
 topology-aware scheduling counts pods (:func:`generator.fit.engine.per_domain`), bounded by what
-the queue's quota lets it admit on the flavor. ``tasgen capacity`` reports it, ``tasgen plan``
-compares it; explained in docs/explanation/fit.md ("Capacity").
+the queue's quota lets it admit on the flavor. The pods ask for the GPUs alone and tolerate the
+flavor's nodeTaints (the flavor's own tolerations apply, as for any pod). ``tasgen capacity``
+reports it, ``tasgen plan`` compares it; explained in docs/explanation/fit.md ("Capacity").
 
 A size's cost is the flavor's distinct node kinds and domain compositions, not its nodes."""
 
@@ -115,7 +116,11 @@ def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequen
         levels = tuple(LevelSlots(level, domains, ()) for level, domains in _domains(idx))
         return FlavorSlots(flavor, idx.topology, None, len(idx.nodes), None, levels)
     cluster, now = engine.cluster, engine.now
-    counted = {g: per_domain(idx, {resource: g}, ()) for g in sorted({s.gpus for s in sizes})}
+    # pods meant for the flavor tolerate its nodeTaints (else Kueue never assigns it)
+    tolerations = [
+        {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in idx.flavor.node_taints
+    ]
+    counted = {g: per_domain(idx, {resource: g}, tolerations) for g in sorted({s.gpus for s in sizes})}
     bounds = [quota_pods(cluster, queue, flavor, resource, s, now=now) for s in sizes]
     levels = tuple(
         LevelSlots(
