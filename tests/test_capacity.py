@@ -402,3 +402,15 @@ def test_pods_tolerate_the_flavors_node_taints_and_the_flavor_tolerates_more() -
         found = flavor_slots(Engine(cluster), cluster.queues["q"], "f", [Size(8)])
         largest[name] = (found.levels[0].slots[0].largest, found.levels[1].slots[0].holding)
     assert largest == {"plain": (1, 1), "nodeTaints": (2, 2), "both": (3, 3)}
+
+
+@pytest.mark.parametrize("levels", [("rack", HOST), ("rack",)])
+def test_the_default_sizes_are_1_8_and_what_most_nodes_have(levels: tuple[str, ...]) -> None:
+    gpus = [4, 4, 2, 2, 0, 0, 0]  # ties between 4 and 2: the larger; nodes without GPUs do not count
+    nodes = [
+        NodeFacts(f"n{i}", {"rack": f"r{i % 2}", HOST: f"n{i}"}, {GPU: g, "pods": 110})
+        for i, g in enumerate(gpus)
+    ]
+    report = command.report_of(_one_flavor(nodes, levels, Quota(8), False), None, None)
+    (flavor,) = report.queues[0].flavors
+    assert [(s.gpus_per_pod, s.pods) for s in flavor.levels[0].sizes] == [(1, 1), (4, 1), (8, 1)]

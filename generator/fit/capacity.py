@@ -10,10 +10,10 @@ A size's cost is the flavor's distinct node kinds and domain compositions, not i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from generator.fit.cluster import Cluster, ClusterQueue, NodeFacts
+from generator.fit.cluster import Cluster, ClusterQueue
 from generator.fit.engine import Engine, per_domain
 from generator.fit.index import FlavorIndex
 
@@ -53,15 +53,22 @@ class FlavorSlots:
     levels: tuple[LevelSlots, ...]
 
 
-def gpu_resource(nodes: Iterable[NodeFacts]) -> str | None:
-    """The GPU resource the nodes have (the first by name when they have several)."""
-    found = {r for n in nodes for r, v in n.allocatable.items() if is_gpu(r) and v > 0}
+def gpu_resource(idx: FlavorIndex) -> str | None:
+    """The GPU resource the flavor's nodes have (the first by name when they have several),
+    read from its node kinds."""
+    found = {r for allocatable, _ in idx.whole.kinds for r, v in allocatable if is_gpu(r) and v > 0}
     return min(found) if found else None
 
 
-def whole_node(nodes: Sequence[NodeFacts], resource: str) -> int:
-    """The GPUs most of the nodes have (ties: the most GPUs); 0 when none has any."""
-    counts = Counter(n.allocatable.get(resource, 0) for n in nodes)
+def whole_node(idx: FlavorIndex, resource: str) -> int:
+    """The GPUs most of the flavor's nodes have (ties: the most GPUs); 0 when none has any."""
+    if idx.node_level:  # a kind per node shape, counted by the leaves (nodes) that have it
+        leaves = idx.whole.counts[-1]
+        counts = Counter[int]()
+        for kind, (allocatable, _) in enumerate(idx.whole.kinds):
+            counts[dict(allocatable).get(resource, 0)] += leaves[kind]
+    else:
+        counts = Counter(n.allocatable.get(resource, 0) for n in idx.nodes)
     counts.pop(0, None)
     if not counts:
         return 0
@@ -111,7 +118,7 @@ def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequen
     if idx is None:
         found = engine.cluster.flavors.get(flavor)
         return FlavorSlots(flavor, found.topology if found else None, None, 0, None, ())
-    resource = gpu_resource(idx.nodes)
+    resource = gpu_resource(idx)
     if resource is None:
         levels = tuple(LevelSlots(level, domains, ()) for level, domains in _domains(idx))
         return FlavorSlots(flavor, idx.topology, None, len(idx.nodes), None, levels)

@@ -105,8 +105,8 @@ def report_of(cluster: Cluster, live: Cluster | None, sizes: Sequence[Size] | No
 def _defaults(engine: Engine, flavor: str) -> tuple[Size, ...]:
     """1 and 8 GPUs, and the GPUs most of the flavor's nodes have."""
     idx = engine.index(flavor)
-    resource = gpu_resource(idx.nodes) if idx is not None else None
-    whole = whole_node(idx.nodes, resource) if idx is not None and resource is not None else 0
+    resource = gpu_resource(idx) if idx is not None else None
+    whole = whole_node(idx, resource) if idx is not None and resource is not None else 0
     return tuple(sorted({*(Size(g) for g in DEFAULT_GPUS), *([Size(whole)] if whole else [])}))
 
 
