@@ -414,3 +414,24 @@ def test_the_default_sizes_are_1_8_and_what_most_nodes_have(levels: tuple[str, .
     report = command.report_of(_one_flavor(nodes, levels, Quota(8), False), None, None)
     (flavor,) = report.queues[0].flavors
     assert [(s.gpus_per_pod, s.pods) for s in flavor.levels[0].sizes] == [(1, 1), (4, 1), (8, 1)]
+
+
+def test_help_usage_errors_and_an_unreachable_cluster_exit_2(tmp_path: Path) -> None:
+    assert "Example" in tasgen("capacity", "--help").output
+    assert tasgen("capacity", "-i", str(tmp_path / "none")).exit_code == 2
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    args = ("-i", str(REPO / "inventories"), "--now", NOW, "--kubeconfig", str(kubeconfig))
+    run = tasgen("capacity", *args)
+    assert run.exit_code == 2 and "cannot read the cluster of" in run.output, run.output
