@@ -85,10 +85,14 @@ def run(
         return report_of(cluster, live, sizes), []
 
 
-def report_of(cluster: Cluster, live: Cluster | None, sizes: Sequence[Size] | None) -> CapacityReport:
+def report_of(
+    cluster: Cluster, live: Cluster | None, sizes: Sequence[Size] | None, engine: Engine | None = None
+) -> CapacityReport:
     """Every ClusterQueue's flavors (in its order), on the empty ``cluster`` and on ``live``
-    (the same cluster with live usage). ``sizes`` None: :data:`DEFAULT_GPUS` and a whole node."""
-    empty, busy = Engine(cluster), Engine(live, now=True) if live is not None else None
+    (the same cluster with live usage). ``sizes`` None: :data:`DEFAULT_GPUS` and a whole node.
+    ``engine``: one of ``cluster`` whose indexes are built already (bench/capacity.py)."""
+    empty = engine if engine is not None else Engine(cluster)
+    busy = Engine(live, now=True) if live is not None else None
     queues = []
     for name in sorted(cluster.queues):
         queue = cluster.queues[name]
