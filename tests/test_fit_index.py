@@ -57,6 +57,12 @@ def podsets(draw: Any, levels: tuple[str, ...]) -> PodSet:
     return PodSet("main", draw(st.integers(1, 20)), requests, tolerations, topology=request)
 
 
+def _blocking(taints: tuple[tuple[str, str, str], ...], tolerations: Any) -> tuple[str, str, str] | None:
+    """The fleets' one taint, unless the PodSet's one toleration (key, Exists) covers it."""
+    covered = {t["key"] for t in tolerations if t.get("operator") == "Exists"}
+    return next((t for t in taints if t[0] not in covered), None)
+
+
 def _leaf_states(
     levels: tuple[str, ...], nodes: list[NodeFacts], ps: PodSet
 ) -> tuple[dict[tuple[str, ...], int], Counter[str], int]:
@@ -70,7 +76,7 @@ def _leaf_states(
         leaves.setdefault(tuple(n.labels[k] for k in levels), Counter()).update(n.allocatable)
     taint_of = {tuple(n.labels[k] for k in levels): n.taints for n in nodes}
     for path, capacity in leaves.items():
-        taint = engine._untolerated(taint_of[path], ps.tolerations) if node_level else None
+        taint = _blocking(taint_of[path], ps.tolerations) if node_level else None
         if taint is not None:
             excluded[f"taint {engine._taint_text(taint)}"] += 1
             states[path] = 0

@@ -11,6 +11,7 @@ from generator.fit.cluster import Cluster, ClusterQueue
 from generator.fit.engine import Engine, Verdict
 from generator.fit.kinds import Workload, unmanaged
 from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
+from generator.kube.selectors import selects_raw
 from generator.model import Finding, Where
 from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
 
@@ -72,30 +73,13 @@ def _verdicts(
 
 
 def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None, namespace: str) -> bool:
-    """Whether the namespaceSelector selects the namespace; True when it cannot be told (a
-    label the inventory does not know). Kueue selects none when the selector is unset."""
+    """Whether the namespaceSelector selects the namespace; a term on a label the inventory
+    does not know holds (it cannot be told). Kueue selects none when the selector is unset."""
     if selector is None:
         return False
-    known = dict(labels) if labels is not None else {NAME_LABEL: namespace}
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if key not in known:
-            return labels is None
-        if known[key] != str(value):
-            return False
-    for e in selector.get("matchExpressions") or ():
-        key, op, values = e.get("key"), e.get("operator"), [str(v) for v in e.get("values") or ()]
-        if key not in known and labels is None:
-            return True
-        present, value = key in known, known.get(str(key))
-        ok = {
-            "In": present and value in values,
-            "NotIn": not present or value not in values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }.get(str(op), False)
-        if not ok:
-            return False
-    return True
+    if labels is None:  # a namespace the inventory does not describe: only its name is known
+        return selects_raw(selector, {NAME_LABEL: namespace}, only=(NAME_LABEL,))
+    return selects_raw(selector, {NAME_LABEL: namespace, **labels})  # the API server sets it
 
 
 def _findings(workload: Workload, verdicts: list[Verdict]) -> list[Finding]:

@@ -10,13 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.fit.podsets import (
+    GROUP,
     TOPOLOGY_ANNOTATIONS,
-    Expression,
     PodSet,
     annotation_errors,
+    group_errors,
     pod_requests,
     topology_request,
 )
+from generator.kube.selectors import Expression, expressions_of
 from generator.model import Document, Finding, Pointer, Where
 from generator.rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
 
@@ -120,11 +122,25 @@ def _workload(
             ok = False
         made.podsets.append(podset)
         made.annotations.append(places)
-    if not ok:
-        return None
-    if made.local_queue is None:
-        made.local_queue = None
-    return made
+    if ok and kind in _GROUPED:
+        paths = [_field_path((*t.pointer, "metadata", "annotations")) for t in templates]
+        for i, message in group_errors(made.podsets, paths):
+            findings.append(
+                FIT_ANNOTATION(
+                    made.annotations[i][GROUP], f"{GROUP}: {message} (Kueue's webhook refuses the {kind})"
+                )
+            )
+            ok = False
+    return made if ok else None
+
+
+#: the kinds whose Kueue webhook checks podset-group-name groups
+_GROUPED = frozenset({"JobSet", "LeaderWorkerSet", "MPIJob", "RayJob", "RayCluster"})
+
+
+def _field_path(pointer: Pointer) -> str:
+    """A field as Kubernetes' field errors name it: spec.replicatedJobs[1].template."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in pointer).lstrip(".")
 
 
 def _pod_group(
@@ -201,13 +217,10 @@ def _affinity(spec: Mapping[str, Any]) -> tuple[tuple[Expression, ...], ...] | N
     )
     if not isinstance(required, dict):
         return None
-    terms = []
-    for term in required.get("nodeSelectorTerms") or ():
-        expressions = tuple(
-            (str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
-            for e in (term or {}).get("matchExpressions") or ()
-        )
-        terms.append(expressions)
+    terms = [
+        expressions_of((term or {}).get("matchExpressions"))
+        for term in required.get("nodeSelectorTerms") or ()
+    ]
     return tuple(terms)
 
 

@@ -19,9 +19,9 @@ from urllib3.exceptions import HTTPError
 
 from generator.fit.cluster import Cluster, NodeFacts
 from generator.fit.podsets import TOPOLOGY_ANNOTATIONS, pod_requests
-from generator.fit.quantity import units
 from generator.gate.admissions import admission
 from generator.gate.kube import Catalog, load_client
+from generator.kube.quantities import kueue_units
 from generator.model import HOSTNAME_KEY
 
 
@@ -81,7 +81,7 @@ def _quota_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str,
         for assignment in found.get("podSetAssignments") or ():
             flavors = assignment.get("flavors") or {}
             for resource, amount in (assignment.get("resourceUsage") or {}).items():
-                if resource in flavors and (value := units(resource, amount)) is not None:
+                if resource in flavors and (value := kueue_units(resource, amount)) is not None:
                     usage[(queue, str(flavors[resource]), resource)] += value
     return dict(usage)
 
@@ -126,7 +126,7 @@ def _topology_usage(workload: Mapping[str, Any], used: dict[str, Counter[str]]) 
         per_pod = {
             r: v // count
             for r, amount in (assignment.get("resourceUsage") or {}).items()
-            if (v := units(r, amount)) is not None
+            if (v := kueue_units(r, amount)) is not None
         }
         for node, pods in _domains(topology):
             used.setdefault(node, Counter()).update(
