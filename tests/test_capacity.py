@@ -117,7 +117,7 @@ def test_slots_are_a_plain_walks(
     cluster = _one_flavor(nodes, levels, Quota(quota), tolerated)
     size = Size(gpus, pods)
     found = flavor_slots(Engine(cluster), cluster.queues["q"], "f", [size])
-    if not any(n.allocatable[GPU] for n in nodes):
+    if not nodes:  # no node lists the GPU resource: levels without sizes
         assert found.resource is None and all(level.slots == () for level in found.levels)
         assert [(lv.level, lv.domains) for lv in found.levels] == [
             (level, d) for level, d, _, _ in plain(levels, nodes, size, quota, tolerated)
@@ -435,3 +435,18 @@ def test_help_usage_errors_and_an_unreachable_cluster_exit_2(tmp_path: Path) -> 
     args = ("-i", str(REPO / "inventories"), "--now", NOW, "--kubeconfig", str(kubeconfig))
     run = tasgen("capacity", *args)
     assert run.exit_code == 2 and "cannot read the cluster of" in run.output, run.output
+
+
+def test_a_flavor_whose_gpus_are_all_in_use_has_no_slot_now() -> None:
+    cluster, _ = _small()
+    pods = [
+        {"spec": {"nodeName": n, "containers": [{"resources": {"limits": {GPU: "8"}}}]}}
+        for n in ("a0", "a1", "a2")
+    ]
+    report = command.report_of(cluster, now_cluster(cluster, [], pods, {}), [Size(1)])
+    gpu = report.queues[0].flavors[0]
+    assert gpu.name == "gpu" and gpu.resource == GPU
+    for level in gpu.levels:
+        (size,) = level.sizes
+        assert size.empty.largest > 0 and size.now is not None
+        assert (size.now.largest, size.now.domains) == (0, 0)

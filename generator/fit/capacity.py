@@ -54,9 +54,9 @@ class FlavorSlots:
 
 
 def gpu_resource(idx: FlavorIndex) -> str | None:
-    """The GPU resource the flavor's nodes have (the first by name when they have several),
-    read from its node kinds."""
-    found = {r for allocatable, _ in idx.whole.kinds for r, v in allocatable if is_gpu(r) and v > 0}
+    """The GPU resource the flavor's nodes list (the first by name when they list several),
+    read from its node kinds; listed at 0 still counts, as on nodes whose GPUs are all used."""
+    found = {r for allocatable, _ in idx.whole.kinds for r, _ in allocatable if is_gpu(r)}
     return min(found) if found else None
 
 
