@@ -38,8 +38,8 @@ def read_live(kubeconfig: Path) -> Live:
         api = load_client(str(kubeconfig))
         workloads = list(Catalog(api).workloads())
         core = k8s.CoreV1Api(api)
-        pods = _items(core.list_pod_for_all_namespaces(_preload_content=False))
-        listed = _items(core.list_namespace(_preload_content=False))
+        pods = list_items(core.list_pod_for_all_namespaces(_preload_content=False))
+        listed = list_items(core.list_namespace(_preload_content=False))
         namespaces = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {}) for n in listed}
     except (ApiException, HTTPError, OSError) as e:
         reason = f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
@@ -49,7 +49,7 @@ def read_live(kubeconfig: Path) -> Live:
     return workloads, pods, namespaces
 
 
-def _items(response: Any) -> list[dict[str, Any]]:
+def list_items(response: Any) -> list[dict[str, Any]]:
     """A list's items as the API spells them (camelCase), not as the client's objects do."""
     items: list[dict[str, Any]] = json.loads(response.data).get("items") or []
     return items

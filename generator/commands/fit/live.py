@@ -6,13 +6,65 @@ nodes' allocatable (generator/fit/usage.py); the same engine then judges each wo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
 
 from generator.fit.cluster import Cluster
 from generator.fit.engine import Engine
 from generator.fit.judge import Judgement
-from generator.fit.usage import LiveError, now_cluster, read_live
+from generator.fit.kinds import ClusterFacts
+from generator.fit.usage import LiveError, list_items, now_cluster, read_live
+from generator.gate.kube import load_client
 
-__all__ = ["LiveError", "fits_now", "now_cluster"]
+__all__ = ["LiveError", "cluster_facts", "fits_now", "now_cluster"]
+
+
+def cluster_facts(kubeconfig: Path) -> ClusterFacts:
+    """The cluster's training runtimes, LimitRanges and RuntimeClasses."""
+    try:
+        api = load_client(str(kubeconfig))
+        core = k8s.CoreV1Api(api)
+        ranges = list_items(core.list_limit_range_for_all_namespaces(_preload_content=False))
+        classes = list_items(k8s.NodeV1Api(api).list_runtime_class(_preload_content=False))
+        runtimes = [r for plural in _RUNTIMES for r in _custom(api, plural)]
+    except (ApiException, HTTPError, OSError) as e:
+        reason = f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
+        raise LiveError(f"cannot read the cluster of {kubeconfig}: {reason}") from e
+    except ConfigException as e:
+        raise LiveError(f"{kubeconfig}: {e}") from e
+    by_namespace: dict[str, list[dict[str, Any]]] = {}
+    for limit_range in sorted(ranges, key=lambda r: str(r["metadata"]["name"])):
+        by_namespace.setdefault(str(limit_range["metadata"].get("namespace")), []).append(limit_range)
+    return ClusterFacts(
+        tuple(runtimes),
+        {ns: tuple(found) for ns, found in by_namespace.items()},
+        {str(c["metadata"]["name"]): c for c in classes},
+    )
+
+
+#: Kubeflow Trainer's runtimes (group, version, plural, kind)
+_RUNTIMES = (
+    ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime"),
+    ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime"),
+)
+
+
+def _custom(api: Any, plural: tuple[str, str, str, str]) -> list[dict[str, Any]]:
+    """Every object of a custom resource, each with its kind; none when the CRD is absent."""
+    group, version, name, kind = plural
+    try:
+        response = k8s.CustomObjectsApi(api).list_cluster_custom_object(
+            group, version, name, _preload_content=False
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return []
+        raise
+    return [{**item, "kind": kind} for item in list_items(response)]
 
 
 def fits_now(kubeconfig: Path, cluster: Cluster, judgement: Judgement) -> list[list[bool | None]]:
