@@ -396,6 +396,48 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
 
 
 @cli.command()
+@_inventory_option("The inventory folder.")
+@click.option(
+    "--size",
+    "sizes",
+    default=None,
+    metavar="N[xP],...",
+    help="Pods of N GPUs (xP: P of them in one domain) [default: the GeneratorConfig's workloads' "
+    "sizes, else 1, 8 and a whole node].",
+)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="json: the shape of generator/schemas/capacity-report.schema.json.",
+)
+@_now_option()
+@_kubeconfig_option("Also count what is free now, from the live usage (read-only).")
+def capacity(
+    inventory: Path, sizes: str | None, format_: str, now: str | None, kubeconfig: Path | None
+) -> None:
+    """Say what slots each ClusterQueue's flavors offer: per Topology level, its domains, and
+    how many pods of each size the largest domain holds and how many domains hold one, within
+    the queue's quota (cohort borrowing included). Writes nothing.
+
+    \b
+    Example:
+      tasgen capacity --size 8,8x4 --kubeconfig ~/.kube/config
+    Exit: 0 reported, 1 the inventory is invalid, 2 usage error.
+    """
+    from generator.commands.capacity import command as capacity_command  # noqa: PLC0415 - not every render's start
+
+    try:
+        text, code = capacity_command.execute(inventory, sizes, kubeconfig, format_, _parse_now(now))
+    except capacity_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    sys.stdout.write(_printable(text))
+    sys.exit(code)
+
+
+@cli.command()
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--repo-url",

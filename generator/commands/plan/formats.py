@@ -380,7 +380,7 @@ def _node_lines(report: Report) -> list[str]:
 def _fit_lines(report: Report) -> list[str]:
     lines = [
         f"fit {f.queue} {_identity_text(f.identity)} at {f.level}: "
-        f"{_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
+        f"largest {_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
         for f in report.fit
         if f.changed
     ]
