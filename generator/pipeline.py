@@ -162,7 +162,7 @@ class Compilation:
         return locate(self.findings, self.texts)
 
 
-def compile(
+def compile_inventory(
     files: list[InputFile],
     now: datetime,
     *,
@@ -214,7 +214,7 @@ def _run(
         except live.LiveError as e:
             return Result([CLUSTER_UNREADABLE.problem(display_path(kubeconfig), 1, 1, str(e))], inputs=files)
     features = mode is not Mode.VALIDATE
-    compiled = compile(files, now, node_features=features, previous=previous, carried=carried)
+    compiled = compile_inventory(files, now, node_features=features, previous=previous, carried=carried)
     if out is None or compiled.failed or compiled.planned is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned

@@ -277,7 +277,7 @@ def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, P
     """With the cluster's word (Carried.idle), an idle retained flavor is dropped; the rest of
     the render is what the offline one is."""
     from generator.load.files import read_inventory  # noqa: PLC0415
-    from generator.pipeline import compile  # noqa: PLC0415
+    from generator.pipeline import compile_inventory  # noqa: PLC0415
 
     inventory, out = example
     record_rack_b_r02(inventory)
@@ -285,8 +285,8 @@ def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, P
     files = read_inventory(inventory)
     previous = previous_of(tree(out))
     now = previous.since["training"][H100_5CE2]
-    kept = compile(files, now, carried=previous)
-    idle = compile(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
+    kept = compile_inventory(files, now, carried=previous)
+    idle = compile_inventory(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
     assert kept.planned is not None and idle.planned is not None
 
     def flavors(planned: Any) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ from generator.fit.kinds import workloads
 from generator.load.files import load_file, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.model import Problem
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.gc import no_cycle_collection
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
@@ -74,7 +74,7 @@ def run(
 ) -> tuple[CapacityReport, list[Problem]]:
     """``sizes`` None: the sizes of the GeneratorConfig's workloads, else the defaults."""
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), now, node_features=False)
+        compiled = compile_inventory(read_inventory(inventory), now, node_features=False)
         if compiled.failed:
             problems = compiled.problems()
             return CapacityReport(live=False, queues=(), problems=_problem_data(problems)), problems

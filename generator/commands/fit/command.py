@@ -21,7 +21,7 @@ from generator.load.files import SUFFIXES, InputFile, display_path, read_invento
 from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
 from generator.model import Level, Problem
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.folders import folder_problem
 from generator.util.gc import no_cycle_collection
 
@@ -64,7 +64,7 @@ def execute(
 def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfig: Path | None) -> Outcome:
     """``files`` None: the GeneratorConfig's ``workloads`` globs, in the working tree."""
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), now, node_features=False)
+        compiled = compile_inventory(read_inventory(inventory), now, node_features=False)
         if compiled.failed:
             problems = compiled.problems()
             return Outcome(FitReport(workloads=[], problems=_problem_data(problems)), problems, True)
