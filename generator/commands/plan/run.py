@@ -44,7 +44,9 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
             return Outcome(None, head.problems())
         shared = _shared(base_files, head_files)
         base = (
-            compile_inventory(shared, now, node_features=False, parse=parsed, carried=previous) if base_files else None
+            compile_inventory(shared, now, node_features=False, parse=parsed, carried=previous)
+            if base_files
+            else None
         )
         assert head.planned is not None
         queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
