@@ -25,6 +25,7 @@ from generator.fit.cluster import Cluster
 from generator.fit.engine import Engine
 from generator.fit.inventory import cluster_of
 from generator.fit.kinds import workloads
+from generator.load.cluster import LiveError
 from generator.load.files import load_file, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.model import Problem
@@ -174,7 +175,7 @@ def _live(kubeconfig: Path, cluster: Cluster) -> Cluster:
 
     try:
         return usage.now_cluster(cluster, *usage.read_live(kubeconfig))
-    except usage.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from generator.commands.doctor.checks import CHECKS, Facts, components, engine_of, run_checks
 from generator.commands.doctor.expected import RenderError, read_render
 from generator.commands.doctor.formats import FORMATS
-from generator.commands.doctor.live import KubeconfigError, LiveError, read
+from generator.commands.doctor.live import read
 from generator.commands.doctor.report import DoctorReport, summary_of
+from generator.load.cluster import KubeconfigError, LiveError
 from generator.load.files import read_inventory
 from generator.pipeline import compile_inventory
 from generator.reporters import problem_line

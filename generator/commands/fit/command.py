@@ -17,6 +17,7 @@ from generator.fit.judge import Judgement
 from generator.fit.kinds import ClusterFacts
 from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
 from generator.load import discovery
+from generator.load.cluster import LiveError
 from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
@@ -98,7 +99,7 @@ def _facts(kubeconfig: Path) -> ClusterFacts:
     live = importlib.import_module("generator.commands.fit.live")
     try:
         facts: ClusterFacts = live.cluster_facts(kubeconfig)
-    except live.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
     return facts
 
@@ -108,7 +109,7 @@ def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[
     live = importlib.import_module("generator.commands.fit.live")
     try:
         result: list[list[bool | None]] = live.fits_now(kubeconfig, cluster, judgement)
-    except live.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
     return result
 
