@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from generator.emit.tree import render_tree
 from generator.load.files import InputFile
-from generator.load.previous import previous_of
+from generator.load.previous import carried_of
 from generator.model import RETIRING_PREFIX, Carried
 from generator.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples
@@ -98,7 +98,7 @@ def test_retention_keeps_exactly_what_nothing_ended(
     for fleet, hours, seed in steps:
         now += timedelta(hours=hours)
         files = _files(fleet, retain_for)
-        previous = _idle(previous_of(texts), seed)
+        previous = _idle(carried_of(texts), seed)
         result = compile_inventory(files, now, node_features=False, carried=previous)
         new = _texts(result)
         fresh = _queues(_texts(compile_inventory(files, now, node_features=False)))  # the plan alone
@@ -136,7 +136,7 @@ def test_retention_keeps_exactly_what_nothing_ended(
         assert named <= set(flavors)
         assert {f["spec"]["topologyName"] for f in flavors.values()} <= topologies
         # a fixed point: rendering again from what was written (offline) writes the same
-        again = _texts(compile_inventory(files, now, node_features=False, carried=previous_of(new)))
+        again = _texts(compile_inventory(files, now, node_features=False, carried=carried_of(new)))
         assert again == new
         texts = new
 

@@ -22,8 +22,8 @@ __all__ = ["LiveError", "with_idle"]
 RETRY_SECONDS = 15
 
 
-def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
-    """``previous`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
+def with_idle(carried: Carried, kubeconfig: Path) -> Carried:
+    """``carried`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
     workloads, queues = _read(kubeconfig)
     from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
 
@@ -32,9 +32,9 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         name: frozenset(
             f for f in flavors if f not in held.get(name, frozenset()) and _no_quota(queues.get(name), f)
         )
-        for name, flavors in previous.queues.items()
+        for name, flavors in carried.queues.items()
     }
-    return replace(previous, idle=idle)
+    return replace(carried, idle=idle)
 
 
 def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
