@@ -19,7 +19,6 @@ from generator.kube.quantities import is_zero
 
 PREVIOUS_POLICY_ANNOTATION = "topology.gpustack.ai/previous-stop-policy"
 HOLD_AND_DRAIN = "HoldAndDrain"
-STOP_POLICIES = ("None", "Hold", HOLD_AND_DRAIN)
 CONDITION_TYPE = "TopologyReady"
 
 Obj = Mapping[str, Any]
