@@ -74,7 +74,7 @@ def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tup
     return "-".join(p for p in ("gpustack", readable.strip("-"), digest, profile) if p)
 
 
-class Planner:
+class QueueBuilder:
     def __init__(
         self,
         nodes: list[Node],
@@ -335,7 +335,7 @@ def largest_remainder(total: int, weights: list[int], caps: list[int] | None = N
     return floors
 
 
-def plan_queues(
+def build_queues(
     plans: Iterable[QueuePlan],
     nodes: list[Node],
     assignment: Assignment,
@@ -346,16 +346,16 @@ def plan_queues(
     the flavors of the previous render that its plan drops (decided once every queue's new
     flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
     ordered = sorted(plans, key=lambda p: p.name)
-    planner = Planner(nodes, assignment, version)
-    queues = [planner.queue(plan) for plan in ordered]
+    builder = QueueBuilder(nodes, assignment, version)
+    queues = [builder.queue(plan) for plan in ordered]
     if retention is not None:
-        topologies = {f"gpustack-{p}" for p in planner.profiles}
+        topologies = {f"gpustack-{p}" for p in builder.profiles}
         for queue in queues:
             kept = {qf.flavor.name for qf in queue.flavors}
-            queue.retained = retention.of(queue.plan, kept, planner.flavors, topologies)
+            queue.retained = retention.of(queue.plan, kept, builder.flavors, topologies)
     for queue in queues:
-        planner.limits(queue)
-    return queues, planner.flavors, planner.findings
+        builder.limits(queue)
+    return queues, builder.flavors, builder.findings
 
 
 def _dropped(hw: Hardware) -> str:
