@@ -1,4 +1,4 @@
-"""load -> validate -> plan -> emit, as one visible pipeline used by the CLI, tests and
+"""load -> validate -> compile -> emit, as one visible pipeline used by the CLI, tests and
 benchmarks. Nothing here exits or prints; the result says what happened."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from generator import emit, memo, printable
-from generator.compile import Plan, Summary, plan, source_statuses
+from generator.compile import Rendering, Summary, render_objects, source_statuses
 from generator.compile.gate_wiring import RenderStamp
 from generator.emit import outtree, repository
 from generator.emit.previous import render_stamp_of
@@ -149,7 +149,7 @@ class Compilation:
 
     findings: list[Finding]
     texts: dict[str, str]  # inventory texts by shown path, for positions
-    planned: Plan | None = None  # None when validation failed
+    planned: Rendering | None = None  # None when validation failed
     summary: Summary | None = None
     expiries: list[datetime] = field(default_factory=list)  # when the result changes with time
     context: Context | None = None  # the typed inventory (tasgen plan reads its nodes and sources)
@@ -183,7 +183,9 @@ def compile_inventory(
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
         return Compilation(validation.findings, texts, summary=summary, context=ctx)
-    planned = plan(ctx, node_features=node_features, previous=stamp, carried=carried or Carried(), now=now)
+    planned = render_objects(
+        ctx, node_features=node_features, stamp=stamp, carried=carried or Carried(), now=now
+    )
     # The result changes when a source expires, and when it comes within the warning horizon
     # (source-expiring): a recorded render holds only between such times.
     horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)

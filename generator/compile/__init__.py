@@ -13,7 +13,7 @@ from typing import Any
 from generator.compile import gate_wiring, manifests, pins, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Flavor, Queue, QueueFlavor, plan_queues
+from generator.compile.queues import Flavor, Queue, QueueFlavor, build_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
 from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
@@ -76,7 +76,7 @@ class Summary:
 
 
 @dataclass
-class Plan:
+class Rendering:
     manifests: list[Manifest]
     findings: list[Finding]
     summary: Summary
@@ -88,17 +88,17 @@ class Plan:
     expiries: list[datetime] = field(default_factory=list)  # when a retained flavor's retainFor ends
 
 
-def plan(
+def render_objects(
     ctx: Context,
     *,
     node_features: bool = True,
-    previous: gate_wiring.RenderStamp | None = None,
+    stamp: gate_wiring.RenderStamp | None = None,
     carried: Carried | None = None,
     now: datetime | None = None,
-) -> Plan:
+) -> Rendering:
     """Everything render writes (the NodeFeatures as rows of ``features``, the rest as
     manifests); without the NodeFeatures when only validating (they cannot fail, and they are
-    most of the work). ``previous``: the serial and objects of the render in rendered/;
+    most of the work). ``stamp``: the serial and objects of the render in rendered/;
     ``carried``: what it gave the queues, which WaitForIdle queues carry on (with ``now``,
     when a retention starts and whether retainFor passed)."""
     inventory = ctx.inventory
@@ -107,7 +107,7 @@ def plan(
     retention = None
     if carried is not None and now is not None:
         retention = Retention(carried, now, inventory.settings)
-    queues, flavors, findings = plan_queues(
+    queues, flavors, findings = build_queues(
         inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention
     )
     kept_flavors = retention.flavor_specs if retention else {}
@@ -127,7 +127,7 @@ def plan(
         *manifests.topologies(assignment, version, kept_topologies),
         *manifests.resource_flavors(flavors, version, kept_flavors),
     ]
-    serial = gate_wiring.render_serial(previous, frozenset(m.name for m in kueue))
+    serial = gate_wiring.render_serial(stamp, frozenset(m.name for m in kueue))
     for m in kueue:
         m.body["metadata"]["annotations"][gate_wiring.RENDER_ANNOTATION] = str(serial)
     local_queues = manifests.local_queues(queues, version)
@@ -156,7 +156,7 @@ def plan(
     config = (
         settings.where.at("sync", "path") if settings.where and "path" in settings.sync else settings.where
     )
-    return Plan(
+    return Rendering(
         objects,
         assignment.findings + findings,
         summary,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.compile import Plan
+from generator.compile import Rendering
 from generator.emit import apply, repository
 from generator.emit.difference import unified
 from generator.emit.drift import drift
@@ -80,7 +80,7 @@ def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(planned: Plan, out: OutputTree) -> Emission:
+def compare(planned: Rendering, out: OutputTree) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
     manifests = planned.manifests
     measured = apply.server_side_where_needed(manifests)
