@@ -17,7 +17,7 @@ from generator.commands.doctor import components
 from generator.commands.doctor.checks import IN_USE_FINALIZER, Facts, engine_of, nfd_allows, run_checks
 from generator.commands.doctor.expected import Ref, expected_of, read_render
 from generator.commands.doctor.live import Live
-from generator.commands.doctor.report import Finding
+from generator.commands.doctor.report import DoctorFinding
 from tests.conftest import REPO, tasgen
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -686,7 +686,7 @@ def test_findings_are_printed_with_where_and_fix() -> None:
     from generator.commands.doctor.formats import text  # noqa: PLC0415
     from generator.commands.doctor.report import DoctorReport, summary_of  # noqa: PLC0415
 
-    findings = (Finding("node-missing", "error", "Node gpu-2", "absent", "join it"),)
+    findings = (DoctorFinding("node-missing", "error", "Node gpu-2", "absent", "join it"),)
     report = DoctorReport(1, "https://x", None, None, (), ("nodes",), findings, summary_of(findings))
     lines = text(report).splitlines()
     assert "error: Node gpu-2: absent [node-missing]" in lines and "  fix: join it" in lines

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from generator.commands.doctor.report import Component, DoctorReport, Finding, summary_of
+from generator.commands.doctor.report import Component, DoctorFinding, DoctorReport, summary_of
 from generator.util.typed_json import from_json, to_json
 from tests.typed_schema import disagreements
 
@@ -25,8 +25,10 @@ def test_the_report_type_and_its_schema_agree() -> None:
 
 def test_a_report_is_valid_json_of_the_schema_and_reads_back() -> None:
     findings = (
-        Finding(check="node-missing", level="error", subject="Node a", problem="absent", fix="join it"),
-        Finding(check="quantity-form", level="warning", subject="ClusterQueue q", problem="2k", fix="none"),
+        DoctorFinding(check="node-missing", level="error", subject="Node a", problem="absent", fix="join it"),
+        DoctorFinding(
+            check="quantity-form", level="warning", subject="ClusterQueue q", problem="2k", fix="none"
+        ),
     )
     report = DoctorReport(
         version=1,

@@ -19,7 +19,7 @@ from generator.commands.doctor.expected import (
     label_namespace,
 )
 from generator.commands.doctor.live import Live
-from generator.commands.doctor.report import ERROR, WARNING, Component, Engine, Finding, Level
+from generator.commands.doctor.report import ERROR, WARNING, Component, DoctorFinding, Engine, Level
 from generator.kube.quantities import parse
 
 #: the finalizer Kueue's controllers put on every ResourceFlavor, and its TAS controllers (only
@@ -56,11 +56,11 @@ class Facts:
         return self.live.objects.get(ref)
 
 
-Check = Callable[[Facts], Iterator[Finding]]
+Check = Callable[[Facts], Iterator[DoctorFinding]]
 
 
-def _finding(check: str, level: Level, subject: str, problem: str, fix: str) -> Finding:
-    return Finding(check=check, level=level, subject=subject, problem=problem, fix=fix)
+def _finding(check: str, level: Level, subject: str, problem: str, fix: str) -> DoctorFinding:
+    return DoctorFinding(check=check, level=level, subject=subject, problem=problem, fix=fix)
 
 
 def _version(v: tuple[int, int, int]) -> str:
@@ -70,7 +70,7 @@ def _version(v: tuple[int, int, int]) -> str:
 # --- Kueue --------------------------------------------------------------------------------
 
 
-def kueue_api(f: Facts) -> Iterator[Finding]:
+def kueue_api(f: Facts) -> Iterator[DoctorFinding]:
     api = f.expected.kueue_api
     if api is not None and api not in f.live.served:
         least = KUEUE_MINIMUM.get(api)
@@ -84,7 +84,7 @@ def kueue_api(f: Facts) -> Iterator[Finding]:
         )
 
 
-def kueue_version(f: Facts) -> Iterator[Finding]:
+def kueue_version(f: Facts) -> Iterator[DoctorFinding]:
     kueue = f.deployed.get("kueue")
     least = KUEUE_MINIMUM.get(f.expected.kueue_api or "")
     have = c.version_tuple(kueue.version) if kueue else None
@@ -114,7 +114,7 @@ def _declared_gate(kueue: c.Deployed, maps: Mapping[tuple[str, str], Mapping[str
     return None
 
 
-def kueue_tas(f: Facts) -> Iterator[Finding]:
+def kueue_tas(f: Facts) -> Iterator[DoctorFinding]:
     if not f.expected.topologies:
         return
     kueue = f.deployed.get("kueue")
@@ -161,7 +161,7 @@ def _finalizers(obj: Mapping[str, Any]) -> list[str]:
     return list((obj.get("metadata") or {}).get("finalizers") or ())
 
 
-def kueue_objects(f: Facts) -> Iterator[Finding]:
+def kueue_objects(f: Facts) -> Iterator[DoctorFinding]:
     if f.expected.kueue_api not in f.live.served:
         return  # kueue_api says why none can be read
     for kind, names in (
@@ -181,7 +181,7 @@ def kueue_objects(f: Facts) -> Iterator[Finding]:
             )
 
 
-def quantities(f: Facts) -> Iterator[Finding]:
+def quantities(f: Facts) -> Iterator[DoctorFinding]:
     """Quotas Kueue stores in another spelling (its webhook canonicalises them), and quotas that
     differ in value (the queue is not synced, or someone edited it)."""
     for name, spec in f.expected.queues.items():
@@ -237,7 +237,7 @@ def _same(a: str, b: str) -> bool:
 # --- NFD ------------------------------------------------------------------------------------
 
 
-def nfd_api(f: Facts) -> Iterator[Finding]:
+def nfd_api(f: Facts) -> Iterator[DoctorFinding]:
     if f.expected.node_labels and NODE_FEATURE_API not in f.live.served:
         yield _finding(
             "nfd-api",
@@ -248,7 +248,7 @@ def nfd_api(f: Facts) -> Iterator[Finding]:
         )
 
 
-def nfd_version(f: Facts) -> Iterator[Finding]:
+def nfd_version(f: Facts) -> Iterator[DoctorFinding]:
     nfd = f.deployed.get("nfd-master")
     have = c.version_tuple(nfd.version) if nfd else None
     if nfd is not None and have is not None and have < NFD_MINIMUM:
@@ -316,7 +316,7 @@ def dropped_namespaces(f: Facts) -> list[str]:
     return sorted(ns for ns, any_there in carried.items() if not any_there)
 
 
-def nfd_label_namespaces(f: Facts) -> Iterator[Finding]:
+def nfd_label_namespaces(f: Facts) -> Iterator[DoctorFinding]:
     settings = _nfd_settings(f)
     refused: set[str] = set()
     if settings is not None:
@@ -358,7 +358,7 @@ def _projected(f: Facts) -> bool | None:
     )
 
 
-def nfd_running(f: Facts) -> Iterator[Finding]:
+def nfd_running(f: Facts) -> Iterator[DoctorFinding]:
     if _projected(f) is not False or NODE_FEATURE_API not in f.live.served:
         return
     yield _finding(
@@ -372,7 +372,7 @@ def nfd_running(f: Facts) -> Iterator[Finding]:
     )
 
 
-def node_features(f: Facts) -> Iterator[Finding]:
+def node_features(f: Facts) -> Iterator[DoctorFinding]:
     """The render's NodeFeatures against tasgen's in the cluster: missing ones leave their
     nodes without labels; ones the render no longer holds (the engines keep NodeFeatures when
     a path or an Application goes away) keep stale labels on their nodes."""
@@ -414,7 +414,7 @@ def _some(refs: list[Ref]) -> str:
 # --- nodes ----------------------------------------------------------------------------------
 
 
-def nodes(f: Facts) -> Iterator[Finding]:
+def nodes(f: Facts) -> Iterator[DoctorFinding]:
     dropped = set(dropped_namespaces(f))
     projected = _projected(f) is not False  # else nfd_running's one finding says it all
     for name in f.expected.nodes:
@@ -466,7 +466,7 @@ def _ready(node: Mapping[str, Any]) -> bool:
 # --- the gate's objects ---------------------------------------------------------------------
 
 
-def _missing(f: Facts, refs: Iterable[Ref], check: str, why: str) -> Iterator[Finding]:
+def _missing(f: Facts, refs: Iterable[Ref], check: str, why: str) -> Iterator[DoctorFinding]:
     for ref in refs:
         if f.present(ref) is None:
             yield _finding(
@@ -478,7 +478,7 @@ def _missing(f: Facts, refs: Iterable[Ref], check: str, why: str) -> Iterator[Fi
             )
 
 
-def admission_policy(f: Facts) -> Iterator[Finding]:
+def admission_policy(f: Facts) -> Iterator[DoctorFinding]:
     yield from _missing(
         f,
         f.expected.policies,
@@ -487,7 +487,7 @@ def admission_policy(f: Facts) -> Iterator[Finding]:
     )
 
 
-def rbac(f: Facts) -> Iterator[Finding]:
+def rbac(f: Facts) -> Iterator[DoctorFinding]:
     yield from _missing(f, f.expected.rbac, "rbac", "the gate or retire Job cannot do its work")
     for ref in f.expected.rbac:
         live, rendered = f.present(ref), f.expected.grants.get(ref) or {}
@@ -529,7 +529,7 @@ def engine_of(f: Facts) -> Engine | None:
     return None
 
 
-def engine_wiring(f: Facts) -> Iterator[Finding]:
+def engine_wiring(f: Facts) -> Iterator[DoctorFinding]:
     """An engine is installed (its API is served) but the render's wiring is not applied."""
     if engine_of(f) is not None:
         return
@@ -553,7 +553,7 @@ def engine_wiring(f: Facts) -> Iterator[Finding]:
         )
 
 
-def argocd_progressive_syncs(f: Facts) -> Iterator[Finding]:
+def argocd_progressive_syncs(f: Facts) -> Iterator[DoctorFinding]:
     appset = f.expected.application_set
     if engine_of(f) != "argocd" or appset is None or not f.expected.rolling_sync:
         return
@@ -584,7 +584,7 @@ def _shown(value: str | None) -> str:
     return "not set" if value is None else repr(value)
 
 
-def argocd_health(f: Facts) -> Iterator[Finding]:
+def argocd_health(f: Facts) -> Iterator[DoctorFinding]:
     appset = f.expected.application_set
     if engine_of(f) != "argocd" or appset is None:
         return
@@ -615,7 +615,7 @@ def _owned_by(obj: Mapping[str, Any], kind: str, name: str) -> bool:
     return any(o.get("kind") == kind and o.get("name") == name for o in owners)
 
 
-def argocd_revision(f: Facts) -> Iterator[Finding]:
+def argocd_revision(f: Facts) -> Iterator[DoctorFinding]:
     appset = f.expected.application_set
     if engine_of(f) != "argocd" or appset is None:
         return
@@ -634,7 +634,7 @@ def argocd_revision(f: Facts) -> Iterator[Finding]:
         yield from _revision(f, f"Application {appset.namespace}/{app['metadata']['name']}", revision)
 
 
-def _revision(f: Facts, subject: str, revision: str) -> Iterator[Finding]:
+def _revision(f: Facts, subject: str, revision: str) -> Iterator[DoctorFinding]:
     if f.head is None:
         return
     commit = revision.rpartition(":")[2]  # Flux writes "main@sha1:<commit>"
@@ -648,7 +648,7 @@ def _revision(f: Facts, subject: str, revision: str) -> Iterator[Finding]:
         )
 
 
-def flux(f: Facts) -> Iterator[Finding]:
+def flux(f: Facts) -> Iterator[DoctorFinding]:
     if engine_of(f) != "flux":
         return
     controller = f.deployed.get("flux-kustomize-controller")
@@ -732,5 +732,5 @@ def components(f: Facts) -> tuple[Component, ...]:
     )
 
 
-def run_checks(f: Facts) -> tuple[Finding, ...]:
+def run_checks(f: Facts) -> tuple[DoctorFinding, ...]:
     return tuple(finding for check in CHECKS.values() for finding in check(f))

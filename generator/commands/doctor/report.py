@@ -15,7 +15,7 @@ WARNING: Level = "warning"
 
 
 @dataclass(frozen=True)
-class Finding:
+class DoctorFinding:
     """One thing the cluster lacks: which check found it, where, what is wrong and the fix."""
 
     check: str
@@ -48,11 +48,11 @@ class DoctorReport:
     revision: str | None
     components: tuple[Component, ...]
     checks: tuple[str, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[DoctorFinding, ...]
     summary: Summary
 
 
-def summary_of(findings: tuple[Finding, ...]) -> Summary:
+def summary_of(findings: tuple[DoctorFinding, ...]) -> Summary:
     return Summary(
         errors=sum(f.level == ERROR for f in findings), warnings=sum(f.level == WARNING for f in findings)
     )
