@@ -116,7 +116,8 @@ def command_rows(page: str) -> dict[str, list[str]]:
 
 
 #: a synopsis token: [optional] or required, an option with its value, or an argument
-_TOKEN = re.compile(r"\[[^\]]*\](?:\.\.\.)?|\S+")
+#: an optional part, whose value may hold brackets of its own (--size N[xP],...), or a word
+_TOKEN = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\](?:\.\.\.)?|\S+")
 
 
 def synopsis_problems(name: str, command: click.Command, synopsis: str) -> list[str]:
@@ -128,7 +129,8 @@ def synopsis_problems(name: str, command: click.Command, synopsis: str) -> list[
     shown = 0
     while tokens:
         token = tokens.pop(0)
-        words = token.replace("[", " ").replace("]", " ").replace("...", " ").split()
+        # an optional part's brackets are its own; a value keeps the ones it spells
+        words = (token[1 : token.rindex("]")] if token.startswith("[") else token).split()
         if words[0].startswith("-"):
             option = by_opt.get(words[0])
             if option is not None and not token.startswith("[") and not option.is_flag and tokens:
