@@ -21,8 +21,8 @@ from tests.conftest import NOW, REPO, tasgen
 
 CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
 COMMANDS = [
-    "validate", "render", "check", "plan", "fit", "init", "fetch", "import-nodes", "schema", "rules", "gate",
-    "retire",
+    "validate", "render", "check", "plan", "fit", "capacity", "doctor", "init", "fetch", "import-nodes",
+    "schema", "rules", "gate", "retire",
 ]  # fmt: skip
 
 

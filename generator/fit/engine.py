@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit import assign
+from generator.fit import assign, reasons
 from generator.fit import index as domain_index
 from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
 from generator.fit.podsets import PodSet, TopologyRequest
@@ -33,9 +33,12 @@ class Verdict:
     flavor: str | None = None
     level: str | None = None
     domains: int = 0
-    reason: str | None = None
-    #: what the reason is about: "queue", "quota", "topology", "level" (the annotation's level)
-    cause: str | None = None
+    reason: reasons.Reason | None = None
+
+    @property
+    def cause(self) -> reasons.Cause | None:
+        """What the reason is about."""
+        return self.reason.cause if self.reason is not None else None
 
 
 @dataclass
@@ -146,7 +149,7 @@ class Engine:
         """The cycle's verdicts when ``members`` fail: PodSets after them are not tried, and
         those placed before them are admitted only with them."""
         failed = podsets[members[0]].name
-        skipped = Verdict(False, reason=f"not tried: Kueue stops at PodSet {failed}", cause="skipped")
+        skipped = Verdict(False, reason=reasons.not_tried(failed))
         return [verdict if i in members else verdicts.get(i, skipped) for i in range(len(podsets))]
 
     def _pick(
@@ -163,8 +166,7 @@ class Engine:
     ) -> tuple[str | Verdict, int]:
         """Kueue's ``findFlavorForPodSets`` from flavor ``first``: the flavor quota takes
         (its usage added), or why none does; and the index of the last flavor tried."""
-        reasons: list[str] = []
-        causes: set[str] = set()
+        why: list[reasons.Reason] = []
         keys = self.cluster.label_keys(group)
         wanted = {r: v for r, v in requests.items() if r in group.covered}
         borrowing_pick: str | None = None
@@ -175,13 +177,11 @@ class Engine:
             flavor = self.cluster.flavors.get(name)
             check = self._check(queue, flavor, name, members, keys, tas_only) if tas else None
             if check is not None:
-                reasons.append(check[0])
-                causes.add(check[1])
+                why.append(check)
                 continue
             quota_reason, borrows = self._quota(queue, name, wanted, usage)
             if quota_reason is not None:
-                reasons.append(quota_reason)
-                causes.add("quota")
+                why.append(quota_reason)
                 continue
             if borrows and queue.try_next_when_borrowing:
                 borrowing_pick = borrowing_pick or name
@@ -189,9 +189,7 @@ class Engine:
             return self._taken(name, wanted, usage), last
         if borrowing_pick is not None:
             return self._taken(borrowing_pick, wanted, usage), last
-        # the annotation is the cause only when every reason is about it
-        cause = causes.pop() if len(causes) == 1 else "queue"
-        return Verdict(False, reason=", ".join(sorted(reasons)) or None, cause=cause), last
+        return Verdict(False, reason=reasons.joined(why)), last
 
     def _place_all(
         self,
@@ -254,8 +252,7 @@ class Engine:
                 assumed,
             )
             if isinstance(found, assign.NoDomains):
-                reason = f"no topology domains at level: {idx.levels[found.level]}"
-                return [*out, Verdict(False, reason=reason, cause="topology")]
+                return [*out, Verdict(False, reason=reasons.no_domains(idx.levels[found.level]))]
             if isinstance(found, assign.NotFit):
                 unit = "slice" if size > 1 else "pod"
                 return [*out, _not_fit(idx, found.fit, found.count, unit, found.nodes, found.excluded)]
@@ -283,31 +280,31 @@ class Engine:
         members: list[PodSet],
         keys: frozenset[str],
         tas_only: bool,
-    ) -> tuple[str, str] | None:
-        """Kueue's ``checkFlavorForPodSets``: (message, cause) when the flavor is not tried."""
+    ) -> reasons.Reason | None:
+        """Kueue's ``checkFlavorForPodSets``: why the flavor is not tried, or None."""
         if flavor is None:
-            return f"flavor {name} not found", "queue"
+            return reasons.flavor_not_found(name)
         for ps in members:
             if ps.topology is not None and ps.topology.explicit:
                 if flavor.topology is None:
-                    return f'Flavor "{name}" does not support TopologyAwareScheduling', "queue"
+                    return reasons.no_tas_support(name)
                 idx = self.index(name)
                 if idx is None:
-                    return f'Flavor "{name}" information missing in TAS cache', "queue"
+                    return reasons.tas_cache_missing(name)
                 if not _has_level(idx.levels, ps.topology):
-                    return f'Flavor "{name}" does not contain the requested level', "level"
+                    return reasons.level_missing(name)
             elif not tas_only and flavor.topology is not None:
-                return f'Flavor "{name}" supports only TopologyAwareScheduling', "queue"
+                return reasons.tas_only(name)
             taint = untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
             if taint is not None:
-                return f"untolerated taint {_taint_struct(taint)} in flavor {name}", "queue"
+                return reasons.untolerated_taint(taint, name)
             if not _matches_flavor(ps, keys, flavor.node_labels):
-                return f"flavor {name} doesn't match node affinity", "queue"
+                return reasons.affinity_mismatch(name)
         return None
 
     def _quota(
         self, queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[reasons.Reason | None, bool]:
         borrows = False
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
@@ -315,11 +312,8 @@ class Engine:
             if self.now:
                 most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
-                return (
-                    f"insufficient quota for {resource} in flavor {flavor}, previously considered "
-                    f"podsets requests ({kueue_text(resource, before)}) + current podset request "
-                    f"({kueue_text(resource, value)}) > maximum capacity ({kueue_text(resource, most)})"
-                ), False
+                texts = [kueue_text(resource, v) for v in (before, value, most)]
+                return reasons.quota(resource, flavor, *texts), False
             if before + value > _nominal(queue, flavor, resource):
                 borrows = True
         return None, borrows
@@ -351,7 +345,7 @@ def _resource_groups(queue: ClusterQueue, requests: Mapping[str, int]) -> list[G
         if group is None:
             if requests[resource] == 0:
                 continue  # a zero request of a resource the queue does not know is skipped
-            return Verdict(False, reason=f"resource {resource} unavailable in ClusterQueue", cause="queue")
+            return Verdict(False, reason=reasons.resource_unavailable(resource))
         if group not in groups:
             groups.append(group)
     return groups
@@ -408,12 +402,6 @@ def _level_key(levels: tuple[str, ...], request: TopologyRequest | None) -> str 
     if request.unconstrained:
         return levels[-1]
     return None
-
-
-def _taint_struct(taint: Taint) -> str:
-    """A taint as Kueue's message prints it: a ``corev1.Taint`` value with ``%v``."""
-    key, value, effect = taint
-    return f"{{{key} {value} {effect} <nil>}}"
 
 
 def _taint_text(taint: Taint) -> str:
@@ -479,20 +467,19 @@ def _shape(
     """(level, slice level, slice size) of the request, or why Kueue cannot place it."""
     key = _level_key(levels, request) or (levels[-1] if implied and levels else None)
     if key is None:
-        return Verdict(False, reason="topology level not specified", cause="topology")
+        return Verdict(False, reason=reasons.level_not_specified())
     if key not in levels:
-        return Verdict(False, reason=f"no requested topology level: {key}", cause="level")
+        return Verdict(False, reason=reasons.no_level(key))
     slice_key = (request.slice_level if request else None) or levels[-1]
     if slice_key not in levels:
-        return Verdict(False, reason=f"no requested topology level for slices: {slice_key}", cause="level")
+        return Verdict(False, reason=reasons.no_slice_level(slice_key))
     level, slice_level = levels.index(key), levels.index(slice_key)
     if level > slice_level:
-        reason = f"podset slice topology {slice_key} is above the podset topology {key}"
-        return Verdict(False, reason=reason, cause="level")
+        return Verdict(False, reason=reasons.slice_above(slice_key, key))
     if request is None or request.slice_level is None:
         return level, slice_level, 1
     if request.slice_size is None:
-        return Verdict(False, reason="slice topology requested, but slice size not provided", cause="level")
+        return Verdict(False, reason=reasons.slice_size_missing())
     return level, slice_level, request.slice_size
 
 
@@ -513,9 +500,7 @@ class _Search:
         while True:
             at = states[level]
             if not at:
-                return Verdict(
-                    False, reason=f"no topology domains at level: {levels[level]}", cause="topology"
-                )
+                return Verdict(False, reason=reasons.no_domains(levels[level]))
             whole = sum(
                 n for s, n in at.values() if s.slices_with_leader >= count and s.leader >= self.leaders
             )
@@ -582,23 +567,7 @@ def per_domain(
 def _not_fit(
     idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
 ) -> Verdict:
-    """Kueue's ``notFitMessage``."""
-    if fit == 0:
-        message = f'topology "{idx.topology}" doesn\'t allow to fit any of {count} {unit}(s)'
-    else:
-        message = f'topology "{idx.topology}" allows to fit only {fit} out of {count} {unit}(s)'
-    if excluded:
-        message += (
-            f". Total nodes: {nodes}; excluded: {', '.join(sorted(_stat(k, n) for k, n in excluded.items()))}"
-        )
-    return Verdict(False, reason=message, cause="topology")
-
-
-def _stat(key: str, n: int) -> str:
-    if key in ("nodeSelector", "affinity", "topologyDomain"):
-        return f"{key}: {n}"
-    kind, _, name = key.partition(" ")
-    return f'{kind} "{name}": {n}'
+    return Verdict(False, reason=reasons.not_fit(idx.topology, fit, count, unit, nodes, excluded))
 
 
 def _levels_for(idx: domain_index.FlavorIndex, ps: PodSet) -> tuple[domain_index.Levels, Counter[str]]:

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.fit import reasons
 from generator.fit.cluster import Cluster, ClusterQueue
 from generator.fit.engine import Engine, Verdict
 from generator.fit.kinds import Workload, unmanaged
 from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
+from generator.fit.reasons import Cause
 from generator.kube.selectors import selects_raw
 from generator.model import Finding, Where
 from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
@@ -61,15 +63,15 @@ def _verdicts(
 ) -> list[Verdict]:
     reason = None
     if name is None:
-        reason = f"LocalQueue {local} doesn't exist"
+        reason = reasons.local_queue_missing(local)
     elif queue is None:
-        reason = f"ClusterQueue {name} doesn't exist"
+        reason = reasons.cluster_queue_missing(name)
     elif not _selects(
         queue.namespace_selector, cluster.namespaces.get(workload.namespace), workload.namespace
     ):
-        reason = "Workload namespace doesn't match ClusterQueue selector"
+        reason = reasons.namespace_not_selected()
     if reason is not None or queue is None:
-        return [Verdict(False, reason=reason, cause="queue") for _ in workload.podsets]
+        return [Verdict(False, reason=reason) for _ in workload.podsets]
     return engine.judge(queue, workload.podsets)
 
 
@@ -88,7 +90,7 @@ def _findings(
 ) -> list[Finding]:
     found = []
     for ps, places, verdict in zip(workload.podsets, workload.annotations, verdicts, strict=True):
-        if not verdict.fits and verdict.cause != "skipped":
+        if not verdict.fits and verdict.cause != Cause.SKIPPED:
             unknown = (workload.namespace, workload.local_queue) not in cluster.local_queues
             where = _cause_where(workload, ps, places, verdict, unknown)
             message = (
@@ -121,9 +123,9 @@ def _hint(
     reason itself stays Kueue's words."""
     local = workload.local_queue
     unknown = local is not None and (workload.namespace, local) not in cluster.local_queues
-    if verdict.cause == "queue" and local is not None and unknown:
+    if verdict.cause == Cause.QUEUE and local is not None and unknown:
         return _queue_hint(workload.namespace, local, cluster)
-    missing_level = "does not contain the requested level" in (verdict.reason or "")
+    missing_level = verdict.cause == Cause.LEVEL
     if missing_level and queue is not None and ps.topology is not None:
         asked = ps.topology.required or ps.topology.preferred or ps.topology.slice_level
         if asked:
@@ -161,10 +163,11 @@ def _levels(cluster: Cluster, flavor_name: str) -> tuple[str, ...]:
 def _cause_where(
     workload: Workload, ps: PodSet, places: dict[str, Where], verdict: Verdict, unknown_queue: bool
 ) -> Where:
-    if unknown_queue and verdict.cause == "queue" and workload.queue_where is not None:
+    if unknown_queue and verdict.cause == Cause.QUEUE and workload.queue_where is not None:
         return workload.queue_where  # the LocalQueue named there does not exist
-    if verdict.cause == "level" or (verdict.cause == "topology" and REQUIRED in places):
-        about_slices = "slice" in (verdict.reason or "")
+    cause = verdict.cause
+    if cause in (Cause.LEVEL, Cause.SLICE_LEVEL) or (cause == Cause.TOPOLOGY and REQUIRED in places):
+        about_slices = cause == Cause.SLICE_LEVEL
         for key in (SLICE_LEVEL, REQUIRED, PREFERRED) if about_slices else (REQUIRED, PREFERRED, SLICE_LEVEL):
             if key in places:
                 return places[key]

@@ -20,7 +20,7 @@ from generator.commands.doctor.expected import (
 )
 from generator.commands.doctor.live import Live
 from generator.commands.doctor.report import ERROR, WARNING, Component, Engine, Finding, Level
-from generator.validate.quantities import parse
+from generator.kube.quantities import parse
 
 #: the finalizer Kueue's controllers put on every ResourceFlavor, and its TAS controllers (only
 #: when TopologyAwareScheduling is on) on every Topology
