@@ -1,11 +1,14 @@
-"""Each PodSet's verdict on an empty cluster, as Kueue v0.17 reaches it: the flavor assigner
-walks the queue's flavors in order (the TAS checks, the flavor's taints, node affinity, then
-quota), topology-aware scheduling places the PodSet on the flavor it picked, and a PodSet that
-does not fit there is retried on the next flavor. The reasons are Kueue's own messages.
+"""Each PodSet's verdict on an empty cluster, as Kueue v0.17's scheduling cycles reach it: the
+flavor assigner walks the queue's flavors in order for each PodSet group (the TAS checks, the
+flavor's taints, node affinity, then quota, the workload's earlier PodSets counted), then
+topology-aware scheduling places the groups on their flavors, each on what the earlier left; a
+failed cycle is retried from the next flavors. The reasons are Kueue's own
+(:mod:`generator.fit.reasons`).
 
 Pure: a function of the :class:`~generator.fit.cluster.Cluster` and the workloads. Each flavor's
-domains are indexed once (:mod:`generator.fit.index`); a PodSet costs its node kinds and
-domain compositions. Explained in docs/explanation/fit.md.
+domains are indexed once (:mod:`generator.fit.index`); a PodSet alone on its flavor costs its
+node kinds and domain compositions; PodSets sharing a flavor, or a leader and its workers, are
+placed domain by domain (:mod:`generator.fit.assign`). Explained in docs/explanation/fit.md.
 """
 
 from __future__ import annotations
@@ -319,6 +322,7 @@ class Engine:
         return None, borrows
 
     def _place(self, flavor: str, members: list[PodSet], tas_only: bool) -> Verdict:
+        """A PodSet alone on its flavor, judged on the index."""
         idx = self.index(flavor)
         if idx is None:  # a flavor without topology: placement is kube-scheduler's
             return Verdict(True, flavor)
