@@ -536,6 +536,21 @@ def largest(
     return [max((s.state for s, _ in level.values()), default=0) for level in states]
 
 
+def per_domain(
+    idx: domain_index.FlavorIndex, requests: Mapping[str, int], tolerations: Sequence[Mapping[str, Any]]
+) -> list[list[tuple[int, int]]]:
+    """Per level of the flavor's Topology, coarsest first: (pods of ``requests`` one domain
+    holds, how many domains hold that many), as TAS counts a PodSet's pods (each takes one of a
+    node's allocatable pods), with the flavor's tolerations and ``tolerations``. Costs the
+    distinct node kinds and compositions (tasgen capacity)."""
+    if not idx.levels:
+        return []
+    workers = PodSet("capacity", 1, requests)
+    every = [*tolerations, *idx.flavor.tolerations]
+    states, _ = _states(idx, idx.whole, workers, every, 1, len(idx.levels) - 1)
+    return [[(s.state, n) for s, n in level.values()] for level in states]
+
+
 def _not_fit(
     idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
 ) -> Verdict:
