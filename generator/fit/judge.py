@@ -163,9 +163,9 @@ def _levels(cluster: Cluster, flavor_name: str) -> tuple[str, ...]:
 def _cause_where(
     workload: Workload, ps: PodSet, places: dict[str, Where], verdict: Verdict, unknown_queue: bool
 ) -> Where:
-    if unknown_queue and verdict.cause == Cause.QUEUE and workload.queue_where is not None:
-        return workload.queue_where  # the LocalQueue named there does not exist
     cause = verdict.cause
+    if unknown_queue and cause == Cause.QUEUE and workload.queue_where is not None:
+        return workload.queue_where  # the LocalQueue named there does not exist
     if cause in (Cause.LEVEL, Cause.SLICE_LEVEL) or (cause == Cause.TOPOLOGY and REQUIRED in places):
         about_slices = cause == Cause.SLICE_LEVEL
         for key in (SLICE_LEVEL, REQUIRED, PREFERRED) if about_slices else (REQUIRED, PREFERRED, SLICE_LEVEL):
