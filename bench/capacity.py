@@ -30,7 +30,7 @@ from generator.fit.capacity import Size  # noqa: E402
 from generator.fit.engine import Engine  # noqa: E402
 from generator.fit.inventory import cluster_of  # noqa: E402
 from generator.load.files import read_inventory  # noqa: E402
-from generator.pipeline import compile  # noqa: E402
+from generator.pipeline import compile_inventory  # noqa: E402
 
 DEFAULT = ["100000:3", "100000:24", "10000:3"]
 
@@ -80,7 +80,7 @@ def counting(inventory: Path, asked: list[Size], repeat: int) -> dict[str, objec
     """On the compiled cluster, CPU seconds (medians): indexing every flavor's domains (fit's
     index, a pass over the nodes), then the counting alone over the built indexes; and how
     many flavor levels and domains were counted."""
-    compiled = compile(read_inventory(inventory), datetime.now(UTC), node_features=False)
+    compiled = compile_inventory(read_inventory(inventory), datetime.now(UTC), node_features=False)
     cluster = cluster_of(compiled)
     indexing, counted = [], []
     for _ in range(repeat):

@@ -279,7 +279,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     _execute(Mode.CHECK, inventory, output, format_, now, strict)
 
 
-@cli.command()
+@cli.command("plan")
 @click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
 @_inventory_option("The inventory folder (the working tree's; the base is read from git).")
 @click.option(
@@ -293,7 +293,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 @_now_option()
 @_kubeconfig_option("Read the live queues (read-only): what each drain would evict.")
 @_output_option
-def plan(
+def preview_change(
     base: str, inventory: Path, format_: str, now: str | None, kubeconfig: Path | None, output: Path
 ) -> None:
     """Show what merging the inventory change does to the cluster: queues and drains,

@@ -14,11 +14,11 @@ from generator import emit, memo, printable
 from generator.compile import Plan, Summary, plan, source_statuses
 from generator.compile.gate_wiring import RenderStamp
 from generator.emit import outtree, repository
-from generator.emit.previous import previous_render
+from generator.emit.previous import render_stamp_of
 from generator.load import live
 from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
 from generator.load.locate import locate
-from generator.load.previous import previous_of
+from generator.load.previous import carried_of
 from generator.model import Carried, Finding, Level, Problem
 from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.rules.load import CLUSTER_UNREADABLE
@@ -162,28 +162,28 @@ class Compilation:
         return locate(self.findings, self.texts)
 
 
-def compile(
+def compile_inventory(
     files: list[InputFile],
     now: datetime,
     *,
     node_features: bool = True,
     parse: Callable[[list[InputFile]], list[LoadedFile]] = load_files,
-    previous: RenderStamp | None = None,
+    stamp: RenderStamp | None = None,
     carried: Carried | None = None,
 ) -> Compilation:
     """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
     that a git revision compiles as well as the working tree. ``parse``: how files become
-    documents (tasgen plan parses a file that two revisions share once). ``previous``: what
-    the render in rendered/ held, whose serial the new one follows (None: a first render).
-    ``carried``: what that render gave the queues (and the cluster showed idle), read by the
-    caller; WaitForIdle queues keep the flavors it gave them that the new plan drops
-    (docs/explanation/gate.md)."""
+    documents (tasgen plan parses a file that two revisions share once). Both inputs read
+    from the render in rendered/ are named apart: ``stamp``, its serial and kept objects,
+    which the new serial follows (None: a first render); ``carried``, what it gave the queues
+    (and the cluster showed idle): WaitForIdle queues keep the flavors it gave them that the
+    new plan drops (docs/explanation/gate.md)."""
     validation = validate(parse(files), now)
     texts, ctx = dict(validation.texts), validation.context
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
         return Compilation(validation.findings, texts, summary=summary, context=ctx)
-    planned = plan(ctx, node_features=node_features, previous=previous, carried=carried or Carried(), now=now)
+    planned = plan(ctx, node_features=node_features, previous=stamp, carried=carried or Carried(), now=now)
     # The result changes when a source expires, and when it comes within the warning horizon
     # (source-expiring): a recorded render holds only between such times.
     horizon = timedelta(days=ctx.inventory.settings.expiry_warning_days)
@@ -206,15 +206,15 @@ def _run(
     strict: bool,
     kubeconfig: Path | None = None,
 ) -> Result:
-    previous = previous_render(out.owned) if out is not None else None
-    carried = previous_of(out.owned) if out is not None else None
+    stamp = render_stamp_of(out.owned) if out is not None else None
+    carried = carried_of(out.owned) if out is not None else None
     if carried is not None and kubeconfig is not None:
         try:
             carried = live.with_idle(carried, kubeconfig)
         except live.LiveError as e:
             return Result([CLUSTER_UNREADABLE.problem(display_path(kubeconfig), 1, 1, str(e))], inputs=files)
     features = mode is not Mode.VALIDATE
-    compiled = compile(files, now, node_features=features, previous=previous, carried=carried)
+    compiled = compile_inventory(files, now, node_features=features, stamp=stamp, carried=carried)
     if out is None or compiled.failed or compiled.planned is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
     findings, texts, planned = compiled.findings, compiled.texts, compiled.planned

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from generator.model import Problem
 from generator.pipeline import Result
@@ -98,12 +98,9 @@ def _problem_data(p: Problem) -> dict[str, Any]:
 
 
 def github(result: Result, command: str, out: TextIO) -> None:
-    """GitHub workflow commands: annotations on the pull request's files. Each names the
-    command that prints its rule's reference (the user's repository has no tasgen docs)."""
+    """GitHub workflow commands: annotations on the pull request's files."""
     for p in result.problems:
-        where = f"file={_escape_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
-        message = f"{p.message} (tasgen rules {p.rule})"
-        out.write(f"::{p.level} {where},title={_escape_property(p.rule)}::{_escape_data(message)}\n")
+        out.write(problem_annotation(p) + "\n")
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")
@@ -120,18 +117,49 @@ def step_summary(result: Result, command: str) -> None:
             print(f"tasgen: cannot write the job summary {path}: {e.strerror}", file=sys.stderr)
 
 
+REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
+
+
+class Located(Protocol):
+    """A problem as every report prints it (the pipeline's, or one a report carries)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def col(self) -> int: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+def problem_line(p: Located) -> str:
+    """One line whatever the path and message hold (a file name or a taint with a line break
+    would start a line of its own: in a CI log, a workflow command)."""
+    return f"{one_line(p.path)}:{p.line}:{p.col}: {p.level}: {one_line(p.message)} [{p.rule}]"
+
+
+def problem_annotation(p: Located) -> str:
+    """A problem as a GitHub annotation on its file, naming the command that prints its rule's
+    reference (the user's repository has no tasgen docs)."""
+    message = f"{p.message} (tasgen rules {p.rule})"
+    return annotation(str(p.level), p.path, p.line, p.col, p.rule, message)
+
+
+def annotation(level: str, path: str, line: int, col: int, title: str, message: str) -> str:
+    """A GitHub workflow command that annotates ``path`` (``line`` 0: the whole file), escaped
+    as GitHub reads it, so that no value can end the command or start another."""
+    where = f"file={_escape_property(path)}" + (f",line={line},col={col}" if line else "")
+    return f"::{level} {where},title={_escape_property(title)}::{_escape_data(message)}"
+
+
 def _escape_data(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
-REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
-
-
-def problem_line(p: Problem) -> str:
-    """One line whatever the path and message hold (a file name or a taint with a line break
-    would start a line of its own: in a CI log, a workflow command)."""
-    return f"{one_line(p.path)}:{p.line}:{p.col}: {p.level}: {one_line(p.message)} [{p.rule}]"

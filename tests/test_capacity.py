@@ -434,7 +434,7 @@ def test_help_usage_errors_and_an_unreachable_cluster_exit_2(tmp_path: Path) -> 
     )
     args = ("-i", str(REPO / "inventories"), "--now", NOW, "--kubeconfig", str(kubeconfig))
     run = tasgen("capacity", *args)
-    assert run.exit_code == 2 and "cannot read the cluster of" in run.output, run.output
+    assert run.exit_code == 2 and f"cannot reach the cluster of {kubeconfig}:" in run.output, run.output
 
 
 def test_a_flavor_whose_gpus_are_all_in_use_has_no_slot_now() -> None:

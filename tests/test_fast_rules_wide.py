@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from generator.compile.profiles import assign, assign_one_by_one
 from generator.emit import yaml
 from generator.load.files import read_inventory
-from generator.pipeline import compile
+from generator.pipeline import compile_inventory
 from generator.validate.checks import nodes
 from tests.conftest import NOW, examples
 from tests.test_fast_rules import API, at_once, context, node_by_node
@@ -150,7 +150,7 @@ def test_wide_fleets_find_what_judging_each_node_finds(
     fast, slow = assign(ctx), assign_one_by_one(ctx, [s for s in ctx.loaded_sources() if not ctx.expired(s)])
     assert list(fast.profile_of.items()) == list(slow.profile_of.items())
     assert (fast.source_of, fast.domain_of, fast.findings) == (slow.source_of, slow.domain_of, slow.findings)
-    compile(read_inventory(folder), datetime.fromisoformat(NOW))  # findings, never an exception
+    compile_inventory(read_inventory(folder), datetime.fromisoformat(NOW))  # findings, never an exception
 
 
 def test_the_wide_comparison_sees_the_rules_the_narrow_one_never_reaches(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ from generator.compile.manifests import PROFILE_FEATURES, feature_files
 from generator.compile.pins import held_profiles, pins
 from generator.compile.profiles import Assignment, Profile
 from generator.emit.tree import render_tree
-from generator.load.previous import previous_of
+from generator.load.previous import carried_of
 from generator.load.previous_profiles import PreviousProfiles, profiles_of
 from generator.model import PROFILE_KEY, RETIRING_PREFIX, Inventory, Settings
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples, tasgen, tree
 from tests.edits import record_rack_b_r02
 from tests.plan.fleet import Fleet
@@ -207,9 +207,9 @@ def test_a_node_leaves_a_kept_flavors_profile_only_with_the_flavor(
     for fleet, hours, seed in steps:
         now += timedelta(hours=hours)
         files = retention_files(fleet, retain_for)
-        carried = shown_idle(previous_of(texts), seed)
-        new = _tree(compile(files, now, carried=carried))
-        fresh = profiles_of(_tree(compile(files, now)))  # the inventory's own profiles
+        carried = shown_idle(carried_of(texts), seed)
+        new = _tree(compile_inventory(files, now, carried=carried))
+        fresh = profiles_of(_tree(compile_inventory(files, now)))  # the inventory's own profiles
         before, after, held = profiles_of(texts), profiles_of(new), _held(new)
         expected = {n: before[n] if before.get(n) in held else p for n, p in fresh.items()}
         assert after == expected

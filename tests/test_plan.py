@@ -440,7 +440,7 @@ def test_plan_with_an_unreadable_cluster_is_a_usage_error(
         "current-context: x\n"
     )
     run = tasgen("plan", "--base", "main", "--now", NOW, "--kubeconfig", str(config))
-    assert run.exit_code == 2 and "cannot read the cluster" in run.output
+    assert run.exit_code == 2 and f"cannot reach the cluster of {config}:" in run.output
 
 
 def test_the_three_formats(repo: Repo, snapshot: SnapshotAssertion) -> None:

@@ -18,7 +18,7 @@ from generator.commands.plan.formats import COMMENT_LIMIT, json_text, markdown
 from generator.commands.plan.report import build
 from generator.commands.plan.shape import Flavor, Queue, Report
 from generator.load.files import InputFile
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.typed_json import from_json
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
@@ -50,7 +50,7 @@ def compiled(fleet: Fleet, label: str) -> Compilation:
     files = [
         InputFile(name, f"{label}:{name}", text.encode()) for name, text in sorted(fleet.files().items())
     ]
-    result = compile(files, datetime.fromisoformat(NOW), node_features=False)
+    result = compile_inventory(files, datetime.fromisoformat(NOW), node_features=False)
     assert not result.failed, result.problems()
     return result
 

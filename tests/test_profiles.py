@@ -14,7 +14,7 @@ from generator.compile.profiles import Profile, _collisions, profile_id
 from generator.compile.queues import flavor_name, largest_remainder
 from generator.load.files import read_inventory
 from generator.model import Inventory, Level, Selector, Settings, Source, Where
-from generator.pipeline import compile
+from generator.pipeline import compile_inventory
 from generator.validate.checks import Context
 from generator.validate.hierarchy import normalize_levels
 from tests.conftest import NOW
@@ -181,7 +181,7 @@ def test_a_flavor_name_collision_is_an_error(tmp_path: Path) -> None:
     )
     found = [
         f
-        for f in compile(read_inventory(tmp_path), datetime.fromisoformat(NOW)).findings
+        for f in compile_inventory(read_inventory(tmp_path), datetime.fromisoformat(NOW)).findings
         if f.rule == "flavor-collision"
     ]
     assert found and all(f.level is Level.ERROR and "gets the flavor name" in f.message for f in found)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from generator.load.live import _no_quota
-from generator.load.previous import previous_of
+from generator.load.previous import carried_of
 from generator.model import RETIRING_PREFIX
 from tests.conftest import NOW, REPO, tasgen, tree
 from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
@@ -255,7 +255,7 @@ def test_a_previous_render_is_read_back_as_written(example: tuple[Path, Path]) -
     inventory, out = example
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
-    previous = previous_of(tree(out))
+    previous = carried_of(tree(out))
     assert previous.queues["training"][-1] == H100_5CE2
     assert {q: {f: t.isoformat() for f, t in s.items()} for q, s in previous.since.items()} == {
         "inference": {H100_5CE2: "2026-12-01T06:00:00+00:00"},
@@ -266,10 +266,10 @@ def test_a_previous_render_is_read_back_as_written(example: tuple[Path, Path]) -
 
 
 def test_a_hand_edited_or_broken_previous_render_carries_nothing_on() -> None:
-    assert previous_of({"queues/clusterqueues.yaml": "a: [\n"}).queues == {}
+    assert carried_of({"queues/clusterqueues.yaml": "a: [\n"}).queues == {}
     weird = "kind: ClusterQueue\nmetadata: {name: q, annotations: {" + RETIRING_PREFIX + "f: yesterday}}\n"
     weird += "spec: {resourceGroups: [{flavors: [{name: f}, 3]}]}\n"
-    previous = previous_of({"queues/clusterqueues.yaml": weird})
+    previous = carried_of({"queues/clusterqueues.yaml": weird})
     assert previous.queues == {"q": ("f",)} and previous.since == {}
 
 
@@ -277,16 +277,16 @@ def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, P
     """With the cluster's word (Carried.idle), an idle retained flavor is dropped; the rest of
     the render is what the offline one is."""
     from generator.load.files import read_inventory  # noqa: PLC0415
-    from generator.pipeline import compile  # noqa: PLC0415
+    from generator.pipeline import compile_inventory  # noqa: PLC0415
 
     inventory, out = example
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
     files = read_inventory(inventory)
-    previous = previous_of(tree(out))
+    previous = carried_of(tree(out))
     now = previous.since["training"][H100_5CE2]
-    kept = compile(files, now, carried=previous)
-    idle = compile(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
+    kept = compile_inventory(files, now, carried=previous)
+    idle = compile_inventory(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
     assert kept.planned is not None and idle.planned is not None
 
     def flavors(planned: Any) -> dict[str, list[str]]:

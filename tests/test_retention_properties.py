@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from generator.emit.tree import render_tree
 from generator.load.files import InputFile
-from generator.load.previous import previous_of
+from generator.load.previous import carried_of
 from generator.model import RETIRING_PREFIX, Carried
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
 
@@ -98,10 +98,10 @@ def test_retention_keeps_exactly_what_nothing_ended(
     for fleet, hours, seed in steps:
         now += timedelta(hours=hours)
         files = _files(fleet, retain_for)
-        previous = _idle(previous_of(texts), seed)
-        result = compile(files, now, node_features=False, carried=previous)
+        previous = _idle(carried_of(texts), seed)
+        result = compile_inventory(files, now, node_features=False, carried=previous)
         new = _texts(result)
-        fresh = _queues(_texts(compile(files, now, node_features=False)))  # the plan alone
+        fresh = _queues(_texts(compile_inventory(files, now, node_features=False)))  # the plan alone
         for name, queue in _queues(new).items():
             entries, planned = _entries(queue), _entries(fresh[name])
             # the new plan's flavors first, with their full quota
@@ -136,7 +136,7 @@ def test_retention_keeps_exactly_what_nothing_ended(
         assert named <= set(flavors)
         assert {f["spec"]["topologyName"] for f in flavors.values()} <= topologies
         # a fixed point: rendering again from what was written (offline) writes the same
-        again = _texts(compile(files, now, node_features=False, carried=previous_of(new)))
+        again = _texts(compile_inventory(files, now, node_features=False, carried=carried_of(new)))
         assert again == new
         texts = new
 

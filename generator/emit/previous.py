@@ -13,7 +13,7 @@ from generator.parse import ParseError, parse_text
 KEEP_FILE = "retire/configmap-keep.yaml"
 
 
-def previous_render(owned: Mapping[str, str]) -> RenderStamp | None:
+def render_stamp_of(owned: Mapping[str, str]) -> RenderStamp | None:
     """None when rendered/ holds no keep list tasgen wrote, or one it cannot read (a
     conflicted merge, say): the render is then a first one, stamped 1 (the retire step then
     deletes nothing a later render stamped, which errs on keeping)."""

@@ -13,39 +13,27 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
 
 from generator.fit.cluster import Cluster, NodeFacts
 from generator.fit.podsets import TOPOLOGY_ANNOTATIONS, pod_requests
 from generator.gate.admissions import admission
-from generator.gate.kube import Catalog, load_client
+from generator.gate.kube import Catalog
 from generator.kube.quantities import kueue_units
+from generator.load.cluster import reading
 from generator.model import HOSTNAME_KEY
-
-
-class LiveError(Exception):
-    """The cluster cannot be read."""
-
 
 Live = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, str]]]
 
 
 def read_live(kubeconfig: Path) -> Live:
-    """The cluster's Workloads, Pods and Namespaces' labels, read-only."""
-    try:
-        api = load_client(str(kubeconfig))
+    """The cluster's Workloads, Pods and Namespaces' labels, read-only; raises
+    :class:`generator.load.cluster.LiveError`."""
+    with reading(kubeconfig) as api:
         workloads = list(Catalog(api).workloads())
         core = k8s.CoreV1Api(api)
         pods = list_items(core.list_pod_for_all_namespaces(_preload_content=False))
         listed = list_items(core.list_namespace(_preload_content=False))
         namespaces = {str(n["metadata"]["name"]): dict(n["metadata"].get("labels") or {}) for n in listed}
-    except (ApiException, HTTPError, OSError) as e:
-        reason = f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
-        raise LiveError(f"cannot read the cluster of {kubeconfig}: {reason}") from e
-    except ConfigException as e:
-        raise LiveError(f"{kubeconfig}: {e}") from e
     return workloads, pods, namespaces
 
 

@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from generator.kube.quantities import is_zero
+from generator.load.cluster import LiveError, reading, shown
 from generator.model import Carried
+
+__all__ = ["LiveError", "with_idle"]
 
 #: how long transient API errors (5xx, 429, a dropped connection) are retried
 RETRY_SECONDS = 15
 
 
-class LiveError(Exception):
-    """The cluster cannot be read; the message says why (the render writes nothing)."""
-
-
-def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
-    """``previous`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
+def with_idle(carried: Carried, kubeconfig: Path) -> Carried:
+    """``carried`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
     workloads, queues = _read(kubeconfig)
     from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
 
@@ -33,42 +32,29 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         name: frozenset(
             f for f in flavors if f not in held.get(name, frozenset()) and _no_quota(queues.get(name), f)
         )
-        for name, flavors in previous.queues.items()
+        for name, flavors in carried.queues.items()
     }
-    return replace(previous, idle=idle)
+    return replace(carried, idle=idle)
 
 
 def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    # The API client costs a second of start-up: imported only for --kubeconfig.
-    from kubernetes import config  # noqa: PLC0415
-    from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
-    from urllib3.exceptions import HTTPError  # noqa: PLC0415
+    from kubernetes.client.exceptions import ApiException  # noqa: PLC0415 - only for --kubeconfig
 
     from generator.gate import kube  # noqa: PLC0415
 
-    where = f"the cluster of {kubeconfig}"
-    try:
-        api = kube.load_client(str(kubeconfig))
-    except (config.ConfigException, OSError) as err:
-        raise LiveError(f"cannot use {kubeconfig}: {err}") from err
     deadline = kube.Deadline(RETRY_SECONDS)
-    try:
-        with api:
-            for version in kube.VERSIONS:
-                catalog = kube.Catalog(api, version)
-                try:
-                    workloads = kube.with_backoff(catalog.workloads, deadline, lambda _: None)
-                except ApiException as err:
-                    if err.status == 404:
-                        continue  # this Kueue API version is not served: try the older one
-                    raise
-                queues = kube.with_backoff(partial(catalog.list, "clusterqueues"), deadline, lambda _: None)
-                return workloads, {str(q["metadata"]["name"]): q for q in queues}
-    except ApiException as err:
-        reason = f"HTTP {err.status} {err.reason}" if err.status else str(err.reason)
-        raise LiveError(f"cannot list Kueue's Workloads and ClusterQueues in {where}: {reason}") from err
-    except (HTTPError, OSError, kube.Conflict) as err:
-        raise LiveError(f"cannot reach {where}: {err}") from err
+    with reading(kubeconfig) as api:
+        for version in kube.VERSIONS:
+            catalog = kube.Catalog(api, version)
+            try:
+                workloads = kube.with_backoff(catalog.workloads, deadline, lambda _: None)
+            except ApiException as err:
+                if err.status == 404:
+                    continue  # this Kueue API version is not served: try the older one
+                raise
+            queues = kube.with_backoff(partial(catalog.list, "clusterqueues"), deadline, lambda _: None)
+            return workloads, {str(q["metadata"]["name"]): q for q in queues}
+    where = f"the cluster of {shown(kubeconfig)}"
     raise LiveError(f"{where} serves no Kueue API ({', '.join(kube.VERSIONS)} of kueue.x-k8s.io)")
 
 

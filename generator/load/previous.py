@@ -21,7 +21,7 @@ TOPOLOGIES = "kueue/topologies.yaml"
 FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 
-def previous_of(texts: Mapping[str, str]) -> Carried:
+def carried_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
     previous = Carried(profiles=PreviousProfiles(texts))
     for body in _objects(texts, QUEUES, "ClusterQueue"):

@@ -17,9 +17,11 @@ class Stage(StrEnum):
     VALIDATE = "validate"  # the semantic checks over the typed inventory
     COMPILE = "compile"
     EMIT = "emit"
-    PLAN = "plan"  # tasgen plan, comparing two revisions
-    IMPORT = "import-nodes"  # tasgen import-nodes, reading kubectl's node list
-    FIT = "fit"  # tasgen fit, judging workload manifests against the rendered queues
+    # Commands that report rules of their own, outside the pipeline's stages: named so, so that
+    # "plan" never reads as a stage of the compile
+    PLAN_COMMAND = "plan"  # tasgen plan, comparing two revisions
+    IMPORT_NODES_COMMAND = "import-nodes"  # tasgen import-nodes, reading kubectl's node list
+    FIT_COMMAND = "fit"  # tasgen fit, judging workload manifests against the rendered queues
 
 
 class Hit(NamedTuple):

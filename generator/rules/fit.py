@@ -4,7 +4,7 @@
 from generator.model import Level
 from generator.rules.base import Rule, Stage
 
-_S = Stage.FIT
+_S = Stage.FIT_COMMAND
 
 FIT_NEVER = Rule(
     "fit-never",

@@ -4,7 +4,7 @@ from generator.rules.base import Rule, Stage
 
 NODE_LIST = Rule(
     "node-list",
-    Stage.IMPORT,
+    Stage.IMPORT_NODES_COMMAND,
     "import-nodes reads a List of Nodes (kubectl get nodes -o json, or -o yaml) with valid names, labels, "
     "quantities and taints, each node once.",
     why=(

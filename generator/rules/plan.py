@@ -3,7 +3,7 @@
 from generator.model import Level
 from generator.rules.base import Rule, Stage
 
-_S = Stage.PLAN
+_S = Stage.PLAN_COMMAND
 
 LEVEL_REMOVED = Rule(
     "level-removed",

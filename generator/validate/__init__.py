@@ -71,7 +71,7 @@ def _inventory(
     settings, findings = documents.settings(found.of("GeneratorConfig"))
     nodes, more = documents.nodes(found.of("NodeInventory"))
     sources = {d.name: documents.source(d) for d in found.of("TopologySource")}
-    plans = {d.name: documents.plan(d) for d in found.of("ClusterQueuePlan")}
+    plans = {d.name: documents.queue_plan(d) for d in found.of("ClusterQueuePlan")}
     configmaps = {_cm_key(d): d for d in found.of("ConfigMap")}
     store = SnapshotFiles({f.relative: f for f in files}, configmaps, found.rejected)
     return Inventory(settings, nodes, sources, plans), store, findings + more

@@ -225,7 +225,7 @@ def selector(raw: dict[str, Any]) -> Selector:
     return Selector(tuple(sorted(raw.get("matchLabels", {}).items())), expressions)
 
 
-def plan(doc: Document) -> QueuePlan:
+def queue_plan(doc: Document) -> QueuePlan:
     spec = doc.body["spec"]
     hardware = tuple(_hardware(h, doc.where("spec", "hardware", i)) for i, h in enumerate(spec["hardware"]))
     local_queues = tuple(

@@ -25,10 +25,11 @@ from generator.fit.cluster import Cluster
 from generator.fit.engine import Engine
 from generator.fit.inventory import cluster_of
 from generator.fit.kinds import workloads
+from generator.load.cluster import LiveError
 from generator.load.files import load_file, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.model import Problem
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.gc import no_cycle_collection
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
@@ -74,7 +75,7 @@ def run(
 ) -> tuple[CapacityReport, list[Problem]]:
     """``sizes`` None: the sizes of the GeneratorConfig's workloads, else the defaults."""
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), now, node_features=False)
+        compiled = compile_inventory(read_inventory(inventory), now, node_features=False)
         if compiled.failed:
             problems = compiled.problems()
             return CapacityReport(live=False, queues=(), problems=_problem_data(problems)), problems
@@ -174,7 +175,7 @@ def _live(kubeconfig: Path, cluster: Cluster) -> Cluster:
 
     try:
         return usage.now_cluster(cluster, *usage.read_live(kubeconfig))
-    except usage.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from generator.commands.doctor.checks import CHECKS, Facts, components, engine_of, run_checks
 from generator.commands.doctor.expected import RenderError, read_render
 from generator.commands.doctor.formats import FORMATS
-from generator.commands.doctor.live import KubeconfigError, LiveError, read
+from generator.commands.doctor.live import read
 from generator.commands.doctor.report import DoctorReport, summary_of
+from generator.load.cluster import KubeconfigError, LiveError
 from generator.load.files import read_inventory
-from generator.pipeline import compile
+from generator.pipeline import compile_inventory
 from generator.reporters import problem_line
 from generator.util.gc import no_cycle_collection
 
@@ -37,7 +38,7 @@ def execute(inventory: Path, output: Path, kubeconfig: Path | None, format_: str
     if not inventory.is_dir():
         raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), datetime.now(UTC), node_features=False)
+        compiled = compile_inventory(read_inventory(inventory), datetime.now(UTC), node_features=False)
     if compiled.failed or compiled.context is None:
         problems = compiled.problems()
         return "".join(problem_line(p) + "\n" for p in problems), EXIT_PROBLEMS

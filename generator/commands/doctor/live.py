@@ -1,6 +1,6 @@
-"""Reading the live cluster for ``tasgen doctor``: GETs and LISTs only, through the client every
-live command uses (generator/gate/kube.py); the client's and the network's errors are wrapped
-here into :class:`LiveError`, with what could not be read."""
+"""Reading the live cluster for ``tasgen doctor``: GETs and LISTs only, through the edge every
+live command uses (generator/load/cluster.py), whose :class:`LiveError` says what could not be
+read."""
 
 from __future__ import annotations
 
@@ -12,13 +12,10 @@ from typing import Any
 from urllib.parse import quote
 
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
 
 from generator.commands.doctor.components import config_maps_of
 from generator.commands.doctor.expected import POLICY_KINDS, RBAC_KINDS, Expected, Ref
-from generator.gate.kube import load_client
+from generator.load.cluster import LiveError, reading, shown
 
 Obj = Mapping[str, Any]
 #: the kinds whose live objects the checks compare with the render
@@ -27,14 +24,6 @@ ARGOCD_CONFIG_MAPS = ("argocd-cm", "argocd-cmd-params-cm")
 #: the label every object tasgen writes carries
 MANAGED_BY = ("app.kubernetes.io/managed-by", "tasgen")
 _METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-
-
-class LiveError(Exception):
-    """The cluster cannot be read."""
-
-
-class KubeconfigError(LiveError):
-    """The kubeconfig cannot be used (a usage error)."""
 
 
 @dataclass(frozen=True)
@@ -52,24 +41,16 @@ class Live:
 
 
 def read(kubeconfig: Path | None, expected: Expected) -> Live:
-    """Everything the checks need, read once; raises :class:`LiveError`."""
-    shown = str(kubeconfig) if kubeconfig else "the default kubeconfig"
-    try:
-        api = load_client(str(kubeconfig) if kubeconfig else None)
+    """Everything the checks need, read once; raises :class:`generator.load.cluster.LiveError`
+    (a :class:`generator.load.cluster.KubeconfigError` when the kubeconfig cannot be used)."""
+    where = f"the cluster of {shown(kubeconfig)}"
+    with reading(kubeconfig) as api:
         try:
             return _Reader(api).read(expected)
-        finally:
-            api.close()  # type: ignore[no-untyped-call]
-    except _Refused as e:
-        raise LiveError(f"cannot read the cluster of {shown}: {e}") from e
-    except ApiException as e:
-        raise LiveError(f"cannot read the cluster of {shown}: {e.status} {e.reason}") from e
-    except ValueError as e:  # an answer that is not JSON (a proxy's error page, say)
-        raise LiveError(f"cannot read the cluster of {shown}: not an API server's answer ({e})") from e
-    except (HTTPError, OSError) as e:
-        raise LiveError(f"cannot reach the cluster of {shown}: {e}") from e
-    except ConfigException as e:
-        raise KubeconfigError(f"{shown}: {e}") from e
+        except _Refused as e:
+            raise LiveError(f"cannot read {where}: {e}") from e
+        except ValueError as e:  # an answer that is not JSON (a proxy's error page, say)
+            raise LiveError(f"cannot read {where}: not an API server's answer ({e})") from e
 
 
 class _Refused(Exception):

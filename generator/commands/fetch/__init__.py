@@ -21,7 +21,7 @@ from generator.load.files import InputFile, display_path, read_inventory
 from generator.load.locate import locate
 from generator.model import Level, Problem
 from generator.parse import ParseError, parse_text
-from generator.pipeline import compile
+from generator.pipeline import compile_inventory
 from generator.util.gc import no_cycle_collection
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -143,7 +143,7 @@ def _settle(
 def _problems(files: list[InputFile], polled: list[_Polled], now: datetime) -> list[Problem]:
     answers = {p.hook.relative: InputFile(p.hook.relative, p.shown, p.body) for p in polled}
     substituted = [answers.pop(f.relative, f) for f in files]
-    compiled = compile([*substituted, *answers.values()], now, node_features=False)
+    compiled = compile_inventory([*substituted, *answers.values()], now, node_features=False)
     return compiled.problems()
 
 

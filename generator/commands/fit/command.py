@@ -17,11 +17,12 @@ from generator.fit.judge import Judgement
 from generator.fit.kinds import ClusterFacts
 from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
 from generator.load import discovery
+from generator.load.cluster import LiveError
 from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
 from generator.model import Level, Problem
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.folders import folder_problem
 from generator.util.gc import no_cycle_collection
 
@@ -64,7 +65,7 @@ def execute(
 def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfig: Path | None) -> Outcome:
     """``files`` None: the GeneratorConfig's ``workloads`` globs, in the working tree."""
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), now, node_features=False)
+        compiled = compile_inventory(read_inventory(inventory), now, node_features=False)
         if compiled.failed:
             problems = compiled.problems()
             return Outcome(FitReport(workloads=[], problems=_problem_data(problems)), problems, True)
@@ -98,7 +99,7 @@ def _facts(kubeconfig: Path) -> ClusterFacts:
     live = importlib.import_module("generator.commands.fit.live")
     try:
         facts: ClusterFacts = live.cluster_facts(kubeconfig)
-    except live.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
     return facts
 
@@ -108,7 +109,7 @@ def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[
     live = importlib.import_module("generator.commands.fit.live")
     try:
         result: list[list[bool | None]] = live.fits_now(kubeconfig, cluster, judgement)
-    except live.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
     return result
 

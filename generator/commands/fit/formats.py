@@ -9,7 +9,7 @@ from collections.abc import Callable
 from generator.fit.report import FitReport, PodSetVerdict, WorkloadVerdict
 from generator.model import Level, Problem
 from generator.printable import one_line
-from generator.reporters import problem_line
+from generator.reporters import annotation, problem_annotation, problem_line
 
 Format = Callable[[FitReport, list[Problem]], str]
 
@@ -60,26 +60,15 @@ def json_format(report: FitReport, problems: list[Problem]) -> str:
 
 def github(report: FitReport, problems: list[Problem]) -> str:
     """Annotations on the manifests: each problem, and a notice per fitting PodSet."""
-    lines = []
-    for p in problems:
-        where = f"file={_property(p.path)}" + (f",line={p.line},col={p.col}" if p.line else "")
-        message = f"{p.message} (tasgen rules {p.rule})"
-        lines.append(f"::{p.level} {where},title={_property(p.rule)}::{_data(message)}")
+    lines = [problem_annotation(p) for p in problems]
     for w in report["workloads"]:
         for ps in w["podSets"]:
             if ps["fits"]:
-                where = f"file={_property(w['file'])},line={w['line']},col={w['column']}"
-                lines.append(f"::notice {where},title=tasgen fit::{_data(_podset_text(ps))}")
+                lines.append(
+                    annotation("notice", w["file"], w["line"], w["column"], "tasgen fit", _podset_text(ps))
+                )
     lines.append(_summary(report, problems))
     return "\n".join(lines) + "\n"
-
-
-def _data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _property(value: str) -> str:
-    return _data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 FORMATS: dict[str, Format] = {"text": text, "json": json_format, "github": github}

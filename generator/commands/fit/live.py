@@ -10,32 +10,25 @@ from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
 
 from generator.fit.cluster import Cluster
 from generator.fit.engine import Engine
 from generator.fit.judge import Judgement
 from generator.fit.kinds import ClusterFacts
-from generator.fit.usage import LiveError, list_items, now_cluster, read_live
-from generator.gate.kube import load_client
+from generator.fit.usage import list_items, now_cluster, read_live
+from generator.load.cluster import reading
 
-__all__ = ["LiveError", "cluster_facts", "fits_now", "now_cluster"]
+__all__ = ["cluster_facts", "fits_now", "now_cluster"]
 
 
 def cluster_facts(kubeconfig: Path) -> ClusterFacts:
-    """The cluster's training runtimes, LimitRanges and RuntimeClasses."""
-    try:
-        api = load_client(str(kubeconfig))
+    """The cluster's training runtimes, LimitRanges and RuntimeClasses; raises
+    :class:`generator.load.cluster.LiveError`."""
+    with reading(kubeconfig) as api:
         core = k8s.CoreV1Api(api)
         ranges = list_items(core.list_limit_range_for_all_namespaces(_preload_content=False))
         classes = list_items(k8s.NodeV1Api(api).list_runtime_class(_preload_content=False))
         runtimes = [r for plural in _RUNTIMES for r in _custom(api, plural)]
-    except (ApiException, HTTPError, OSError) as e:
-        reason = f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
-        raise LiveError(f"cannot read the cluster of {kubeconfig}: {reason}") from e
-    except ConfigException as e:
-        raise LiveError(f"{kubeconfig}: {e}") from e
     by_namespace: dict[str, list[dict[str, Any]]] = {}
     for limit_range in sorted(ranges, key=lambda r: str(r["metadata"]["name"])):
         by_namespace.setdefault(str(limit_range["metadata"].get("namespace")), []).append(limit_range)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from generator.commands.plan.formats import FORMATS
 from generator.commands.plan.run import Outcome, plan_change
+from generator.load.cluster import LiveError
 from generator.load.git import GitError
 from generator.pipeline import Result
 from generator.reporters import REPORTERS
@@ -60,5 +61,5 @@ def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
     assert outcome.report is not None
     try:
         outcome.report = live.add_live_figures(outcome.report, outcome.desired, kubeconfig)
-    except live.LiveError as e:
+    except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e

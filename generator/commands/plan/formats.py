@@ -22,7 +22,6 @@ from generator.commands.plan.shape import (
     LiveDrain,
     LiveFlavor,
     Names,
-    Problem,
     Queue,
     QuotaChange,
     Replaced,
@@ -31,6 +30,7 @@ from generator.commands.plan.shape import (
     WorkloadFit,
 )
 from generator.printable import one_line
+from generator.reporters import problem_line
 from generator.util.typed_json import to_json
 
 T = TypeVar("T")
@@ -277,12 +277,8 @@ def _shown(lines: list[str], noun: str, indent: str = "", limit: int = BUDGETS[0
     return lines[:limit] + more
 
 
-def _located(w: Problem) -> str:
-    return f"{w.path}:{w.line}:{w.col}: {w.level}: {w.message} [{w.rule}]"
-
-
 def _base_lines(report: Report) -> list[str]:
-    problems = [f"  {_located(w)}" for w in report.base.problems or ()]
+    problems = [f"  {problem_line(w)}" for w in report.base.problems or ()]
     return _shown(problems, "problem of the base", "  ")
 
 
@@ -397,7 +393,7 @@ def _workload_lines(report: Report) -> list[str]:
 
 
 def _warning_lines(report: Report) -> list[str]:
-    return [_located(w) for w in report.warnings]
+    return [problem_line(w) for w in report.warnings]
 
 
 FORMATS: dict[str, Callable[[Report], str]] = {"text": text, "markdown": markdown, "json": json_text}

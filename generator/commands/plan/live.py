@@ -14,17 +14,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
-
 from generator.commands.plan import shape as q
 from generator.commands.plan.queues import eviction
 from generator.commands.plan.shape import Action, Drain, Held, LiveDrain, LiveFlavor, Report
 from generator.gate.admissions import admission, admitted_to, held_resources, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
-from generator.gate.kube import Catalog, Queues, load_client
+from generator.gate.kube import Catalog, Queues
 from generator.kube.quantities import format_units, parse, scale_for, to_units
+from generator.load.cluster import reading
 
 #: the gate's next step -> the report's drain action
 _ACTIONS: dict[Kind, Action] = {
@@ -40,15 +37,10 @@ _ACTIONS: dict[Kind, Action] = {
 }
 
 
-class LiveError(Exception):
-    """The cluster cannot be read."""
-
-
 def add_live_figures(report: Report, desired: dict[str, dict[str, Any]], kubeconfig: Path) -> Report:
     """The report with ``drain.live`` in each queue the new plan keeps (``desired``: name -> the
-    rendered ClusterQueue)."""
-    try:
-        api = load_client(str(kubeconfig))
+    rendered ClusterQueue); raises :class:`generator.load.cluster.LiveError`."""
+    with reading(kubeconfig) as api:
         queues, workloads = Queues(api), [w for w in Catalog(api).workloads() if admission(w)]
 
         def live(e: q.Queue) -> Drain:
@@ -58,14 +50,6 @@ def add_live_figures(report: Report, desired: dict[str, dict[str, Any]], kubecon
             report,
             queues=tuple(replace(e, drain=live(e)) if e.name in desired else e for e in report.queues),
         )
-    except (ApiException, HTTPError, OSError) as e:
-        raise LiveError(f"cannot read the cluster of {kubeconfig}: {_reason(e)}") from e
-    except ConfigException as e:  # a kubeconfig the client cannot use
-        raise LiveError(f"{kubeconfig}: {e}") from e
-
-
-def _reason(e: Exception) -> str:
-    return f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
 
 
 def _live(

@@ -15,9 +15,9 @@ from generator.fit.cluster import Cluster
 from generator.fit.inventory import cluster_of
 from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
 from generator.load.git import read_files, read_globbed, read_revision
-from generator.load.previous import FILES, previous_of
+from generator.load.previous import FILES, carried_of
 from generator.model import Problem
-from generator.pipeline import Compilation, compile
+from generator.pipeline import Compilation, compile_inventory
 from generator.util.gc import no_cycle_collection
 
 
@@ -35,16 +35,18 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
     rendered/ in the working tree; the base revision's is what the cluster runs, so both sides
     carry on what it retains (WaitForIdle), as render does from the rendered/ it replaces."""
     base_files = read_revision(inventory, base_ref)
-    previous = previous_of(read_files(output, base_ref, inventory, FILES))
+    carried = carried_of(read_files(output, base_ref, inventory, FILES))
     with no_cycle_collection():
         head_files = read_inventory(inventory)
         parsed = _Parsed()
-        head = compile(head_files, now, node_features=False, parse=parsed, carried=previous)
+        head = compile_inventory(head_files, now, node_features=False, parse=parsed, carried=carried)
         if head.failed:
             return Outcome(None, head.problems())
         shared = _shared(base_files, head_files)
         base = (
-            compile(shared, now, node_features=False, parse=parsed, carried=previous) if base_files else None
+            compile_inventory(shared, now, node_features=False, parse=parsed, carried=carried)
+            if base_files
+            else None
         )
         assert head.planned is not None
         queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
