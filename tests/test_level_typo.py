@@ -16,9 +16,9 @@ def test_a_misspelt_level_is_one_error_at_the_level() -> None:
     assert run.exit_code == 1
     problems = [line for line in run.output.splitlines() if "[" in line and ": error: " in line]
     assert problems == [
-        f"{CASE.relative_to(Path.cwd())}/source.yaml:8:41: error: level 'topology.gpustack.ai/rak' of source 'racks' is "
-        "stated by no node of its snapshot, which states 'topology.gpustack.ai/rack' on 4 node(s) "
-        "instead: did you mean 'topology.gpustack.ai/rack'? (4 error(s) at the snapshot's lines "
+        f"{CASE.relative_to(Path.cwd())}/source.yaml:8:41: error: level 'topology.gpustack.ai/rak' of "
+        "source 'racks' is stated by no node of its snapshot, which states 'topology.gpustack.ai/rack' on 4 "
+        "node(s) instead: did you mean 'topology.gpustack.ai/rack'? (4 error(s) at the snapshot's lines "
         "follow from it, not shown) [source-level-typo]"
     ]
 
