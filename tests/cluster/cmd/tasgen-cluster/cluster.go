@@ -54,7 +54,15 @@ func (c *cluster) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading NFD CRDs: %w", err)
 	}
-	if err := c.startControlPlane(append(kueue.crds, nfdCRDs...)); err != nil {
+	crds := append(kueue.crds, nfdCRDs...)
+	for _, path := range c.opts.crds {
+		extra, err := readCRDs(path)
+		if err != nil {
+			return fmt.Errorf("reading -crd: %w", err)
+		}
+		crds = append(crds, extra...)
+	}
+	if err := c.startControlPlane(crds); err != nil {
 		return err
 	}
 	if err := step(ctx, "install Kueue's namespace, webhook Service and configurations", func() error { return c.installKueue(ctx, kueue) }); err != nil {
