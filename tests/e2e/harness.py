@@ -69,7 +69,12 @@ INTEGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "kubeflow.org/pytorchjob": (("training-operator", "manifests/base/crds/kubeflow.org_pytorchjobs.yaml"),),
     "kubeflow.org/mpijob": (("mpi-operator", "manifests/base/kubeflow.org_mpijobs.yaml"),),
-    "ray.io/rayjob": (("kuberay", "config/crd/bases/ray.io_rayjobs.yaml"),),
+    # Kueue's RayJob reconciler watches the RayClusters its RayJobs own: without their CRD it
+    # never starts, and a RayJob gets no Workload
+    "ray.io/rayjob": (
+        ("kuberay", "config/crd/bases/ray.io_rayjobs.yaml"),
+        ("kuberay", "config/crd/bases/ray.io_rayclusters.yaml"),
+    ),
     "ray.io/raycluster": (("kuberay", "config/crd/bases/ray.io_rayclusters.yaml"),),
     "workload.codeflare.dev/appwrapper": (
         ("appwrapper", "config/crd/bases/workload.codeflare.dev_appwrappers.yaml"),
