@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
+from generator.kube import selectors
 from generator.sourcetypes import SourceType
 
 #: A path inside one YAML/JSON document, e.g. ``("nodes", 3, "labels", "zone")``.
@@ -124,6 +125,12 @@ class Selector:
 
     match_labels: tuple[tuple[str, str], ...] = ()
     expressions: tuple[Requirement, ...] = ()
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether it selects an object with these labels (every term holds)."""
+        return selectors.selects(
+            self.match_labels, ((r.key, r.operator, r.values) for r in self.expressions), labels
+        )
 
 
 #: a Node taint or a flavor's nodeTaint: key, value (may be empty), effect

@@ -18,7 +18,6 @@ from generator.validate import validate
 from generator.validate.checks import Context, base, hierarchy, nodes, snapshots
 from generator.validate.checks.snapshots import Verdict, label_problem, placed_labels
 from generator.validate.hierarchy import stated_values
-from generator.validate.labels import selects
 from tests.conftest import NOW, examples
 
 API = "topology.gpustack.ai/v1alpha1"
@@ -191,7 +190,7 @@ def test_selecting_by_groups_of_a_labels_value_is_selecting_node_by_node(
     by_key: dict[str, dict[str | None, list[Node]]] = {}  # shared, as the sources of one fleet share it
     for match_labels in selectors:
         selector = Selector(tuple(sorted(match_labels.items())))
-        assert base._select(selector, fleet, by_key) == [n for n in fleet if selects(selector, n.labels)]
+        assert base._select(selector, fleet, by_key) == [n for n in fleet if selector.selects(n.labels)]
 
 
 @settings(max_examples=examples(200), deadline=None)

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from generator.emit import yaml
+from generator.kube.quantities import parse
 from generator.load.files import parse_text
-from generator.validate.quantities import parse
 from tests.conformance.crds import assert_conforms
 from tests.conftest import NOW, REPO, examples, tasgen, tree
 

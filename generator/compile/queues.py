@@ -20,6 +20,7 @@ from typing import Any
 
 from generator.compile.profiles import Assignment, Profile
 from generator.compile.retention import Retained, Retention
+from generator.kube.quantities import beyond_range, format_units, parse, scale_for, to_units
 from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.rules.compile import (
     FLAVOR_COLLISION,
@@ -30,7 +31,6 @@ from generator.rules.compile import (
     QUOTA_UNPLACEABLE,
 )
 from generator.util.columns import group
-from generator.validate.quantities import beyond_range, format_units, parse, scale_for, to_units
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
 #: Kueue's bound on flavor x resource pairs in one resource group (its webhook refuses more)

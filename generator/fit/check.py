@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from generator.fit.cluster import Cluster
 from generator.fit.judge import Judgement, judge
-from generator.fit.kinds import workloads
+from generator.fit.kinds import ClusterFacts, workloads
 from generator.load.files import InputFile, load_file
 from generator.load.positions import PositionIndex
 from generator.model import Finding, Where
@@ -20,11 +20,11 @@ class Checked:
     texts: dict[str, str]  # shown path -> text, to locate the findings and the workloads
 
 
-def check_files(cluster: Cluster, files: list[InputFile]) -> Checked:
+def check_files(cluster: Cluster, files: list[InputFile], facts: ClusterFacts | None = None) -> Checked:
     loaded = [load_file(f) for f in files]
     texts = {f.path: f.text for f in loaded}
     findings: list[Finding] = [x for f in loaded for x in f.findings]
-    found, more = workloads([d for f in loaded for d in f.documents])
+    found, more = workloads([d for f in loaded for d in f.documents], facts)
     judgement = judge(cluster, found)
     return Checked(judgement, [*findings, *more, *judgement.findings], texts)
 

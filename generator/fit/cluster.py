@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit.quantity import units
+from generator.kube.quantities import kueue_units
 from generator.model import Taint
 
 #: a toleration as the API spells it (key, operator, value, effect)
@@ -157,7 +157,7 @@ def from_objects(objects: Iterable[Mapping[str, Any]], nodes: list[NodeFacts]) -
 def node_facts(
     name: str, labels: Mapping[str, str], allocatable: Mapping[str, Any], taints: Iterable[Taint]
 ) -> NodeFacts:
-    amounts = {r: u for r, v in allocatable.items() if (u := units(r, v)) is not None}
+    amounts = {r: u for r, v in allocatable.items() if (u := kueue_units(r, v)) is not None}
     return NodeFacts(name, labels, amounts, tuple(taints))
 
 
@@ -183,7 +183,7 @@ def _queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
         for entry in group.get("flavors") or ():
             quotas = {
                 str(r["name"]): Quota(
-                    units(str(r["name"]), r.get("nominalQuota", 0)) or 0,
+                    kueue_units(str(r["name"]), r.get("nominalQuota", 0)) or 0,
                     _maybe(str(r["name"]), r.get("borrowingLimit")),
                     _maybe(str(r["name"]), r.get("lendingLimit")),
                 )
@@ -204,4 +204,4 @@ def _queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
 
 
 def _maybe(resource: str, value: Any) -> int | None:
-    return None if value is None else units(resource, value)
+    return None if value is None else kueue_units(resource, value)

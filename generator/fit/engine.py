@@ -15,14 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.fit import assign, reasons
 from generator.fit import index as domain_index
 from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
 from generator.fit.podsets import PodSet, TopologyRequest
-from generator.fit.quantity import text
+from generator.kube.quantities import kueue_text
+from generator.kube.selectors import holds, selects, terms_match
+from generator.kube.taints import untolerated
 from generator.model import Taint
-from generator.validate.checks.taints import tolerates
 
-BLOCKING = ("NoSchedule", "NoExecute")
 INFINITE = 2**31 - 1
 
 
@@ -32,9 +33,12 @@ class Verdict:
     flavor: str | None = None
     level: str | None = None
     domains: int = 0
-    reason: str | None = None
-    #: what the reason is about: "queue", "quota", "topology", "level" (the annotation's level)
-    cause: str | None = None
+    reason: reasons.Reason | None = None
+
+    @property
+    def cause(self) -> reasons.Cause | None:
+        """What the reason is about."""
+        return self.reason.cause if self.reason is not None else None
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Engine:
     #: judge with the cluster's usage (what fits now) rather than on an empty cluster
     now: bool = False
     _indexes: dict[str, domain_index.FlavorIndex | None] = field(default_factory=dict)
+    _trees: dict[str, assign.Tree] = field(default_factory=dict)
 
     def index(self, flavor: str) -> domain_index.FlavorIndex | None:
         if flavor not in self._indexes:
@@ -62,95 +67,206 @@ class Engine:
         return self._indexes[flavor]
 
     def judge(self, queue: ClusterQueue, podsets: Sequence[PodSet]) -> list[Verdict]:
-        """One verdict per PodSet, in order. PodSets of one ``podset-group-name`` are placed
-        together (a leader and its workers); quota adds up over the workload's PodSets."""
+        """One verdict per PodSet, in order, as Kueue's scheduling cycles reach it: each cycle
+        assigns flavors group by group (PodSets of one ``podset-group-name`` together, quota
+        adding up over the workload), then places the TAS PodSets flavor by flavor, each on
+        what the earlier ones left. A cycle that fails while a PodSet's flavor was not its
+        last one is retried at once from the next flavor (Kueue's LastTriedFlavorIdx); the
+        message that lasts is the last cycle's."""
+        groups = _groups(podsets)
+        start: dict[tuple[int, int], int] = {}
+        for _ in range(2 + sum(len(g.flavors) for g in queue.groups)):
+            verdicts, tried = self._cycle(queue, podsets, groups, start)
+            if all(v.fits for v in verdicts) or all(i == -1 for i in tried.values()):
+                return verdicts
+            start = {k: i + 1 for k, i in tried.items()}
+        return verdicts
+
+    def _cycle(
+        self,
+        queue: ClusterQueue,
+        podsets: Sequence[PodSet],
+        groups: list[list[int]],
+        start: Mapping[tuple[int, int], int],
+    ) -> tuple[list[Verdict], dict[tuple[int, int], int]]:
+        """One scheduling cycle: the verdicts, and the flavor index each (group, resource
+        group) tried last (-1 after the last flavor)."""
         verdicts: dict[int, Verdict] = {}
         usage: Counter[tuple[str, str]] = Counter()
-        failed = None
-        for members in _groups(podsets):
-            found = self._judge_group(queue, [podsets[i] for i in members], usage)
-            for i in members:
-                verdicts[i] = found
-            if not found.fits:
-                failed = podsets[members[0]].name
-                break  # Kueue stops at the first PodSet that cannot be assigned
-        skipped = Verdict(False, reason=f"not tried: Kueue stops at PodSet {failed}", cause="skipped")
-        return [verdicts.get(i, skipped) for i in range(len(podsets))]
+        tried: dict[tuple[int, int], int] = {}
+        tas: list[tuple[list[int], str]] = []  # (members, flavor) to place, in order
+        tas_only = all(self._topology_of(n) is not None for g in queue.groups for n, _ in g.flavors)
+        for g, members in enumerate(groups):
+            found = self._assign(queue, [podsets[i] for i in members], g, start, usage, tried, tas_only)
+            if isinstance(found, Verdict):
+                # Kueue places nothing then; the groups before are shown where they would go
+                self._place_all(podsets, tas, tas_only, verdicts)
+                return self._failed(podsets, members, found, verdicts), tried
+            if found is None or self.index(found) is None:
+                for i in members:  # no flavor (nothing asked for), or one without topology
+                    verdicts[i] = Verdict(True, found)
+            else:
+                tas.append((members, found))
+        failure = self._place_all(podsets, tas, tas_only, verdicts)
+        if failure is not None:
+            return self._failed(podsets, failure[0], failure[1], verdicts), tried
+        return [verdicts[i] for i in range(len(podsets))], tried
 
-    def _judge_group(
-        self, queue: ClusterQueue, members: list[PodSet], usage: Counter[tuple[str, str]]
-    ) -> Verdict:
-        requests = _total(queue, members)
-        groups = _resource_groups(queue, requests)
-        if isinstance(groups, Verdict):
-            return groups
-        if not groups:
-            return Verdict(False, reason="no TAS flavor assigned", cause="queue")
-        # tasgen's queues have one resource group; a second one (quota-only) is judged for quota
-        for group in groups[1:]:
-            verdict = self._walk(queue, group, members, requests, usage, tas=False)
-            if not verdict.fits:
-                return verdict
-        return self._walk(queue, groups[0], members, requests, usage, tas=True)
+    def _assign(
+        self,
+        queue: ClusterQueue,
+        pods: list[PodSet],
+        g: int,
+        start: Mapping[tuple[int, int], int],
+        usage: Counter[tuple[str, str]],
+        tried: dict[tuple[int, int], int],
+        tas_only: bool,
+    ) -> str | Verdict | None:
+        """Kueue's flavor assignment of one group: its TAS flavor (None when it asks for
+        nothing: Kueue then assigns none and admits it), or why none."""
+        requests = _total(queue, pods)
+        rgs = _resource_groups(queue, requests)
+        if isinstance(rgs, Verdict) or not rgs:
+            return rgs if isinstance(rgs, Verdict) else None
+        picked: str | None = None
+        for r, rg in enumerate(queue.groups):
+            if rg not in rgs:
+                continue
+            is_tas = rg is rgs[0]
+            first = start.get((g, r), 0)
+            found, last = self._pick(queue, rg, pods, requests, usage, first, tas=is_tas, tas_only=tas_only)
+            if isinstance(found, Verdict):
+                return found
+            tried[(g, r)] = -1 if last == len(rg.flavors) - 1 else last
+            if is_tas:
+                picked = found
+        return picked
 
-    def _walk(
+    @staticmethod
+    def _failed(
+        podsets: Sequence[PodSet], members: list[int], verdict: Verdict, verdicts: Mapping[int, Verdict]
+    ) -> list[Verdict]:
+        """The cycle's verdicts when ``members`` fail: PodSets after them are not tried, and
+        those placed before them are admitted only with them."""
+        failed = podsets[members[0]].name
+        skipped = Verdict(False, reason=reasons.not_tried(failed))
+        return [verdict if i in members else verdicts.get(i, skipped) for i in range(len(podsets))]
+
+    def _pick(
         self,
         queue: ClusterQueue,
         group: Group,
         members: list[PodSet],
         requests: Mapping[str, int],
         usage: Counter[tuple[str, str]],
+        first: int,
         *,
         tas: bool,
-    ) -> Verdict:
-        """The flavors in order: the first that passes every check, quota and placement is
-        the one Kueue admits with. Kueue's message is the first attempt's: the reasons of the
-        flavors before the one quota picked, and that one's placement failure."""
-        reasons: list[str] = []
-        first_pick: Verdict | None = None
-        causes: set[str] = set()
+        tas_only: bool,
+    ) -> tuple[str | Verdict, int]:
+        """Kueue's ``findFlavorForPodSets`` from flavor ``first``: the flavor quota takes
+        (its usage added), or why none does; and the index of the last flavor tried."""
+        why: list[reasons.Reason] = []
         keys = self.cluster.label_keys(group)
         wanted = {r: v for r, v in requests.items() if r in group.covered}
-        tas_only = all(self._topology_of(n) is not None for g in queue.groups for n, _ in g.flavors)
-        borrowing_pick: tuple[str, Verdict] | None = None
-        for name, _ in group.flavors:
+        borrowing_pick: str | None = None
+        last = first
+        for index in range(first, len(group.flavors)):
+            last = index
+            name = group.flavors[index][0]
             flavor = self.cluster.flavors.get(name)
             check = self._check(queue, flavor, name, members, keys, tas_only) if tas else None
             if check is not None:
-                if first_pick is None:
-                    reasons.append(check[0])
-                    causes.add(check[1])
+                why.append(check)
                 continue
             quota_reason, borrows = self._quota(queue, name, wanted, usage)
             if quota_reason is not None:
-                if first_pick is None:
-                    reasons.append(quota_reason)
-                    causes.add("quota")
+                why.append(quota_reason)
                 continue
-            placed = self._place(name, members, tas_only) if tas else Verdict(True, name)
-            if first_pick is None:
-                # a flavor quota fits drops the earlier flavors' reasons from Kueue's message
-                first_pick = placed
-                reasons = [placed.reason] if placed.reason else []
-                causes = {placed.cause or "topology"}
-            if placed.fits:
-                if borrows and queue.try_next_when_borrowing:
-                    borrowing_pick = borrowing_pick or (name, placed)
-                    continue
-                return self._taken(name, placed, wanted, usage)
+            if borrows and queue.try_next_when_borrowing:
+                borrowing_pick = borrowing_pick or name
+                continue
+            return self._taken(name, wanted, usage), last
         if borrowing_pick is not None:
-            return self._taken(borrowing_pick[0], borrowing_pick[1], wanted, usage)
-        # the annotation is the cause only when every reason is about it
-        cause = causes.pop() if len(causes) == 1 else "queue"
-        return Verdict(False, reason=", ".join(sorted(reasons)) or None, cause=cause)
+            return self._taken(borrowing_pick, wanted, usage), last
+        return Verdict(False, reason=reasons.joined(why)), last
+
+    def _place_all(
+        self,
+        podsets: Sequence[PodSet],
+        tas: list[tuple[list[int], str]],
+        tas_only: bool,
+        verdicts: dict[int, Verdict],
+    ) -> tuple[list[int], Verdict] | None:
+        """Kueue's ``FindTopologyAssignmentsForWorkload``: each flavor's groups in order, each
+        on what the earlier ones left; the first group that does not fit, with its verdict."""
+        by_flavor: dict[str, list[list[int]]] = {}
+        for members, flavor in tas:
+            by_flavor.setdefault(flavor, []).append(members)
+        for flavor, groups in by_flavor.items():
+            if len(groups) == 1 and len(groups[0]) == 1:  # alone, no leader: the index answers
+                placed = [self._place(flavor, [podsets[i] for i in groups[0]], tas_only)]
+            else:
+                placed = self._place_together(flavor, [[podsets[i] for i in g] for g in groups], tas_only)
+            for members, verdict in zip(groups, placed, strict=False):
+                if not verdict.fits:
+                    return members, verdict
+                for i in members:
+                    verdicts[i] = verdict
+        return None
+
+    def _place_together(self, flavor: str, groups: list[list[PodSet]], tas_only: bool) -> list[Verdict]:
+        """Groups sharing a flavor, placed domain by domain, each on what the earlier left;
+        stops at the first that does not fit."""
+        idx = self.index(flavor)
+        assert idx is not None
+        if flavor not in self._trees:
+            self._trees[flavor] = assign.tree(idx.levels, idx.nodes)
+        t = self._trees[flavor]
+        assumed: assign.Usage = {}
+        out: list[Verdict] = []
+        for members in groups:
+            workers, leader = _leader_and_workers(members)
+            implied = tas_only and not _explicit(workers)
+            shape = _shape(idx.levels, workers.topology, implied)
+            if isinstance(shape, Verdict):
+                return [*out, shape]
+            level, slice_level, size = shape
+            request = workers.topology
+            found = assign.find(
+                t,
+                assign.Request(
+                    workers.count,
+                    workers.requests,
+                    level,
+                    slice_level,
+                    size,
+                    required=request is not None and request.required is not None,
+                    unconstrained=implied
+                    or (request is not None and (bool(request.unconstrained) or request.slice_only)),
+                    tolerations=(*workers.tolerations, *idx.flavor.tolerations),
+                    node_selector=workers.node_selector,
+                    affinity=workers.affinity,
+                    leader=leader.requests if leader is not None else None,
+                ),
+                assumed,
+            )
+            if isinstance(found, assign.NoDomains):
+                return [*out, Verdict(False, reason=reasons.no_domains(idx.levels[found.level]))]
+            if isinstance(found, assign.NotFit):
+                unit = "slice" if size > 1 else "pod"
+                return [*out, _not_fit(idx, found.fit, found.count, unit, found.nodes, found.excluded)]
+            assign.add_usage(assumed, found.workers, workers.requests)
+            if leader is not None:
+                assign.add_usage(assumed, found.leaders, leader.requests)
+            out.append(Verdict(True, flavor, idx.levels[found.level], found.domains))
+        return out
 
     @staticmethod
-    def _taken(
-        name: str, placed: Verdict, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
-    ) -> Verdict:
+    def _taken(name: str, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]) -> str:
         for r, v in wanted.items():
             usage[(name, r)] += v
-        return placed
+        return name
 
     def _topology_of(self, flavor: str) -> str | None:
         found = self.cluster.flavors.get(flavor)
@@ -164,31 +280,31 @@ class Engine:
         members: list[PodSet],
         keys: frozenset[str],
         tas_only: bool,
-    ) -> tuple[str, str] | None:
-        """Kueue's ``checkFlavorForPodSets``: (message, cause) when the flavor is not tried."""
+    ) -> reasons.Reason | None:
+        """Kueue's ``checkFlavorForPodSets``: why the flavor is not tried, or None."""
         if flavor is None:
-            return f"flavor {name} not found", "queue"
+            return reasons.flavor_not_found(name)
         for ps in members:
             if ps.topology is not None and ps.topology.explicit:
                 if flavor.topology is None:
-                    return f'Flavor "{name}" does not support TopologyAwareScheduling', "queue"
+                    return reasons.no_tas_support(name)
                 idx = self.index(name)
                 if idx is None:
-                    return f'Flavor "{name}" information missing in TAS cache', "queue"
+                    return reasons.tas_cache_missing(name)
                 if not _has_level(idx.levels, ps.topology):
-                    return f'Flavor "{name}" does not contain the requested level', "level"
+                    return reasons.level_missing(name)
             elif not tas_only and flavor.topology is not None:
-                return f'Flavor "{name}" supports only TopologyAwareScheduling', "queue"
-            taint = _untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
+                return reasons.tas_only(name)
+            taint = untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
             if taint is not None:
-                return f"untolerated taint {_taint_struct(taint)} in flavor {name}", "queue"
+                return reasons.untolerated_taint(taint, name)
             if not _matches_flavor(ps, keys, flavor.node_labels):
-                return f"flavor {name} doesn't match node affinity", "queue"
+                return reasons.affinity_mismatch(name)
         return None
 
     def _quota(
         self, queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[reasons.Reason | None, bool]:
         borrows = False
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
@@ -196,11 +312,8 @@ class Engine:
             if self.now:
                 most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
-                return (
-                    f"insufficient quota for {resource} in flavor {flavor}, previously considered "
-                    f"podsets requests ({text(resource, before)}) + current podset request "
-                    f"({text(resource, value)}) > maximum capacity ({text(resource, most)})"
-                ), False
+                texts = [kueue_text(resource, v) for v in (before, value, most)]
+                return reasons.quota(resource, flavor, *texts), False
             if before + value > _nominal(queue, flavor, resource):
                 borrows = True
         return None, borrows
@@ -232,7 +345,7 @@ def _resource_groups(queue: ClusterQueue, requests: Mapping[str, int]) -> list[G
         if group is None:
             if requests[resource] == 0:
                 continue  # a zero request of a resource the queue does not know is skipped
-            return Verdict(False, reason=f"resource {resource} unavailable in ClusterQueue", cause="queue")
+            return Verdict(False, reason=reasons.resource_unavailable(resource))
         if group not in groups:
             groups.append(group)
     return groups
@@ -291,19 +404,6 @@ def _level_key(levels: tuple[str, ...], request: TopologyRequest | None) -> str 
     return None
 
 
-def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any]]) -> Taint | None:
-    for taint in taints:
-        if taint[2] in BLOCKING and not any(tolerates(dict(t), taint) for t in tolerations):
-            return taint
-    return None
-
-
-def _taint_struct(taint: Taint) -> str:
-    """A taint as Kueue's message prints it: a ``corev1.Taint`` value with ``%v``."""
-    key, value, effect = taint
-    return f"{{{key} {value} {effect} <nil>}}"
-
-
 def _taint_text(taint: Taint) -> str:
     """``corev1.Taint.ToString``."""
     key, value, effect = taint
@@ -316,8 +416,7 @@ def _taint_text(taint: Taint) -> str:
 def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str]) -> bool:
     """Kueue's ``flavorSelector``: the PodSet's nodeSelector and required affinity, cut to the
     keys the group's flavors set, against the flavor's nodeLabels."""
-    selector = {k: v for k, v in (ps.node_selector or {}).items() if k in keys}
-    if any(labels.get(k) != v for k, v in selector.items()):
+    if not selects(ps.node_selector or {}, (), labels, only=keys):
         return False
     if ps.affinity is None:
         return True
@@ -327,36 +426,14 @@ def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str])
         if not kept:
             return True  # an emptied term matches any flavor
         terms.append(kept)
-    return not terms or any(all(_expression(e, labels) for e in term) for term in terms)
-
-
-def _expression(expression: tuple[str, str, tuple[str, ...]], labels: Mapping[str, str]) -> bool:
-    key, operator, values = expression
-    present, value = key in labels, labels.get(key, "")
-    if operator == "In":
-        return present and value in values
-    if operator == "NotIn":
-        return not present or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        try:
-            have, limit = int(value), int(values[0])
-        except (ValueError, IndexError):
-            return False
-        return present and (have > limit if operator == "Gt" else have < limit)
-    return False
+    return not terms or any(all(holds(e, labels) for e in term) for term in terms)
 
 
 def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
     def keep(node: NodeFacts) -> str | None:
-        if any(node.labels.get(k) != v for k, v in (ps.node_selector or {}).items()):
+        if not selects(ps.node_selector or {}, (), node.labels):
             return "nodeSelector"
-        if ps.affinity is not None and not any(
-            all(_expression(e, node.labels) for e in t) for t in ps.affinity
-        ):
+        if ps.affinity is not None and not terms_match(ps.affinity, node.labels):
             return "affinity"
         return None
 
@@ -390,20 +467,19 @@ def _shape(
     """(level, slice level, slice size) of the request, or why Kueue cannot place it."""
     key = _level_key(levels, request) or (levels[-1] if implied and levels else None)
     if key is None:
-        return Verdict(False, reason="topology level not specified", cause="topology")
+        return Verdict(False, reason=reasons.level_not_specified())
     if key not in levels:
-        return Verdict(False, reason=f"no requested topology level: {key}", cause="level")
+        return Verdict(False, reason=reasons.no_level(key))
     slice_key = (request.slice_level if request else None) or levels[-1]
     if slice_key not in levels:
-        return Verdict(False, reason=f"no requested topology level for slices: {slice_key}", cause="level")
+        return Verdict(False, reason=reasons.no_slice_level(slice_key))
     level, slice_level = levels.index(key), levels.index(slice_key)
     if level > slice_level:
-        reason = f"podset slice topology {slice_key} is above the podset topology {key}"
-        return Verdict(False, reason=reason, cause="level")
+        return Verdict(False, reason=reasons.slice_above(slice_key, key))
     if request is None or request.slice_level is None:
         return level, slice_level, 1
     if request.slice_size is None:
-        return Verdict(False, reason="slice topology requested, but slice size not provided", cause="level")
+        return Verdict(False, reason=reasons.slice_size_missing())
     return level, slice_level, request.slice_size
 
 
@@ -424,22 +500,32 @@ class _Search:
         while True:
             at = states[level]
             if not at:
-                return Verdict(
-                    False, reason=f"no topology domains at level: {levels[level]}", cause="topology"
-                )
+                return Verdict(False, reason=reasons.no_domains(levels[level]))
             whole = sum(
                 n for s, n in at.values() if s.slices_with_leader >= count and s.leader >= self.leaders
             )
             if whole:
                 return Verdict(True, self.idx.flavor.name, levels[level], whole)
             if required:
-                best = max(at.values(), key=lambda s: (s[0].slices_with_leader, s[0].state))
+                # Kueue's first domain: one that takes a leader, the most slices beside it,
+                # the fewest pods
+                best = max(
+                    at.values(), key=lambda s: (s[0].leader, s[0].slices_with_leader, -s[0].with_leader)
+                )
                 return self._not_fit(best[0].slices)
             if level > 0 and not unconstrained:
                 level -= 1  # a preferred level: the next coarser one
                 continue
-            total = sum(s.slices_with_leader * n for s, n in at.values())
-            if total >= count and sum(s.leader * n for s, n in at.values()) >= self.leaders:
+            total = sum(s.slices * n for s, n in at.values())
+            if self.leaders:
+                # Kueue puts the leader in the first domain that takes one (the most slices
+                # beside it) and counts every other domain whole
+                with_leader = [s for s, _ in at.values() if s.leader > 0]
+                if not with_leader:
+                    return self._not_fit(0)
+                top = max(with_leader, key=lambda s: (s.slices_with_leader, -s.with_leader))
+                total -= top.slices - top.slices_with_leader
+            if total >= count:
                 return Verdict(True, self.idx.flavor.name, levels[level], 0)
             return self._not_fit(min(total, count))
 
@@ -466,23 +552,7 @@ def largest(
 def _not_fit(
     idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
 ) -> Verdict:
-    """Kueue's ``notFitMessage``."""
-    if fit == 0:
-        message = f'topology "{idx.topology}" doesn\'t allow to fit any of {count} {unit}(s)'
-    else:
-        message = f'topology "{idx.topology}" allows to fit only {fit} out of {count} {unit}(s)'
-    if excluded:
-        message += (
-            f". Total nodes: {nodes}; excluded: {', '.join(sorted(_stat(k, n) for k, n in excluded.items()))}"
-        )
-    return Verdict(False, reason=message, cause="topology")
-
-
-def _stat(key: str, n: int) -> str:
-    if key in ("nodeSelector", "affinity", "topologyDomain"):
-        return f"{key}: {n}"
-    kind, _, name = key.partition(" ")
-    return f'{kind} "{name}": {n}'
+    return Verdict(False, reason=reasons.not_fit(idx.topology, fit, count, unit, nodes, excluded))
 
 
 def _levels_for(idx: domain_index.FlavorIndex, ps: PodSet) -> tuple[domain_index.Levels, Counter[str]]:
@@ -515,7 +585,7 @@ def _states(
     kind_states: dict[int, _State] = {}
     for kind_id, (allocatable, taints) in enumerate(levelled.kinds):
         state = _State()
-        taint = _untolerated(taints, tolerations) if idx.node_level else None
+        taint = untolerated(taints, tolerations) if idx.node_level else None
         if taint is not None:
             excluded[f"taint {_taint_text(taint)}"] += leaves[kind_id]
         else:

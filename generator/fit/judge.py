@@ -7,10 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.fit import reasons
 from generator.fit.cluster import Cluster, ClusterQueue
 from generator.fit.engine import Engine, Verdict
 from generator.fit.kinds import Workload, unmanaged
 from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
+from generator.fit.reasons import Cause
+from generator.kube.selectors import selects_raw
 from generator.model import Finding, Where
 from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
 
@@ -59,49 +62,32 @@ def _verdicts(
 ) -> list[Verdict]:
     reason = None
     if name is None:
-        reason = f"LocalQueue {local} doesn't exist"
+        reason = reasons.local_queue_missing(local)
     elif queue is None:
-        reason = f"ClusterQueue {name} doesn't exist"
+        reason = reasons.cluster_queue_missing(name)
     elif not _selects(
         queue.namespace_selector, cluster.namespaces.get(workload.namespace), workload.namespace
     ):
-        reason = "Workload namespace doesn't match ClusterQueue selector"
+        reason = reasons.namespace_not_selected()
     if reason is not None or queue is None:
-        return [Verdict(False, reason=reason, cause="queue") for _ in workload.podsets]
+        return [Verdict(False, reason=reason) for _ in workload.podsets]
     return engine.judge(queue, workload.podsets)
 
 
 def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None, namespace: str) -> bool:
-    """Whether the namespaceSelector selects the namespace; True when it cannot be told (a
-    label the inventory does not know). Kueue selects none when the selector is unset."""
+    """Whether the namespaceSelector selects the namespace; a term on a label the inventory
+    does not know holds (it cannot be told). Kueue selects none when the selector is unset."""
     if selector is None:
         return False
-    known = dict(labels) if labels is not None else {NAME_LABEL: namespace}
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if key not in known:
-            return labels is None
-        if known[key] != str(value):
-            return False
-    for e in selector.get("matchExpressions") or ():
-        key, op, values = e.get("key"), e.get("operator"), [str(v) for v in e.get("values") or ()]
-        if key not in known and labels is None:
-            return True
-        present, value = key in known, known.get(str(key))
-        ok = {
-            "In": present and value in values,
-            "NotIn": not present or value not in values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }.get(str(op), False)
-        if not ok:
-            return False
-    return True
+    if labels is None:  # a namespace the inventory does not describe: only its name is known
+        return selects_raw(selector, {NAME_LABEL: namespace}, only=(NAME_LABEL,))
+    return selects_raw(selector, {NAME_LABEL: namespace, **labels})  # the API server sets it
 
 
 def _findings(workload: Workload, verdicts: list[Verdict]) -> list[Finding]:
     found = []
     for ps, places, verdict in zip(workload.podsets, workload.annotations, verdicts, strict=True):
-        if not verdict.fits and verdict.cause != "skipped":
+        if not verdict.fits and verdict.cause != Cause.SKIPPED:
             where = _cause_where(workload, ps, places, verdict)
             message = (
                 f"{workload.kind} {workload.namespace}/{workload.name}: PodSet {ps.name} "
@@ -125,8 +111,9 @@ def _remainder(ps: PodSet) -> int:
 
 
 def _cause_where(workload: Workload, ps: PodSet, places: dict[str, Where], verdict: Verdict) -> Where:
-    if verdict.cause == "level" or (verdict.cause == "topology" and REQUIRED in places):
-        about_slices = "slice" in (verdict.reason or "")
+    cause = verdict.cause
+    if cause in (Cause.LEVEL, Cause.SLICE_LEVEL) or (cause == Cause.TOPOLOGY and REQUIRED in places):
+        about_slices = cause == Cause.SLICE_LEVEL
         for key in (SLICE_LEVEL, REQUIRED, PREFERRED) if about_slices else (REQUIRED, PREFERRED, SLICE_LEVEL):
             if key in places:
                 return places[key]

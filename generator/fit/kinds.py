@@ -4,19 +4,24 @@ workloads and findings out."""
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from generator.fit.podsets import (
+    GROUP,
     TOPOLOGY_ANNOTATIONS,
-    Expression,
     PodSet,
     annotation_errors,
+    group_errors,
     pod_requests,
     topology_request,
 )
+from generator.fit.resources import resource_errors
+from generator.kube.selectors import Expression, expressions_of
 from generator.model import Document, Finding, Pointer, Where
 from generator.rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
 
@@ -53,15 +58,36 @@ class BadManifest(Exception):
         self.pointer, self.message = pointer, message
 
 
-def workloads(documents: Iterable[Document]) -> tuple[list[Workload], list[Finding]]:
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What a cluster adds when a workload's PodSets are built (``tasgen fit --kubeconfig``):
+    training runtimes, and the LimitRange defaults and RuntimeClass overhead that Kueue's
+    ``AdjustResources`` applies as the API server would to the pods."""
+
+    runtimes: tuple[Mapping[str, Any], ...] = ()
+    #: namespace -> its LimitRanges, by name
+    limit_ranges: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    runtime_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # by name
+
+
+def workloads(
+    documents: Iterable[Document], facts: ClusterFacts | None = None
+) -> tuple[list[Workload], list[Finding]]:
     """The workloads of the documents, in order, and the findings of those that cannot be
-    read (or that Kueue does not manage, or whose annotations its webhook refuses)."""
+    read (or that Kueue does not manage, or whose annotations its webhook refuses).
+    TrainJobs find their runtimes among the documents and the cluster's."""
+    documents = list(documents)
+    facts = facts or ClusterFacts()
+    runtimes = [*(d.body for d in documents if d.kind in RUNTIME_KINDS), *facts.runtimes]
     found: list[Workload] = []
     findings: list[Finding] = []
     groups: dict[tuple[str, str], list[tuple[Document, Template]]] = {}
     for doc in documents:
         kind, api = doc.kind, str(doc.body.get("apiVersion", ""))
-        builder = _BUILDERS.get((api.split("/", maxsplit=1)[0] if "/" in api else "", kind))
+        group = api.split("/", maxsplit=1)[0] if "/" in api else ""
+        builder = _BUILDERS.get((group, kind))
+        if (group, kind) == ("trainer.kubeflow.org", "TrainJob"):
+            builder = partial(_trainjob, runtimes=runtimes)
         if builder is None:
             if kind not in _IGNORED:
                 message = f"{api} {kind} is not a workload tasgen fit reads ({_kinds_text()})"
@@ -78,11 +104,11 @@ def workloads(documents: Iterable[Document]) -> tuple[list[Workload], list[Findi
             group = str(meta["labels"][POD_GROUP_LABEL])
             groups.setdefault((namespace, group), []).append((doc, templates[0]))
             continue
-        made = _workload(doc, kind, namespace, name, meta, templates, findings)
+        made = _workload(doc, kind, namespace, name, meta, templates, findings, facts)
         if made is not None:
             found.append(made)
     for (namespace, group), members in groups.items():
-        made = _pod_group(namespace, group, members, findings)
+        made = _pod_group(namespace, group, members, findings, facts)
         if made is not None:
             found.append(made)
     return found, findings
@@ -96,6 +122,7 @@ def _workload(
     meta: Mapping[str, Any],
     templates: list[Template],
     findings: list[Finding],
+    facts: ClusterFacts,
 ) -> Workload | None:
     labels = meta.get("labels") or {}
     queue = labels.get(QUEUE_LABEL)
@@ -106,9 +133,14 @@ def _workload(
     ok = True
     for template in templates:
         try:
-            podset = _podset(template)
+            podset = _podset(template, namespace, facts)
         except BadManifest as e:
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
+            ok = False
+            continue
+        refused = _refused_resources(doc, kind, template)
+        if refused:
+            findings += refused
             ok = False
             continue
         annotations = _annotations(template)
@@ -120,15 +152,33 @@ def _workload(
             ok = False
         made.podsets.append(podset)
         made.annotations.append(places)
-    if not ok:
-        return None
-    if made.local_queue is None:
-        made.local_queue = None
-    return made
+    if ok and kind in _GROUPED:
+        paths = [_field_path((*t.pointer, "metadata", "annotations")) for t in templates]
+        for i, message in group_errors(made.podsets, paths):
+            findings.append(
+                FIT_ANNOTATION(
+                    made.annotations[i][GROUP], f"{GROUP}: {message} (Kueue's webhook refuses the {kind})"
+                )
+            )
+            ok = False
+    return made if ok else None
+
+
+#: the kinds whose Kueue webhook checks podset-group-name groups
+_GROUPED = frozenset({"JobSet", "LeaderWorkerSet", "MPIJob", "RayJob", "RayCluster"})
+
+
+def _field_path(pointer: Pointer) -> str:
+    """A field as Kubernetes' field errors name it: spec.replicatedJobs[1].template."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in pointer).lstrip(".")
 
 
 def _pod_group(
-    namespace: str, group: str, members: list[tuple[Document, Template]], findings: list[Finding]
+    namespace: str,
+    group: str,
+    members: list[tuple[Document, Template]],
+    findings: list[Finding],
+    facts: ClusterFacts,
 ) -> Workload | None:
     """Pods of one ``kueue.x-k8s.io/pod-group-name``: one Workload, a PodSet per role (pods
     of the same shape), counted from the pods (or the total-count annotation for one role)."""
@@ -152,13 +202,29 @@ def _pod_group(
             template.pointer,
         )
         try:
-            podset = _podset(named)
+            podset = _podset(named, namespace, facts)
         except BadManifest as e:
             findings.append(FIT_MANIFEST(doc.where(*e.pointer), e.message))
+            return None
+        refused = _refused_resources(doc, "Pod", template)
+        if refused:
+            findings += refused
             return None
         made.podsets.append(podset)
         made.annotations.append({k: doc.where("metadata", "annotations", k) for k in _annotations(template)})
     return made
+
+
+def _refused_resources(doc: Document, kind: str, template: Template) -> list[Finding]:
+    spec = template.body.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    api = str(doc.body.get("apiVersion", ""))
+    found = resource_errors(kind, api, spec, (*template.pointer, "spec"))
+    return [
+        FIT_MANIFEST(doc.where(*at), f"{message} (the API server refuses the {kind})")
+        for at, message in found
+    ]
 
 
 def _role(template: Template) -> str:
@@ -178,10 +244,11 @@ def _annotations(template: Template) -> dict[str, str]:
     )
 
 
-def _podset(template: Template) -> PodSet:
+def _podset(template: Template, namespace: str, facts: ClusterFacts) -> PodSet:
     spec = _mapping(template.body.get("spec"), (*template.pointer, "spec"))
     if not isinstance(spec.get("containers"), list) or not spec["containers"]:
         raise BadManifest((*template.pointer, "spec"), "a pod template needs spec.containers")
+    spec = adjusted(spec, namespace, facts)
     tolerations = tuple(t for t in spec.get("tolerations") or () if isinstance(t, dict))
     selector = spec.get("nodeSelector")
     return PodSet(
@@ -195,19 +262,56 @@ def _podset(template: Template) -> PodSet:
     )
 
 
+def adjusted(spec: Mapping[str, Any], namespace: str, facts: ClusterFacts) -> Mapping[str, Any]:
+    """Kueue's ``AdjustResources`` before it counts a pod: the RuntimeClass's fixed overhead
+    where the pod gives none, then the namespace's LimitRange container defaults (limits
+    and requests) where a container gives none (the first LimitRange's value wins)."""
+    overhead = None
+    runtime_class = spec.get("runtimeClassName")
+    if runtime_class and not spec.get("overhead"):
+        overhead = ((facts.runtime_classes.get(str(runtime_class)) or {}).get("overhead") or {}).get(
+            "podFixed"
+        )
+    default, default_request = _container_defaults(facts.limit_ranges.get(namespace, ()))
+    if not overhead and not default and not default_request:
+        return spec
+    out = copy.deepcopy(dict(spec))
+    if overhead:
+        out["overhead"] = dict(overhead)
+    for field_name in ("initContainers", "containers"):
+        for container in out.get(field_name) or ():
+            if not isinstance(container, dict):
+                continue
+            given = container.get("resources")
+            resources: dict[str, Any] = given if isinstance(given, dict) else {}
+            resources["limits"] = {**default, **(resources.get("limits") or {})}
+            resources["requests"] = {**default_request, **(resources.get("requests") or {})}
+            container["resources"] = resources
+    return out
+
+
+def _container_defaults(ranges: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """limitrange.Summarize's Container defaults: per resource, the first range's."""
+    default: dict[str, Any] = {}
+    request: dict[str, Any] = {}
+    for limit_range in ranges:
+        for item in (limit_range.get("spec") or {}).get("limits") or ():
+            if isinstance(item, Mapping) and item.get("type") == "Container":
+                default = {**(item.get("default") or {}), **default}
+                request = {**(item.get("defaultRequest") or {}), **request}
+    return default, request
+
+
 def _affinity(spec: Mapping[str, Any]) -> tuple[tuple[Expression, ...], ...] | None:
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     )
     if not isinstance(required, dict):
         return None
-    terms = []
-    for term in required.get("nodeSelectorTerms") or ():
-        expressions = tuple(
-            (str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
-            for e in (term or {}).get("matchExpressions") or ()
-        )
-        terms.append(expressions)
+    terms = [
+        expressions_of((term or {}).get("matchExpressions"))
+        for term in required.get("nodeSelectorTerms") or ()
+    ]
     return tuple(terms)
 
 
@@ -349,14 +453,140 @@ def _pytorch(body: Mapping[str, Any]) -> list[Template]:
     return found
 
 
-def _trainjob(body: Mapping[str, Any]) -> list[Template]:
-    """A TrainJob's PodSets come from its TrainingRuntime; the manifest's own ``podTemplate``
-    overrides are not enough to build them."""
-    raise BadManifest(
-        ("spec", "runtimeRef"),
-        "a TrainJob's PodSets come from its TrainingRuntime, which the manifest does not hold; "
-        "check the runtime's pod templates as a JobSet instead",
+def _mpijob(body: Mapping[str, Any]) -> list[Template]:
+    """Kueue's MPIJob: the launcher, then the workers (``orderedReplicaTypes``)."""
+    specs = (body.get("spec") or {}).get("mpiReplicaSpecs")
+    if not isinstance(specs, dict) or not specs:
+        raise BadManifest(("spec",), "an MPIJob needs spec.mpiReplicaSpecs")
+    found = []
+    for role in ("Launcher", "Worker"):
+        if role in specs:
+            replicas = _int(body, ("spec", "mpiReplicaSpecs", role, "replicas"), 1)
+            found.append(
+                _template(body, ("spec", "mpiReplicaSpecs", role, "template"), role.lower(), replicas)
+            )
+    return found
+
+
+def _appwrapper(body: Mapping[str, Any]) -> list[Template]:
+    """An AppWrapper's PodSets: each component's declared ``podSets`` (a path into the
+    component and a replica count), else those the AppWrapper controller infers for the
+    component's kind; named ``<appwrapper>-<index>``."""
+    components = (body.get("spec") or {}).get("components")
+    if not isinstance(components, list) or not components:
+        raise BadManifest(("spec",), "an AppWrapper needs spec.components")
+    name = str((body.get("metadata") or {}).get("name") or "")
+    found: list[Template] = []
+    for i, component in enumerate(components):
+        at: Pointer = ("spec", "components", i)
+        if not isinstance(component, dict) or not isinstance(component.get("template"), dict):
+            raise BadManifest(at, "an AppWrapper component needs a template")
+        declared = component.get("podSets")
+        if isinstance(declared, list) and declared:
+            for j, podset in enumerate(declared):
+                path = _aw_path(str((podset or {}).get("path") or ""), (*at, "podSets", j, "path"))
+                replicas = _int(body, (*at, "podSets", j, "replicas"), 1)
+                found.append(_template(body, (*at, *path), "", replicas))
+        else:
+            found += [
+                Template("", t.count, t.body, (*at, "template", *t.pointer))
+                for t in _aw_inferred(component["template"], (*at, "template"))
+            ]
+    return [Template(f"{name}-{k}".lower(), t.count, t.body, t.pointer) for k, t in enumerate(found)]
+
+
+def _aw_path(path: str, where: Pointer) -> Pointer:
+    """A component's podSet path (``template.spec.replicatedJobs[0].template``) as steps."""
+    steps: list[str | int] = []
+    for part in path.split("."):
+        key, *indexes = part.split("[")
+        if not key:
+            raise BadManifest(where, f"{path!r} is not a path into the component")
+        steps.append(key)
+        for index in indexes:
+            if not index.endswith("]") or not index[:-1].isdigit():
+                raise BadManifest(where, f"{path!r} is not a path into the component")
+            steps.append(int(index[:-1]))
+    return tuple(steps)
+
+
+def _aw_inferred(template: Mapping[str, Any], at: Pointer) -> list[Template]:
+    """The AppWrapper controller's ``InferPodSets`` for a component's kind."""
+    api, kind = str(template.get("apiVersion", "")), str(template.get("kind", ""))
+    group = api.split("/", maxsplit=1)[0] if "/" in api else ""
+    if (group, kind) in (("ray.io", "RayCluster"), ("ray.io", "RayJob")):
+        spec: Pointer = ("spec", "rayClusterSpec") if kind == "RayJob" else ("spec",)
+        found = [_template(template, (*spec, "headGroupSpec", "template"), "", 1)]
+        for i, _ in enumerate(_at(template, (*spec, "workerGroupSpecs")) or ()):
+            replicas = _int(template, (*spec, "workerGroupSpecs", i, "replicas"), 1)
+            found.append(_template(template, (*spec, "workerGroupSpecs", i, "template"), "", replicas))
+        return found
+    if (group, kind) == ("apps", "Deployment"):
+        return [_template(template, ("spec", "template"), "", _int(template, ("spec", "replicas"), 1))]
+    inferable = {("batch", "Job"), ("jobset.x-k8s.io", "JobSet"), ("kubeflow.org", "PyTorchJob"), ("", "Pod")}
+    builder = _BUILDERS.get((group, kind))
+    if builder is None or (group, kind) not in inferable | {("apps", "StatefulSet")}:
+        raise BadManifest(
+            (*at, "kind"), f"the AppWrapper controller infers no PodSets for {api} {kind}: declare podSets"
+        )
+    try:
+        return builder(template)
+    except BadManifest as e:
+        raise BadManifest((*at, *e.pointer), e.message) from None
+
+
+#: the label that marks a runtime's trainer replicatedJob
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
+
+
+def _trainjob(body: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) -> list[Template]:
+    """A TrainJob's PodSets, as Kueue builds them from the JobSet its (Cluster)TrainingRuntime
+    makes (Kubeflow Trainer v2.2.0's jobset builder): the runtime's replicatedJobs, the
+    trainer's one (``trainjob-ancestor-step: trainer``) with one replica of
+    ``trainer.numNodes`` pods (else the runtime's ``mlPolicy.numNodes``) and
+    ``trainer.resourcesPerNode`` on its ``node`` container. Positions are the runtimeRef's."""
+    spec = body.get("spec") or {}
+    ref = spec.get("runtimeRef") if isinstance(spec, Mapping) else None
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        raise BadManifest(("spec",), "a TrainJob needs spec.runtimeRef.name")
+    kind = str(ref.get("kind") or "ClusterTrainingRuntime")
+    namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+    runtime = next((r for r in runtimes if _is_runtime(r, kind, str(ref["name"]), namespace)), None)
+    if runtime is None:
+        raise BadManifest(
+            ("spec", "runtimeRef"),
+            f"{kind} {ref['name']} is neither among the paths nor on the cluster: its pod templates "
+            "make the TrainJob's PodSets",
+        )
+    jobset = copy.deepcopy(((runtime.get("spec") or {}).get("template") or {}).get("spec") or {})
+    trainer: Mapping[str, Any] = spec["trainer"] if isinstance(spec.get("trainer"), Mapping) else {}
+    nodes = (
+        trainer.get("numNodes") or ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("numNodes") or 1
     )
+    for job in jobset.get("replicatedJobs") or ():
+        labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR_LABEL) != "trainer":
+            continue
+        job["replicas"] = 1
+        job_spec = job.setdefault("template", {}).setdefault("spec", {})
+        job_spec["parallelism"] = job_spec["completions"] = nodes
+        resources = trainer.get("resourcesPerNode")
+        for container in ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or ():
+            if container.get("name") == "node" and isinstance(resources, Mapping) and resources:
+                container["resources"] = dict(resources)
+    try:
+        templates = _jobset({"spec": jobset})
+    except BadManifest as e:
+        raise BadManifest(("spec", "runtimeRef"), f"{kind} {ref['name']}: {e.message}") from None
+    return [Template(t.name, t.count, t.body, ("spec", "runtimeRef")) for t in templates]
+
+
+def _is_runtime(runtime: Mapping[str, Any], kind: str, name: str, namespace: str) -> bool:
+    meta = runtime.get("metadata") or {}
+    if runtime.get("kind") != kind or meta.get("name") != name:
+        return False
+    return kind == "ClusterTrainingRuntime" or (meta.get("namespace") or "default") == namespace
 
 
 _BUILDERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Template]]] = {
@@ -369,14 +599,17 @@ _BUILDERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Template]]] 
     ("ray.io", "RayJob"): _ray(job=True),
     ("ray.io", "RayCluster"): _ray(job=False),
     ("kubeflow.org", "PyTorchJob"): _pytorch,
-    ("trainer.kubeflow.org", "TrainJob"): _trainjob,
+    ("kubeflow.org", "MPIJob"): _mpijob,
+    ("workload.codeflare.dev", "AppWrapper"): _appwrapper,
 }
 #: kinds a workload folder holds beside workloads, read without a word
-_IGNORED = frozenset({"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "Kustomization"})
+_IGNORED = frozenset(
+    {"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "Kustomization", *RUNTIME_KINDS}
+)
 
 
 def _kinds_text() -> str:
-    return ", ".join(kind for _, kind in _BUILDERS)
+    return ", ".join([*(kind for _, kind in _BUILDERS), "TrainJob"])
 
 
 def unmanaged(workload: Workload) -> Finding:

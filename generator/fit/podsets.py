@@ -4,11 +4,14 @@ computes them, its tolerations and node constraints, and its topology request (t
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.fit.quantity import units
+from generator.kube.quantities import kueue_units
+from generator.kube.selectors import Expression
 
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -16,7 +19,9 @@ UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 GROUP = "kueue.x-k8s.io/podset-group-name"
-TOPOLOGY_ANNOTATIONS = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_LEVEL, SLICE_SIZE, GROUP)
+#: the multi-layer slice annotation, behind Kueue's TASMultiLayerTopology gate (off in v0.17)
+SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+TOPOLOGY_ANNOTATIONS = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_LEVEL, SLICE_SIZE, GROUP, SLICE_CONSTRAINTS)
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,6 @@ class TopologyRequest:
         return self.required is None and self.preferred is None and self.slice_level is not None
 
 
-#: one requirement of a nodeSelectorTerm: key, operator, values
-Expression = tuple[str, str, tuple[str, ...]]
-
-
 @dataclass(frozen=True)
 class PodSet:
     name: str
@@ -72,10 +73,10 @@ def topology_request(annotations: Mapping[str, str]) -> TopologyRequest | None:
     elif PREFERRED in found:
         request["preferred"] = found[PREFERRED]
     elif UNCONSTRAINED in found:
-        request["unconstrained"] = found[UNCONSTRAINED].lower() in ("1", "t", "true")
+        request["unconstrained"] = go_bool(found[UNCONSTRAINED])
     if SLICE_LEVEL in found and SLICE_SIZE in found:
         request["slice_level"] = found[SLICE_LEVEL]
-        request["slice_size"] = int(found[SLICE_SIZE])
+        request["slice_size"] = _int32(found[SLICE_SIZE])
     if GROUP in found and (REQUIRED in found or PREFERRED in found):
         request["group"] = found[GROUP]
     made = TopologyRequest(**request)
@@ -90,8 +91,10 @@ def annotation_errors(annotations: Mapping[str, str], count: int) -> list[tuple[
     levels = [k for k in (REQUIRED, PREFERRED, UNCONSTRAINED) if k in found]
     if len(levels) > 1:
         errors.append((levels[1], f"must not contain more than one topology annotation: {_quoted()}"))
-    if UNCONSTRAINED in found and found[UNCONSTRAINED].lower() not in _BOOLS:
-        errors.append((UNCONSTRAINED, f"Invalid value: {found[UNCONSTRAINED]!r}: must be a boolean value"))
+    if UNCONSTRAINED in found and go_bool(found[UNCONSTRAINED]) is None:
+        errors.append(
+            (UNCONSTRAINED, f"Invalid value: {go_quote(found[UNCONSTRAINED])}: must be a boolean value")
+        )
     if SLICE_SIZE in found:
         errors.extend(_slice_size_errors(found[SLICE_SIZE], count))
     if SLICE_LEVEL in found and SLICE_SIZE not in found:
@@ -102,10 +105,36 @@ def annotation_errors(annotations: Mapping[str, str], count: int) -> list[tuple[
         errors.append((SLICE_SIZE, f"Forbidden: may not be set when '{SLICE_LEVEL}' is not specified"))
     if GROUP in found:
         errors.extend(_group_errors(found))
+    if SLICE_CONSTRAINTS in found:
+        errors.append(
+            (
+                SLICE_CONSTRAINTS,
+                "Forbidden: the TASMultiLayerTopology feature gate must be enabled to use this annotation",
+            )
+        )
     return errors
 
 
-_BOOLS = ("1", "t", "true", "0", "f", "false")
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
+#: what Go's strconv.ParseInt(value, 10, 32) takes
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def go_bool(value: str) -> bool | None:
+    """Go's ``strconv.ParseBool``, which Kueue parses the annotation with; None when refused."""
+    return True if value in _TRUE else False if value in _FALSE else None
+
+
+def go_quote(value: str) -> str:
+    """A value as Go's ``%q`` prints it (Kubernetes' field errors quote values so)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _int32(value: str) -> int | None:
+    if not _INT.fullmatch(value):
+        return None
+    number = int(value)
+    return number if -(2**31) <= number < 2**31 else None
 
 
 def _quoted() -> str:
@@ -113,21 +142,23 @@ def _quoted() -> str:
 
 
 def _slice_size_errors(value: str, count: int) -> list[tuple[str, str]]:
-    try:
-        size = int(value, 10)
-    except ValueError:
-        return [(SLICE_SIZE, f"Invalid value: {value!r}: must be a numeric value")]
+    size = _int32(value)
+    if size is None:
+        return [(SLICE_SIZE, f"Invalid value: {go_quote(value)}: must be a numeric value")]
     if size < 1:
-        return [(SLICE_SIZE, f"Invalid value: {value!r}: must be greater than or equal to 1")]
+        return [(SLICE_SIZE, f"Invalid value: {go_quote(value)}: must be greater than or equal to 1")]
     if size > count:
-        return [(SLICE_SIZE, f"Invalid value: {value!r}: must not be greater than pod set count {count}")]
+        return [
+            (SLICE_SIZE, f"Invalid value: {go_quote(value)}: must not be greater than pod set count {count}")
+        ]
     return []
 
 
 def _group_errors(found: Mapping[str, str]) -> list[tuple[str, str]]:
     errors = []
-    if found[GROUP].isdigit():
-        errors.append((GROUP, f"Invalid value: {found[GROUP]!r}: must not be a number"))
+    name = found[GROUP]
+    if name and all(c in "0123456789" for c in name) and int(name) < 2**64:  # Go's ParseUint
+        errors.append((GROUP, f"Invalid value: {go_quote(name)}: must not be a number"))
     for other in (SLICE_SIZE, SLICE_LEVEL):
         if other in found:
             errors.append((GROUP, f"Forbidden: may not be set when '{other}' is specified"))
@@ -135,6 +166,42 @@ def _group_errors(found: Mapping[str, str]) -> list[tuple[str, str]]:
         errors.append(
             (GROUP, f"Forbidden: may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified")
         )
+    return errors
+
+
+def group_errors(podsets: list[PodSet], paths: list[str]) -> list[tuple[int, str]]:
+    """(PodSet index, Kueue's message) for each ``podset-group-name`` group Kueue's webhook
+    refuses (``ValidatePodSetGroupingTopology``); ``paths`` are the PodSets' annotation paths
+    as Kueue names them."""
+    groups: dict[str, list[int]] = {}
+    for i, ps in enumerate(podsets):
+        if ps.topology is not None and ps.topology.group is not None:
+            groups.setdefault(ps.topology.group, []).append(i)
+    errors: list[tuple[int, str]] = []
+    for name, members in groups.items():
+        quoted = go_quote(name)
+        if len(members) != 2:
+            message = f"can only define groups of exactly 2 pod sets, got: {len(members)} pod set(s)"
+            errors += [(i, f"Invalid value: {quoted}: {message}") for i in members]
+            continue
+        a, b = (podsets[i] for i in members)
+        if a.count != 1 and b.count != 1:
+            message = (
+                "can only define groups where at least one pod set has only 1 replica, got: "
+                f"{a.count} replica(s) and {b.count} replica(s) in the group"
+            )
+            errors += [(i, f"Invalid value: {quoted}: {message}") for i in members]
+        ta, tb = a.topology, b.topology
+        assert ta is not None and tb is not None
+        if (ta.required, ta.preferred) != (tb.required, tb.preferred):
+            for i, other in ((members[0], members[1]), (members[1], members[0])):
+                errors.append(
+                    (
+                        i,
+                        f"Invalid value: must specify '{REQUIRED}' or '{PREFERRED}' topology consistent "
+                        f"with '{paths[other]}' in group '{name}'",
+                    )
+                )
     return errors
 
 
@@ -184,7 +251,7 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
 def _amounts(values: Any) -> dict[str, int]:
     if not isinstance(values, Mapping):
         return {}
-    return {str(r): u for r, v in values.items() if (u := units(str(r), v)) is not None}
+    return {str(r): u for r, v in values.items() if (u := kueue_units(str(r), v)) is not None}
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:

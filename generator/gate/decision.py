@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from generator.kube.quantities import is_zero
+
 PREVIOUS_POLICY_ANNOTATION = "topology.gpustack.ai/previous-stop-policy"
 HOLD_AND_DRAIN = "HoldAndDrain"
 STOP_POLICIES = ("None", "Hold", HOLD_AND_DRAIN)
@@ -380,13 +382,13 @@ class QueueStatus:
     def idle(self, flavor: str) -> bool:
         """Listed in both reservation and usage, every total zero; unlisted means unknown."""
         lists = (self._reservation, self._usage)
-        return all(flavor in m and all(quantity_is_zero(q) for q in m[flavor]) for m in lists)
+        return all(flavor in m and all(is_zero(q) for q in m[flavor]) for m in lists)
 
     def idle_resource(self, flavor: str, resource: str) -> bool:
         """That resource of the flavor listed in both reservation and usage at zero."""
         lists = (self._reservation_of, self._usage_of)
         key = (flavor, resource)
-        return all(key in m and all(quantity_is_zero(q) for q in m[key]) for m in lists)
+        return all(key in m and all(is_zero(q) for q in m[key]) for m in lists)
 
     def flavors(self) -> set[str]:
         """Every flavor Kueue lists a reservation or usage figure for."""
@@ -396,7 +398,7 @@ class QueueStatus:
         """Kueue lists a reservation or usage above zero on it (a flavor the spec no longer
         names can still carry one: Kueue strands it when the flavor leaves resourceGroups)."""
         lists = (self._reservation, self._usage)
-        return any(not quantity_is_zero(q) for m in lists for q in m.get(flavor, []))
+        return any(not is_zero(q) for m in lists for q in m.get(flavor, []))
 
 
 def _condition(status: Obj, kind: str) -> Obj | None:
@@ -432,17 +434,6 @@ def _by_resource(entries: Any) -> dict[tuple[str, str], list[Any]]:
             key = (str(entry.get("name")), str(res.get("name")))
             out.setdefault(key, []).extend([res.get("total", _UNKNOWN), res.get("borrowed", 0)])
     return out
-
-
-_NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)")
-
-
-def quantity_is_zero(value: Any) -> bool:
-    """A Kubernetes quantity ("0", "0Gi", "500m", 3) is zero; anything unreadable is not."""
-    if value is None:
-        return True
-    match = _NUMBER.match(str(value))
-    return match is not None and float(match.group(1)) == 0.0
 
 
 def _spec(obj: Obj) -> Obj:

@@ -6,19 +6,17 @@ this read and the sync that drops it). docs/explanation/gate.md, WaitForIdle."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from generator.kube.quantities import is_zero
 from generator.model import Carried
 
 #: how long transient API errors (5xx, 429, a dropped connection) are retried
 RETRY_SECONDS = 15
-_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+))")
 
 
 class LiveError(Exception):
@@ -86,21 +84,8 @@ def _no_quota(live: Mapping[str, Any] | None, flavor: str) -> bool:
             if entry.get("name") != flavor:
                 continue
             for resource in entry.get("resources") or ():
-                if not _zero(resource.get("nominalQuota")):
+                if not is_zero(resource.get("nominalQuota")):
                     return False
-                if cohort and not _zero(resource.get("borrowingLimit")):
+                if cohort and not is_zero(resource.get("borrowingLimit")):
                     return False  # unset: it may borrow without bound
     return True
-
-
-def _zero(quantity: object) -> bool:
-    """A Kubernetes quantity that is zero (the API server writes "0"; "0Gi" is zero too)."""
-    if isinstance(quantity, int | float):
-        return quantity == 0
-    match = _NUMBER.match(quantity) if isinstance(quantity, str) else None
-    if match is None:
-        return False
-    try:
-        return Decimal(match[1]) == 0
-    except InvalidOperation:
-        return False

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from functools import lru_cache
 
-from generator.model import API_GROUP, PROFILE_KEY, Requirement, Selector
+from generator.model import API_GROUP, PROFILE_KEY
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -82,23 +82,6 @@ def _lines_valid(
 
 def is_dns_subdomain(name: str) -> bool:
     return len(name) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(name))
-
-
-def selects(selector: Selector, labels: Mapping[str, str]) -> bool:
-    """Kubernetes LabelSelector semantics: every term must hold; no term selects all."""
-    if any(labels.get(k) != v for k, v in selector.match_labels):
-        return False
-    return all(_holds(r, labels) for r in selector.expressions)
-
-
-def _holds(requirement: Requirement, labels: Mapping[str, str]) -> bool:
-    present = requirement.key in labels
-    if requirement.operator == "Exists":
-        return present
-    if requirement.operator == "DoesNotExist":
-        return not present
-    inside = present and labels[requirement.key] in requirement.values
-    return inside if requirement.operator == "In" else not inside
 
 
 def _in_namespace(key: str, domain: str) -> bool:

@@ -21,7 +21,6 @@ from generator.gate.decision import (
     decide,
     next_object,
     plan_matches,
-    quantity_is_zero,
     refused,
     stamped,
     trial_object,
@@ -484,26 +483,6 @@ def test_plan_matches_is_a_subset_test_ignoring_stop_policy(
     live: dict[str, Any], want: dict[str, Any], same: bool
 ) -> None:
     assert plan_matches(live, want) is same
-
-
-@pytest.mark.parametrize(
-    ("value", "zero"),
-    [
-        ("0", True),
-        (0, True),
-        ("0m", True),
-        ("0Gi", True),
-        ("0.0", True),
-        (None, True),
-        ("1", False),
-        ("500m", False),
-        ("1Ki", False),
-        ("junk", False),
-        ("1e3", False),
-    ],
-)
-def test_quantity_is_zero(value: Any, zero: bool) -> None:
-    assert quantity_is_zero(value) is zero
 
 
 def test_a_condition_names_the_plan_of_the_run_that_wrote_it() -> None:

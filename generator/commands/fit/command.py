@@ -14,6 +14,7 @@ from generator.commands.fit.formats import FORMATS
 from generator.fit.check import Checked, check_files, positions
 from generator.fit.inventory import cluster_of
 from generator.fit.judge import Judgement
+from generator.fit.kinds import ClusterFacts
 from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
 from generator.load import discovery
 from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
@@ -67,7 +68,10 @@ def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfi
             problems = compiled.problems()
             return Outcome(FitReport(workloads=[], problems=_problem_data(problems)), problems, True)
         cluster = cluster_of(compiled)
-        checked = check_files(cluster, files if files is not None else _configured(inventory, compiled))
+        facts = _facts(kubeconfig) if kubeconfig is not None else None
+        checked = check_files(
+            cluster, files if files is not None else _configured(inventory, compiled), facts
+        )
         now_fits = _live(kubeconfig, cluster, checked.judgement) if kubeconfig is not None else None
         problems = locate(checked.findings, checked.texts)
         report = FitReport(workloads=_verdicts(checked, now_fits), problems=_problem_data(problems))
@@ -87,6 +91,15 @@ def _configured(inventory: Path, compiled: Compilation) -> list[InputFile]:
         raise UsageProblem(
             "PATH", f"GeneratorConfig spec.workloads is matched in a git work tree: {e}"
         ) from e
+
+
+def _facts(kubeconfig: Path) -> ClusterFacts:
+    live = importlib.import_module("generator.commands.fit.live")
+    try:
+        facts: ClusterFacts = live.cluster_facts(kubeconfig)
+    except live.LiveError as e:
+        raise UsageProblem("--kubeconfig", str(e)) from e
+    return facts
 
 
 def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[bool | None]]:

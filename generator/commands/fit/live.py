@@ -19,15 +19,60 @@ from urllib3.exceptions import HTTPError
 from generator.fit.cluster import Cluster, NodeFacts
 from generator.fit.engine import Engine
 from generator.fit.judge import Judgement
+from generator.fit.kinds import ClusterFacts
 from generator.fit.podsets import TOPOLOGY_ANNOTATIONS, pod_requests
-from generator.fit.quantity import units
 from generator.gate.admissions import admission
 from generator.gate.kube import Catalog, load_client
+from generator.kube.quantities import kueue_units
 from generator.model import HOSTNAME_KEY
 
 
 class LiveError(Exception):
     """The cluster cannot be read."""
+
+
+def cluster_facts(kubeconfig: Path) -> ClusterFacts:
+    """The cluster's training runtimes, LimitRanges and RuntimeClasses."""
+    try:
+        api = load_client(str(kubeconfig))
+        core = k8s.CoreV1Api(api)
+        ranges = _items(core.list_limit_range_for_all_namespaces(_preload_content=False))
+        classes = _items(k8s.NodeV1Api(api).list_runtime_class(_preload_content=False))
+        runtimes = [r for plural in _RUNTIMES for r in _custom(api, plural)]
+    except (ApiException, HTTPError, OSError) as e:
+        reason = f"{e.status} {e.reason}" if isinstance(e, ApiException) else str(e)
+        raise LiveError(f"cannot read the cluster of {kubeconfig}: {reason}") from e
+    except ConfigException as e:
+        raise LiveError(f"{kubeconfig}: {e}") from e
+    by_namespace: dict[str, list[dict[str, Any]]] = {}
+    for limit_range in sorted(ranges, key=lambda r: str(r["metadata"]["name"])):
+        by_namespace.setdefault(str(limit_range["metadata"].get("namespace")), []).append(limit_range)
+    return ClusterFacts(
+        tuple(runtimes),
+        {ns: tuple(found) for ns, found in by_namespace.items()},
+        {str(c["metadata"]["name"]): c for c in classes},
+    )
+
+
+#: Kubeflow Trainer's runtimes (group, version, plural, kind)
+_RUNTIMES = (
+    ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime"),
+    ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime"),
+)
+
+
+def _custom(api: Any, plural: tuple[str, str, str, str]) -> list[dict[str, Any]]:
+    """Every object of a custom resource, each with its kind; none when the CRD is absent."""
+    group, version, name, kind = plural
+    try:
+        response = k8s.CustomObjectsApi(api).list_cluster_custom_object(
+            group, version, name, _preload_content=False
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return []
+        raise
+    return [{**item, "kind": kind} for item in _items(response)]
 
 
 def fits_now(kubeconfig: Path, cluster: Cluster, judgement: Judgement) -> list[list[bool | None]]:
@@ -91,7 +136,7 @@ def _quota_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str,
         for assignment in found.get("podSetAssignments") or ():
             flavors = assignment.get("flavors") or {}
             for resource, amount in (assignment.get("resourceUsage") or {}).items():
-                if resource in flavors and (value := units(resource, amount)) is not None:
+                if resource in flavors and (value := kueue_units(resource, amount)) is not None:
                     usage[(queue, str(flavors[resource]), resource)] += value
     return dict(usage)
 
@@ -136,7 +181,7 @@ def _topology_usage(workload: Mapping[str, Any], used: dict[str, Counter[str]]) 
         per_pod = {
             r: v // count
             for r, amount in (assignment.get("resourceUsage") or {}).items()
-            if (v := units(r, amount)) is not None
+            if (v := kueue_units(r, amount)) is not None
         }
         for node, pods in _domains(topology):
             used.setdefault(node, Counter()).update(

@@ -12,7 +12,7 @@ from pathlib import Path
 from generator.load.files import load_files, read_inventory
 from generator.model import PROFILE_KEY, Selector, Settings
 from generator.validate import documents
-from generator.validate.labels import READ_ONLY_PARENTS, selects
+from generator.validate.labels import READ_ONLY_PARENTS
 
 _KINDS = ("TopologySource", "GeneratorConfig")
 
@@ -27,7 +27,7 @@ class LabelFilter:
 
     def keeps(self, key: str, labels: Mapping[str, str]) -> bool:
         """Whether a node with these (imported) labels keeps ``key``."""
-        if key in self.owned or any(key in keys and selects(s, labels) for s, keys in self.written):
+        if key in self.owned or any(key in keys and s.selects(labels) for s, keys in self.written):
             return False
         return not any(key.startswith(v[:-1]) if v.endswith("*") else key == v for v in self.volatile)
 

@@ -15,12 +15,13 @@ from typing import Any
 
 from generator.commands.import_nodes.label_filter import LabelFilter
 from generator.emit import yaml
+from generator.kube.quantities import quantity_error
+from generator.kube.taints import EFFECTS
 from generator.load.files import ParseError, parse_text
 from generator.load.positions import PositionIndex, find_duplicate_key
 from generator.model import API_VERSION
 from generator.rules.load import DUPLICATE_KEY
 from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
-from generator.validate.quantities import quantity_error
 
 HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"
@@ -210,10 +211,6 @@ def _taints(node: str, taints: Any) -> list[dict[str, str]]:
     return sorted(kept, key=lambda t: (t.get("key", ""), t.get("effect", ""), t.get("value", "")))
 
 
-#: the effects a Node's taint may have (the API server's enum)
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
 def _taint_valid(node: str, taint: dict[str, str], index: int) -> None:
     """A taint as Kubernetes allows it: a label key, a label value, one of three effects."""
     at: tuple[str | int, ...] = ("spec", "taints", index)
@@ -222,8 +219,8 @@ def _taint_valid(node: str, taint: dict[str, str], index: int) -> None:
         if "key" not in taint
         else label_key_error(taint["key"]) or label_value_error(taint.get("value", ""))
     )
-    if problem is None and taint.get("effect") not in _EFFECTS:
-        problem = f"its effect is {_short(taint.get('effect'))}, not one of {', '.join(_EFFECTS)}"
+    if problem is None and taint.get("effect") not in EFFECTS:
+        problem = f"its effect is {_short(taint.get('effect'))}, not one of {', '.join(EFFECTS)}"
     if problem:
         raise ImportProblem(f"node {node!r}: taint {index}: {problem}", at=at)
 

@@ -24,10 +24,8 @@ from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
 from generator.fit.cluster import Cluster, Flavor, node_facts
 from generator.fit.engine import largest
 from generator.fit.index import build
-from generator.fit.quantity import units
-from generator.model import Node
-from generator.validate.checks.taints import BLOCKING, tolerates
-from generator.validate.quantities import parse
+from generator.kube.quantities import kueue_units, parse
+from generator.kube.taints import untolerated
 
 
 def is_gpu(resource: str) -> bool:
@@ -96,7 +94,7 @@ def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[
     tolerations = flavor.spec.get("tolerations") or []
     keys = side.profiles[flavor.profile]
     members = [side.nodes[n] for n in nodes if not side.nodes[n].unschedulable]
-    usable = [n for n in members if not _untolerated(n, tolerations)]
+    usable = [n for n in members if untolerated(n.taints, tolerations) is None]
     resources = queue.covered or tuple(sorted({r for n in usable for r in n.allocatable}))
     # Fleets repeat a few allocatable values: the shape is judged from each distinct one once.
     counts = Counter(tuple(map(n.allocatable.get, resources)) for n in usable)
@@ -118,14 +116,8 @@ def _flavor_fit(side: Side, queue: QueueFacts, flavor: FlavorFacts, nodes: list[
     }
 
 
-def _untolerated(node: Node, tolerations: list[dict[str, Any]]) -> bool:
-    return any(
-        taint[2] in BLOCKING and not any(tolerates(t, taint) for t in tolerations) for taint in node.taints
-    )
-
-
 def to_units(resource: str, amount: Decimal) -> int:
-    return units(resource, str(amount)) or 0
+    return kueue_units(resource, str(amount)) or 0
 
 
 def _shape(counts: Counter[tuple[str | None, ...]]) -> tuple[Decimal, ...]:

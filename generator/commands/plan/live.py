@@ -24,7 +24,7 @@ from generator.commands.plan.shape import Action, Drain, Held, LiveDrain, LiveFl
 from generator.gate.admissions import admission, admitted_to, held_resources, holders
 from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
 from generator.gate.kube import Catalog, Queues, load_client
-from generator.validate.quantities import format_units, parse, scale_for, to_units
+from generator.kube.quantities import format_units, parse, scale_for, to_units
 
 #: the gate's next step -> the report's drain action
 _ACTIONS: dict[Kind, Action] = {

@@ -27,7 +27,7 @@ from generator.commands.plan.shape import (
     Replaced,
 )
 from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
-from generator.validate.quantities import format_units, parse, scale_for, to_units
+from generator.kube.quantities import format_units, parse, scale_for, to_units
 
 Totals = dict[tuple[Any, str, QuotaField], str]  # (identity, resource, field) -> the quantity
 

@@ -14,7 +14,6 @@ from generator.model import Inventory, Node, Selector, Source
 from generator.rules import Hit
 from generator.util.columns import group
 from generator.validate.hierarchy import Stated, stated_of
-from generator.validate.labels import selects
 
 T = TypeVar("T")
 
@@ -86,7 +85,7 @@ def _select(
     is filtered without a call per node; sources usually split a fleet by one label (a pool),
     so the nodes are grouped by its value once (``by_key``) and each source takes its group."""
     if selector.expressions:
-        return [n for n in nodes if selects(selector, n.labels)]
+        return [n for n in nodes if selector.selects(n.labels)]
     if not selector.match_labels:
         return nodes
     (key, value), *more = selector.match_labels

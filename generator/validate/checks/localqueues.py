@@ -11,7 +11,6 @@ from generator.rules import Hit, Rule
 from generator.rules.semantic import LOCAL_QUEUE, LOCAL_QUEUE_UNSELECTED, NAMESPACE_SELECTOR_MISSING
 from generator.validate.checks.base import Check, Context
 from generator.validate.documents import selector
-from generator.validate.labels import selects
 
 #: the label the API server puts on every Namespace, with its name as value
 NAMESPACE_NAME_KEY = "kubernetes.io/metadata.name"
@@ -67,7 +66,7 @@ def _unselected(ctx: Context) -> Iterable[Hit]:
         if selector is None:
             continue
         for lq in plan.local_queues:
-            if not selects(selector, {NAMESPACE_NAME_KEY: lq.namespace}):
+            if not selector.selects({NAMESPACE_NAME_KEY: lq.namespace}):
                 message = (
                     f"queue {plan.name!r} does not select namespace {lq.namespace!r} (its namespaceSelector "
                     f"reads {NAMESPACE_NAME_KEY}): workloads of LocalQueue {lq.namespace}/{lq.name} are "

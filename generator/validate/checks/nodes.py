@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from itertools import chain, repeat
 from operator import attrgetter, contains
 
+from generator.kube.quantities import quantity_error
 from generator.model import HOSTNAME_KEY, Node
 from generator.rules import Hit, Rule
 from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, NODE_TAINT, QUANTITY
@@ -17,7 +18,6 @@ from generator.validate.labels import (
     label_value_error,
     label_values_valid,
 )
-from generator.validate.quantities import quantity_error
 
 
 def _node_name(ctx: Context) -> Iterable[Hit]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from generator.kube.quantities import quantity_error
 from generator.load.globs import glob_problem
 from generator.model import PROFILE_KEY, Hardware, QueuePlan
 from generator.rules import Hit, Rule
@@ -25,7 +26,6 @@ from generator.validate.checks.base import Check, Context
 from generator.validate.checks.sources import selector_hits
 from generator.validate.documents import selector
 from generator.validate.labels import label_key_error, label_value_error, write_refusal
-from generator.validate.quantities import quantity_error
 
 
 def _identity(ctx: Context) -> Iterable[Hit]:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
+from generator.kube.quantities import parse, quantity_error
 from generator.model import Hardware, Node, Source
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
@@ -17,7 +18,6 @@ from generator.rules.semantic import (
     SOURCE_EXPIRING,
 )
 from generator.validate.checks.base import Check, Context
-from generator.validate.quantities import parse, quantity_error
 
 
 def _selector_unmatched(ctx: Context) -> Iterable[Hit]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from generator.kube.taints import BLOCKING, tolerates
 from generator.model import Hardware, Node, QueuePlan, Taint, Where
 from generator.rules import Hit, Rule
 from generator.rules.semantic import FLAVOR_SETTINGS_CONFLICT, PLAN_TOLERATIONS, TAINT_UNTOLERATED
 from generator.validate.checks.base import Check, Context
 from generator.validate.labels import label_key_error, label_value_error
 
-#: taint effects that keep pods off a node (PreferNoSchedule only discourages)
-BLOCKING = ("NoSchedule", "NoExecute")
 #: taints the node lifecycle sets and lifts by itself (cordon, not-ready, pressure): a state
 #: of the moment, not a property of the hardware that a flavor should tolerate
 TRANSIENT_PREFIX = "node.kubernetes.io/"
@@ -102,19 +101,6 @@ def _conflict(
 def _flow(entries: Iterable[dict[str, Any]]) -> str:
     """Entries as YAML flow mappings, as a user writes them."""
     return "[" + ", ".join("{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in entries) + "]"
-
-
-def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
-    """Kubernetes' ToleratesTaint."""
-    key, value, effect = taint
-    if toleration.get("effect") and toleration["effect"] != effect:
-        return False
-    operator: str = toleration.get("operator", "Equal")
-    if not toleration.get("key"):
-        return bool(operator == "Exists")  # an empty key with Exists tolerates everything
-    if toleration["key"] != key:
-        return False
-    return operator == "Exists" or toleration.get("value", "") == value
 
 
 def _untolerated(ctx: Context) -> Iterable[Hit]:

@@ -1,9 +1,11 @@
-"""Kubernetes quantities, parsed by the official client, and exact integer units."""
+"""Kubernetes resource quantities: the grammar and its range, exact values, the integer units
+Kueue counts in, and the texts tasgen and Kueue print. One suffix table serves them all."""
 
 from __future__ import annotations
 
 import decimal
 import importlib.util
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -14,6 +16,9 @@ from types import ModuleType
 
 #: resources whose quota is split in thousandths (the API's millicores)
 MILLI_RESOURCES = frozenset({"cpu"})
+#: the suffixes, largest first, with what they multiply by
+BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
 
 def _client_quantity_module() -> ModuleType:
@@ -46,13 +51,6 @@ EXACT_DIGITS = 100
 for _context in (decimal.getcontext(), decimal.DefaultContext):
     _context.prec = max(_context.prec, EXACT_DIGITS)
 
-
-@lru_cache(maxsize=65536)  # fleets repeat a few values on thousands of nodes
-def parse(value: str) -> Decimal:
-    """The quantity as a Decimal; raises ValueError."""
-    return _parse_quantity(value)
-
-
 #: Kubernetes' quantity grammar exactly (ASCII digits only: Python's Decimal, which parses
 #: the value, would also take "1_000", "NaN", "Infinity" and other scripts' digits)
 _QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?")
@@ -60,8 +58,41 @@ _QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[mkMG
 MAX_UNITS, MAX_LENGTH = 2**63 - 1, 64
 
 
+@lru_cache(maxsize=65536)  # fleets repeat a few values on thousands of nodes
+def parse(value: str) -> Decimal:
+    """The quantity as a Decimal; raises ValueError on what Kubernetes does not take."""
+    if not _QUANTITY.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return _parse_quantity(value)
+
+
+def is_quantity(value: object) -> bool:
+    """A quantity as the API takes it: its text, or a JSON number (not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return False
+    try:
+        parse(_text_of(value))
+    except (ValueError, ArithmeticError):
+        return False
+    return True
+
+
+def _text_of(value: str | int | float) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def is_zero(value: object) -> bool:
+    """A quantity that is zero ("0", "0Gi", "0.0", 0). Anything else is not, absence (None)
+    and unreadable text included: a caller that reads absence as zero says so itself."""
+    if not is_quantity(value):
+        return False
+    assert isinstance(value, str | int | float)
+    return parse(_text_of(value)) == 0
+
+
 @lru_cache(maxsize=65536)
 def quantity_error(value: str, resource: str = "") -> str | None:
+    """Why ``value`` is not a quantity tasgen can keep for ``resource``, or None."""
     shown = value if len(value) <= 40 else f"{value[:40]}... ({len(value)} characters)"
     if len(value) > MAX_LENGTH:
         return f"{shown!r} is too long for a Kubernetes quantity (at most {MAX_LENGTH} characters)"
@@ -77,6 +108,9 @@ def quantity_error(value: str, resource: str = "") -> str | None:
     if amount < 0:
         return f"{shown!r} is negative"
     return None
+
+
+# --- tasgen's exact units (rendered quotas) ---------------------------------------------
 
 
 def beyond_range(units: int, scale: int, resource: str = "") -> bool:
@@ -100,21 +134,59 @@ def to_units(amount: Decimal, scale: int) -> int:
     return whole + 1 if scaled > whole else whole
 
 
-_BINARY = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-
-
 def format_units(units: int, scale: int, resource: str = "") -> str:
     """The quantity text: millis only when needed; byte counts with the largest binary
     suffix that is exact (2000Gi rather than 2147483648000)."""
     if scale != 1 and units % scale:
         return f"{units}m"
     whole = units // scale
-    if _is_bytes(resource) and whole:
-        for suffix, size in _BINARY:
-            if whole % size == 0:
-                return f"{whole // size}{suffix}"
+    if is_bytes(resource) and whole:
+        return _with_suffix(whole, BINARY)
     return str(whole)
 
 
-def _is_bytes(resource: str) -> bool:
+def is_bytes(resource: str) -> bool:
     return resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+
+
+def _with_suffix(whole: int, table: tuple[tuple[str, int], ...]) -> str:
+    for suffix, size in table:
+        if whole % size == 0:
+            return f"{whole // size}{suffix}"
+    return str(whole)
+
+
+# --- Kueue's units (its quota and usage arithmetic) --------------------------------------
+
+
+def kueue_units(resource: str, value: object) -> int | None:
+    """``value`` (a quantity text or a number) in Kueue's integer units: millicores for CPU,
+    whole units of anything else, rounded up as ``resource.Quantity.Value`` rounds; None
+    when not a quantity or negative."""
+    if not is_quantity(value):
+        return None
+    assert isinstance(value, str | int | float)
+    try:
+        amount = parse(_text_of(value))
+    except (ValueError, ArithmeticError):
+        return None
+    if amount < 0:
+        return None
+    return math.ceil(amount * (1000 if resource in MILLI_RESOURCES else 1))
+
+
+def kueue_text(resource: str, value: int) -> str:
+    """What Kueue's ``resources.ResourceQuantityString`` prints for ``value`` units."""
+    if resource in MILLI_RESOURCES:
+        return _decimal_text(Decimal(value) / 1000)
+    if is_bytes(resource) and value >= 1024:
+        return _with_suffix(value, BINARY)  # below 1024 Kubernetes prints decimal (1k)
+    return _decimal_text(Decimal(value))
+
+
+def _decimal_text(value: Decimal) -> str:
+    if value == 0:
+        return "0"
+    if value != value.to_integral_value():
+        return f"{int(value * 1000)}m"
+    return _with_suffix(int(value), DECIMAL)
