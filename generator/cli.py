@@ -20,10 +20,13 @@ from click.core import ParameterSource
 from generator.commands import fetch as fetching
 from generator.commands.fetch.credentials import ClusterSecrets, SecretsDir
 from generator.commands.fetch.report import fetch_report
+from generator.model import PLACEHOLDER_REPO_URL
 from generator.pipeline import Mode, Result, run
 from generator.reporters import REPORTERS, Reporter, step_summary
 from generator.rules import BY_ID, REGISTRY, catalogue, reference
 from generator.rules.import_nodes import NODE_LIST
+from generator.util import color
+from generator.util.folders import folder_problem
 from generator.validate.labels import is_dns_subdomain
 from generator.validate.schema import KINDS, SNAPSHOT, schema_of
 from generator.validate.snapshots import rfc3339
@@ -120,8 +123,8 @@ def _execute(
     use_memo: bool = True,
     kubeconfig: Path | None = None,
 ) -> None:
-    if not inventory.is_dir():
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if problem := folder_problem(inventory):
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     result = run(
         inventory,
         output,
@@ -133,7 +136,7 @@ def _execute(
         kubeconfig=kubeconfig,
         on_wait=lambda: click.echo(f"tasgen: waiting for another tasgen to finish with {output}", err=True),
     )
-    sys.stdout.write(_printable(result.report))
+    sys.stdout.write(_shown(result.report))
     if format_ == "github":
         step_summary(result, mode.value)
     sys.exit(_exit_code(result, strict))
@@ -144,6 +147,15 @@ def _report(reporter: Reporter, result: Result, command: str) -> str:
     buffer = io.StringIO()
     reporter(result, command, buffer)
     return buffer.getvalue()
+
+
+#: --color, as the group's option set it (auto until then)
+_color = "auto"
+
+
+def _shown(report: str) -> str:
+    """A report as printed: problem levels coloured when --color (and the terminal) say so."""
+    return _printable(color.colored(report) if color.wanted(_color, sys.stdout) else report)
 
 
 def _printable(text: str) -> str:
@@ -178,7 +190,15 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tasgen")
-def cli() -> None:
+@click.option(
+    "--color",
+    "color_choice",
+    type=click.Choice(color.CHOICES),
+    default="auto",
+    show_default=True,
+    help="Colour the level of each problem: auto, on a terminal unless NO_COLOR is set.",
+)
+def cli(color_choice: str) -> None:
     """tasgen compiles GPU-fleet topology inventories into NFD NodeFeatures and the Kueue
     chain (Topology, ResourceFlavor, ClusterQueue) that Argo CD or Flux syncs.
 
@@ -187,7 +207,10 @@ def cli() -> None:
       tasgen validate -i inventories
       tasgen render -i inventories -o rendered
       tasgen check --format github    # in a pull request
+      tasgen --color never validate   # no colour, even on a terminal
     """
+    global _color  # noqa: PLW0603 - the one setting of the group, read where reports are printed
+    _color = color_choice
 
 
 @cli.command()
@@ -250,7 +273,8 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
     \b
     Example:
       tasgen check --format github
-    Exit 1 names each stale file and its first differing line.
+    Exit 1 names each stale file and its first differing line, and prints a unified diff of
+    them (at most 200 lines, then how many more).
     """
     _execute(Mode.CHECK, inventory, output, format_, now, strict)
 
@@ -279,15 +303,18 @@ def plan(
     Example:
       tasgen plan --base origin/main --format markdown > plan.md
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
-    validate prints them), 2 usage error (e.g. an unknown REF).
+    validate prints them, on standard error), 2 usage error (e.g. an unknown REF).
     """
     from generator.commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
 
     try:
-        text, code = plan_command.execute(base, inventory, format_, _parse_now(now), kubeconfig, output)
+        text, problems, code = plan_command.execute(
+            base, inventory, format_, _parse_now(now), kubeconfig, output
+        )
     except plan_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
-    sys.stdout.write(text)
+    sys.stdout.write(_shown(text))
+    sys.stderr.write(_printable(color.colored(problems) if color.wanted(_color, sys.stderr) else problems))
     sys.exit(code)
 
 
@@ -329,6 +356,83 @@ def fit(
         text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
     except fit_command.UsageProblem as e:
         raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    sys.stdout.write(_shown(text))
+    sys.exit(code)
+
+
+@cli.command()
+@_inventory_option("The inventory folder (its NodeInventory names the nodes).")
+@_output_option
+@_kubeconfig_option("The cluster to check [default: in-cluster, else $KUBECONFIG, else ~/.kube/config].")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: the shape of generator/schemas/doctor-report.schema.json.",
+)
+def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str) -> None:
+    """Check a live cluster against what the render needs: Kueue, NFD, the gate's admission
+    policy and RBAC, the sync engine, the inventory's nodes. Read-only: GET and LIST only.
+
+    \b
+    Example:
+      tasgen doctor --kubeconfig ~/.kube/config
+    Exit: 0 no error (warnings allowed), 1 an error found, the inventory invalid or the
+    cluster unreadable, 2 usage error (an unusable kubeconfig too).
+    """
+    from generator.commands.doctor import command as doctor_command  # noqa: PLC0415 - not every render's start
+
+    try:
+        text, code = doctor_command.execute(inventory, output, kubeconfig, format_)
+    except doctor_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+    except doctor_command.Unreachable as e:
+        click.echo(f"tasgen doctor: {e}", err=True)
+        sys.exit(EXIT_PROBLEMS)
+    sys.stdout.write(_printable(text))
+    sys.exit(code)
+
+
+@cli.command()
+@_inventory_option("The inventory folder.")
+@click.option(
+    "--size",
+    "sizes",
+    default=None,
+    metavar="N[xP],...",
+    help="Pods of N GPUs (xP: P of them in one domain) [default: the GeneratorConfig's workloads' "
+    "sizes, else 1, 8 and a whole node].",
+)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="json: the shape of generator/schemas/capacity-report.schema.json.",
+)
+@_now_option()
+@_kubeconfig_option("Also count what is free now, from the live usage (read-only).")
+def capacity(
+    inventory: Path, sizes: str | None, format_: str, now: str | None, kubeconfig: Path | None
+) -> None:
+    """Say what slots each ClusterQueue's flavors offer: per Topology level, its domains, and
+    how many pods of each size the largest domain holds and how many domains hold one, within
+    the queue's quota (cohort borrowing included). Writes nothing.
+
+    \b
+    Example:
+      tasgen capacity --size 8,8x4 --kubeconfig ~/.kube/config
+    Exit: 0 reported, 1 the inventory is invalid, 2 usage error.
+    """
+    from generator.commands.capacity import command as capacity_command  # noqa: PLC0415 - not every render's start
+
+    try:
+        text, code = capacity_command.execute(inventory, sizes, kubeconfig, format_, _parse_now(now))
+    except capacity_command.UsageProblem as e:
+        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
     sys.stdout.write(_printable(text))
     sys.exit(code)
 
@@ -337,7 +441,7 @@ def fit(
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--repo-url",
-    default="https://github.com/OWNER/REPO.git",
+    default=PLACEHOLDER_REPO_URL,
     show_default=True,
     help="The git URL Argo CD syncs rendered/ from.",
 )
@@ -423,8 +527,8 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     from generator.commands.import_nodes import label_filter, nodes  # noqa: PLC0415 - not every render's start
 
     given = click.get_current_context().get_parameter_source("inventory") is ParameterSource.COMMANDLINE
-    if given and not inventory.is_dir():  # without one, the default filter; a named one must be there
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if given and (problem := folder_problem(inventory)):  # without one, the default filter
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     inputs: list[tuple[str, str]] = []
     for source in sources:
         shown = "<stdin>" if source.name in ("<stdin>", "-") else source.name
@@ -437,8 +541,10 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     name = name or (nodes.name_of(output) if output else None) or nodes.DEFAULT_NAME
     try:
         imported = nodes.convert(inputs, name, label_filter.of_inventory(inventory), header)
-    except nodes.ImportProblem as e:
-        click.echo(f"{e.file}:{e.line}:{e.col}: error: {e.message} [{NODE_LIST.id}]", err=True)
+    except nodes.ImportProblems as e:
+        for p in e.problems:
+            click.echo(f"{p.file}:{p.line}:{p.col}: error: {p.message} [{NODE_LIST.id}]", err=True)
+        click.echo(f"tasgen import-nodes: {len(e.problems)} error(s); nothing was written", err=True)
         sys.exit(EXIT_PROBLEMS)
     if imported.nodes == 0:
         click.echo("warning: the input lists no nodes (an empty cluster, or the wrong context?)", err=True)
@@ -450,6 +556,7 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
         except nodes.OutputProblem as e:
             click.echo(f"tasgen import-nodes: {e}", err=True)
             sys.exit(EXIT_PROBLEMS)
+        click.echo(f"wrote {output}: {imported.nodes} node(s)")
 
 
 @cli.command()
@@ -507,21 +614,21 @@ def fetch(
     Exit: 0 every source current or updated, 1 any source failed (the others are still
     written), 2 usage error.
     """
-    if not inventory.is_dir():
-        raise click.BadParameter(f"{inventory} is not a folder", param_hint="'-i' / '--inventory'")
+    if problem := folder_problem(inventory):
+        raise click.BadParameter(problem, param_hint="'-i' / '--inventory'")
     secrets = SecretsDir(secrets_dir) if secrets_dir else ClusterSecrets(kubeconfig)
     options = fetching.Options(secrets, timeout, max_bytes)
     try:
         outcomes = fetching.fetch(inventory, names, options, _parse_now(now))
     except fetching.UnknownSource as e:
         raise click.UsageError(str(e)) from None
-    sys.stdout.write(_printable(fetch_report(outcomes)))
+    sys.stdout.write(_shown(fetch_report(outcomes)))
     failed = any(o.status is fetching.Status.FAILED for o in outcomes)
     sys.exit(EXIT_PROBLEMS if failed else EXIT_CLEAN)
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice([*sorted(KINDS), SNAPSHOT]))
+@click.argument("kind", type=click.Choice([*sorted(KINDS), SNAPSHOT], case_sensitive=False))
 def schema(kind: str) -> None:
     """Print the JSON Schema of an inventory kind (for editors and yaml-language-server).
 

@@ -25,6 +25,9 @@ Pointer = tuple[str | int, ...]
 API_GROUP = "topology.gpustack.ai"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 HOSTNAME_KEY = "kubernetes.io/hostname"
+#: The repository URL ``tasgen init`` writes without --repo-url; a warning (repo-url-placeholder)
+#: while a GeneratorConfig still has it.
+PLACEHOLDER_REPO_URL = "https://github.com/OWNER/REPO.git"
 PROFILE_KEY = f"{API_GROUP}/profile"
 #: what the profiles' NodeFeature file is named after, as a source's is after the source
 #: (nodefeatures-<name>.yaml): so no TopologySource may be named so (rule source-name)

@@ -41,6 +41,7 @@ class Result:
     files: dict[str, str] | None = field(default=None, repr=False)  # the rendered tree (render)
     expiries: list[datetime] = field(default_factory=list, repr=False)  # of every snapshot
     report: str = field(default="", repr=False)  # what the CLI prints, made before any write
+    difference: str = field(default="", repr=False)  # check: the diff of the stale files
     inputs: list[InputFile] = field(default_factory=list, repr=False)  # to place bad text
     #: the typed inventory and plan, held so that they are freed with the process, not
     #: object by object when the run returns (a large render's objects; see cli.main)
@@ -225,6 +226,8 @@ def _run(
         findings += emission.stale(out.label)
     problems = locate(findings, texts)
     result = Result(problems, planned.summary, expiries=compiled.expiries, inputs=files, compilation=compiled)
+    if mode is Mode.CHECK:
+        result.difference = emission.difference(out.label)
     if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):
         result.files = emission.files  # to be written: nothing is, until the report is made
         result.written = emission.written

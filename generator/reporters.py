@@ -18,6 +18,8 @@ Reporter = Callable[[Result, str, TextIO], None]
 def text(result: Result, command: str, out: TextIO) -> None:
     for p in result.problems:
         out.write(problem_line(p) + "\n")
+    if result.difference:
+        out.write("\n" + result.difference)
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")

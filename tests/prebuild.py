@@ -1,10 +1,11 @@
 """Build every Go component the suite runs, ahead of the tests: `python -m tests.prebuild`.
 
-.ci/run starts it in the background before the tests, so that on a fresh machine the module
-downloads and builds overlap with the tests that need none of them. It builds into the same
-caches as the tests' own fixtures (tests/e2e/harness.py, tests/gobuild.py), under the same
-locks: a test that needs a component still being built waits for it, and nothing is built
-twice. With warm caches it only checks them. Figures: CONTRIBUTING.md, section CI.
+.ci/test (the suite as the Quick start and CI run it) starts it in the background first, so
+that on a fresh machine the module downloads and builds overlap with the tests that need none of
+them. It builds into the same caches as the tests' own fixtures (tests/e2e/harness.py,
+tests/gobuild.py), under the same locks: a test that needs a component still being built waits
+for it, and nothing is built twice. With warm caches it only checks them. Figures:
+CONTRIBUTING.md, section CI.
 """
 
 from __future__ import annotations

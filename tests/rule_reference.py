@@ -294,7 +294,7 @@ def _fit_case(name: str) -> Callable[[Path], None]:
 
 def _fit_scenario(case: str, story: str) -> Scenario:
     return Scenario(
-        f"The inventory of `tests/cases/fit/inventory` and the workload of `tests/cases/fit/{case}`: {story}",
+        f"The inventory of the fit cases and the workload of their case `{case}`: {story}",
         _fit_case(case),
         lambda root: None,
         ["fit", "-i", "inventory", "--now", NOW, "workload.yaml"],
@@ -310,21 +310,21 @@ PLAN = ["plan", "--base", "main", "--now", NOW]
 
 SCENARIOS: dict[str, Scenario] = {
     "stale-render": Scenario(
-        "`tests/cases/valid/minimal` rendered into `rendered/`, then its quota changed without "
+        "The minimal case's inventory rendered into `rendered/`, then its quota changed without "
         "rendering again",
         _rendered,
         _edit("inventory/queue.yaml", QUOTA, QUOTA.replace("16", "24")),
         ["check", "-i", "inventory", "-o", "rendered", "--now", NOW],
     ),
     "immutable-field": Scenario(
-        "`tests/cases/valid/minimal` rendered into `rendered/`, then a level of its Topology edited "
+        "The minimal case's inventory rendered into `rendered/`, then a level of its Topology edited "
         "there by hand",
         _rendered,
         _edit("rendered/kueue/topologies.yaml", "nodeLabel: topology.gpustack.ai/rack", "nodeLabel: rack"),
         RENDER,
     ),
     "output-unwritable": Scenario(
-        "`tests/cases/valid/minimal` rendered into `rendered/`, then the folder `rendered/queues` "
+        "The minimal case's inventory rendered into `rendered/`, then the folder `rendered/queues` "
         "replaced by a file and the quota changed",
         _rendered,
         _quota_and_queues_file,
@@ -332,14 +332,14 @@ SCENARIOS: dict[str, Scenario] = {
         diff=False,
     ),
     "sync-path": Scenario(
-        "In a git repository, `tests/cases/valid/minimal` with a GeneratorConfig that says rendered/ "
+        "In a git repository, the minimal case's inventory with a GeneratorConfig that says rendered/ "
         "is at `rendered`, rendered into `deploy/rendered` instead",
         _repository_with_config,
         lambda root: None,
         ["render", "-i", "inventory", "-o", "deploy/rendered", "--now", NOW],
     ),
     "cluster-unreadable": Scenario(
-        "`tests/cases/valid/minimal` rendered into `rendered/`, then rendered again with a "
+        "The minimal case's inventory rendered into `rendered/`, then rendered again with a "
         "kubeconfig that names no cluster",
         _rendered,
         _kubeconfig_without_context,
@@ -352,14 +352,14 @@ SCENARIOS: dict[str, Scenario] = {
         ["import-nodes", "nodes.json"],
     ),
     "level-removed": Scenario(
-        "The fleet of `tests/plan/fleet.py` committed on `main`, then the zone level dropped from its "
+        "A small fleet of the plan's tests committed on `main`, then the zone level dropped from its "
         "source on a branch",
         _base_fleet,
         _write_fleet(Fleet(levels=(RACK,))),
         PLAN,
     ),
     "level-added-uncarried": Scenario(
-        "The fleet of `tests/plan/fleet.py` committed on `main`, then a row level added on a branch "
+        "A small fleet of the plan's tests committed on `main`, then a row level added on a branch "
         "that two of the source's eight nodes state",
         _base_fleet,
         _write_fleet(Fleet(levels=(ZONE, RACK, ROW), more={"h-0": {ROW: "w1"}, "h-1": {ROW: "w1"}})),
@@ -513,7 +513,8 @@ def files(refs: dict[str, Reference]) -> dict[Path, str]:
     found[CATALOGUE] = catalogue_page()
     for rule in REGISTRY:
         page = REPO / DOCS_PATH.format(id=rule.id)
-        found[page] = f"{GENERATED}\n{entry_markdown(rule, refs[rule.id])}\n[All rules](../rules.md)\n"
+        entry = entry_markdown(rule, refs[rule.id], in_repository=True)
+        found[page] = f"{GENERATED}\n{entry}\n[All rules](../rules.md)\n"
     return found
 
 

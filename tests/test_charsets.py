@@ -5,7 +5,7 @@ million code points cost milliseconds of every run), so a gap would let a charac
 from __future__ import annotations
 
 from generator.emit import yaml as writer
-from generator.load import guard
+from generator.parse import guard
 
 EVERY = "".join(map(chr, range(0x110000)))
 

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import jsonschema
 import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
+from generator.cli import cli
 from generator.validate.schema import KINDS
 from tests.conftest import NOW, REPO, tasgen
 
 CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
-COMMANDS = ["validate", "render", "check", "plan", "init", "fetch", "import-nodes", "schema", "gate"]
+COMMANDS = [
+    "validate", "render", "check", "plan", "fit", "init", "fetch", "import-nodes", "schema", "rules", "gate",
+    "retire",
+]  # fmt: skip
+
+
+def test_the_command_list_is_every_command() -> None:
+    with click.Context(cli) as ctx:
+        assert sorted(COMMANDS) == cli.list_commands(ctx)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -270,3 +281,76 @@ def test_a_summary_without_sources_says_none(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("a: [\n")  # nothing loads: no source to list
     run = tasgen("validate", "-i", str(tmp_path), "--now", NOW)
     assert run.exit_code == 1 and "\nsources: none\n1 error(s)" in run.output, run.output
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["validate"], "'-i' / '--inventory'"),
+        (["render"], "'-i' / '--inventory'"),
+        (["check"], "'-i' / '--inventory'"),
+        (["fetch"], "'-i' / '--inventory'"),
+        (["plan", "--base", "HEAD"], "'-i / --inventory'"),
+        (["fit"], "'-i / --inventory'"),
+    ],
+)
+def test_a_missing_inventory_folder_is_said_not_to_exist(args: list[str], hint: str, tmp_path: Path) -> None:
+    missing = tmp_path / "inventorie"
+    run = tasgen(*args, "-i", str(missing))
+    assert run.exit_code == 2, run.output
+    assert run.output.splitlines()[-1] == f"Error: Invalid value for {hint}: {missing} does not exist"
+
+
+def test_import_nodes_names_a_missing_inventory_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "inventorie"
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    run = tasgen("import-nodes", str(nodes), "-i", str(missing))
+    assert run.exit_code == 2, run.output
+    assert run.output.splitlines()[-1] == (
+        f"Error: Invalid value for '-i' / '--inventory': {missing} does not exist"
+    )
+
+
+@pytest.mark.parametrize("spelled", ["clusterqueueplan", "CLUSTERQUEUEPLAN", "ClusterQueuePlan"])
+def test_schema_takes_a_kind_in_any_case(spelled: str) -> None:
+    run = tasgen("schema", spelled)
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["$id"].endswith("/ClusterQueuePlan.json")
+
+
+TASGEN = Path(sys.executable).parent / "tasgen"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_is_as_documented(shell: str) -> None:
+    """The start-up line docs/reference/cli.md gives for each shell prints a completion script
+    that completes tasgen's commands (the installed command: the shell completes its name)."""
+    page = (REPO / "docs" / "reference" / "cli.md").read_text()
+    assert f"_TASGEN_COMPLETE={shell}_source tasgen" in page
+    env = {**os.environ, "_TASGEN_COMPLETE": f"{shell}_source"}
+    script = subprocess.run(
+        [str(TASGEN)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert "_TASGEN_COMPLETE" in script and "tasgen" in script, script
+    if shell == "bash":
+        env = {
+            **os.environ,
+            "_TASGEN_COMPLETE": "bash_complete",
+            "COMP_WORDS": "tasgen va",
+            "COMP_CWORD": "1",
+        }
+        answer = subprocess.run(
+            [str(TASGEN)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        assert answer.split() == ["plain,validate"]

@@ -4,6 +4,7 @@ what `tasgen init` scaffolds points at a page that exists."""
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from pathlib import Path
@@ -23,15 +24,44 @@ def test_tasgen_rules_prints_the_catalogue() -> None:
     assert run.exit_code == 0 and run.output == catalogue()
 
 
+def _quick_start() -> list[str]:
+    block = README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def _commands(script: str) -> list[str]:
+    """A shell script's lines that are not comments or blank."""
+    lines = [line.strip() for line in script.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 def test_the_quick_start_is_what_ci_runs() -> None:
-    quick_start = README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
-    commands = [line for line in quick_start.splitlines() if line.strip()]
-    assert len(commands) == 2
-    ci = (REPO / ".ci" / "run").read_text()
-    # The suite's command, options and all (the number of workers is part of what CI runs).
-    assert commands[1].startswith(".venv/bin/python -m pytest")
-    assert commands[1].strip() in [line.strip() for line in ci.splitlines()]
-    assert "tasgen render" in commands[0] and ".venv/bin/tasgen render" in ci
+    setup, suite = _quick_start()  # exactly two commands
+    ci = _commands((REPO / ".ci" / "run").read_text())
+    # CI runs both, verbatim and in order, and no other command runs tasgen or the suite.
+    assert setup in ci and suite in ci and ci.index(setup) < ci.index(suite)
+    assert "tasgen render" in setup
+    others = [line for line in ci if line not in (setup, suite)]
+    assert not [line for line in others if "pytest" in line or "pip install" in line or ".ci/" in line]
+    assert ci[-1] == suite  # the suite's status is CI's
+
+
+def test_the_quick_start_test_command_sets_up_what_the_suite_needs() -> None:
+    """The second command is a script that installs the Debian packages the suite needs when
+    missing, then runs the whole suite on three workers."""
+    suite = _quick_start()[1]
+    script = REPO / suite
+    assert script.is_file() and os.access(script, os.X_OK)
+    lines = _commands(script.read_text())
+    packages = next(line for line in lines if line.startswith("packages=("))
+    assert packages.removeprefix("packages=(").removesuffix(")").split() == [
+        "buildah",
+        "mmdebstrap",
+        "strace",
+        "redis-server",
+    ]
+    assert any(line.endswith('apt-get install -y -qq "${packages[@]}" >/dev/null') for line in lines)
+    assert '.venv/bin/python -m pytest -n 3 "$@" || status=$?' in lines
 
 
 def test_the_scaffolded_config_points_at_a_page_of_this_repository() -> None:

@@ -179,6 +179,6 @@ def test_the_index_judges_as_a_walk_over_every_node_does(data: Any) -> None:
     cluster = Cluster(nodes, {"f": Flavor("f", {}, topology="t")}, {"t": levels})
     idx = index.build(cluster, cluster.flavors["f"])
     assert idx is not None
-    found = engine._find(idx, ps, None, implied=implied)
+    found = engine._find(idx, ps, implied=implied)
     judged = (True, found.level, found.domains) if found.fits else (False, found.reason)
     assert judged == plain(levels, nodes, ps, implied)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 
@@ -263,6 +264,43 @@ def test_an_inventory_folder_named_but_missing_is_a_usage_error(nodes_json: str,
     """-i names where the filter's sources are; a typo silently fell back to the defaults,
     importing back the labels tasgen's own sources write."""
     run = import_nodes(nodes_json, "-i", str(tmp_path / "nope"), "-o", str(tmp_path / "nodes.yaml"))
-    assert run.returncode == 2 and "is not a folder" in run.stderr, run.stderr
+    assert run.returncode == 2 and f"{tmp_path / 'nope'} does not exist" in run.stderr, run.stderr
     assert list(tmp_path.iterdir()) == []
     assert import_nodes(nodes_json, cwd=tmp_path).returncode == 0  # no -i, no inventories/: defaults
+
+
+BAD_NODES = """\
+{"apiVersion": "v1", "kind": "List", "items": [
+  {"kind": "Node", "metadata": {"name": "Bad_Name"}, "status": {}},
+  {"kind": "Node", "metadata": {"name": "good"}, "status": {}},
+  {"kind": "Node", "metadata": {"name": "good", "labels": {"a": "b"}}, "status": {}},
+  {"kind": "Node", "metadata": {"name": "other", "labels": {"x": true}}, "status": {}}
+]}
+"""
+
+
+def test_every_bad_node_is_reported_at_its_place_and_nothing_is_written(tmp_path: Path) -> None:
+    """One bad node once hid the next: each is reported, then nothing is written."""
+    out = tmp_path / "nodes.yaml"
+    run = import_nodes(BAD_NODES, "-o", str(out))
+    assert run.returncode == 1 and run.stdout == ""
+    lines = BAD_NODES.splitlines()
+    bad_name, again, value = lines[1].index('"Bad_Name"'), lines[3].index("{"), lines[4].index("true")
+    assert run.stderr.splitlines() == [
+        f"<stdin>:2:{bad_name + 1}: error: node name 'Bad_Name' is not a DNS-1123 subdomain of at "
+        "most 63 characters (lowercase letters, digits, '-' and '.'): tasgen cannot label it "
+        "through NFD [node-list]",
+        f"<stdin>:4:{again + 1}: error: node 'good' is listed again; the first is in <stdin> [node-list]",
+        f"<stdin>:5:{value + 1}: error: node 'other': label 'x' has the value true, not a string; "
+        "label values are strings (quote it) [node-list]",
+        "tasgen import-nodes: 3 error(s); nothing was written",
+    ]
+    assert not out.exists()
+
+
+def test_a_written_inventory_is_reported_with_its_node_count(nodes_json: str, tmp_path: Path) -> None:
+    out = tmp_path / "nodes.yaml"
+    run = import_nodes(nodes_json, "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    written = yaml.safe_load(out.read_text())["nodes"]
+    assert run.stdout == f"wrote {out}: {len(json.loads(nodes_json)['items'])} node(s)\n" and written

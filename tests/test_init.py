@@ -43,6 +43,25 @@ def test_the_scaffolded_inventory_is_valid(scaffolded: Path) -> None:
     assert run.exit_code == 0, run.output
 
 
+def test_a_scaffold_without_repo_url_warns_until_the_url_is_set(tmp_path: Path) -> None:
+    """The placeholder URL would point Argo CD at no repository: a warning (so --strict, as the
+    workflow runs it, fails) at the line to change, until it is set."""
+    assert tasgen("init", str(tmp_path)).exit_code == 0
+    config = tmp_path / "inventories" / "config.yaml"
+    run = tasgen("validate", "-i", str(tmp_path / "inventories"), "--strict")
+    assert run.exit_code == 1
+    line = next(n for n, text in enumerate(config.read_text().splitlines(), 1) if "OWNER/REPO" in text)
+    column = config.read_text().splitlines()[line - 1].index('"https') + 1
+    (problem,) = [p for p in run.output.splitlines() if "[repo-url-placeholder]" in p]
+    assert problem.startswith(
+        f"{config}:{line}:{column}: warning: repoURL is still https://github.com/OWNER/REPO.git,"
+    )
+    config.write_text(
+        config.read_text().replace("https://github.com/OWNER/REPO.git", "https://git.example.com/f.git")
+    )
+    assert tasgen("validate", "-i", str(tmp_path / "inventories"), "--strict").exit_code == 0
+
+
 def test_the_scaffolded_config_names_every_field_of_the_schema(scaffolded: Path) -> None:
     """Every GeneratorConfig field, at every depth, is in the scaffolded config, set or
     commented out: with the comment markers of the commented-out fields removed, the file is

@@ -72,6 +72,8 @@ def test_no_change_reports_nothing_changed(repo: Repo) -> None:
     data = report(repo, Fleet())
     assert data["summary"] == {
         "queuesChanged": 0,
+        "queuesAdded": 0,
+        "queuesRemoved": 0,
         "flavorsAdded": 0,
         "flavorsRemoved": 0,
         "drains": [],
@@ -346,6 +348,13 @@ def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch
     data = report(repo, Fleet())
     assert data["base"] == {"ref": "main", "state": "absent"}
     assert {q["drain"]["action"] for q in data["queues"]} == {"created"}
+    # New queues are new, not "changed": nothing that runs changes
+    summary = data["summary"]
+    assert (summary["queuesChanged"], summary["queuesAdded"], summary["queuesRemoved"]) == (0, 2, 0)
+    headline = plan(repo, Fleet()).output.splitlines()[0]
+    assert headline.startswith(
+        "tasgen plan against main (no inventory there): 0 queue(s) changed, 2 new queue(s), 3 flavor(s) added,"
+    ), headline
 
 
 def test_an_invalid_base_is_reported_as_such(repo: Repo) -> None:
@@ -360,6 +369,35 @@ def test_an_invalid_working_tree_exits_1_with_validate_s_problems(repo: Repo) ->
     run = tasgen("plan", "--base", "main", "--now", NOW)
     assert run.exit_code == 1
     assert "inventories/queues.yaml:1:7: error: invalid YAML" in run.output and "[yaml-syntax]" in run.output
+
+
+def test_an_invalid_working_tree_s_problems_go_to_standard_error(repo: Repo) -> None:
+    """`plan --format markdown > plan.md` in CI: the problems must reach the log, not the
+    file meant for the pull-request comment."""
+    (repo.root / "inventories" / "queues.yaml").write_text("kind: [\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.cli",
+            "plan",
+            "--base",
+            "main",
+            "--now",
+            NOW,
+            "--format",
+            "markdown",
+        ],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.splitlines()[0] == (
+        "inventories/queues.yaml:1:7: error: invalid YAML: unclosed bracket '[' [yaml-syntax]"
+    )
 
 
 @pytest.mark.parametrize("ref", ["no-such-branch", "--all", "main~5"])

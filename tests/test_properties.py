@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from generator.emit import yaml
 from generator.kube.quantities import parse
-from generator.load.files import parse_text
+from generator.parse import parse_text
 from tests.conformance.crds import assert_conforms
 from tests.conftest import NOW, REPO, examples, tasgen, tree
 

@@ -124,6 +124,52 @@ def test_check_names_each_stale_file_and_line(inventory: Path, tmp_path: Path) -
     ]
 
 
+def test_check_prints_the_unified_diff_of_an_edited_file(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    queues = out / "queues" / "clusterqueues.yaml"
+    lines = queues.read_text().splitlines()
+    edited = [*lines[:30], lines[30] + " # edited", *lines[31:]]
+    queues.write_text("\n".join(edited) + "\n")
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert run.exit_code == 1
+    shown = f"{out}/queues/clusterqueues.yaml"
+    expected = [
+        f"--- {shown} (as it is)",
+        f"+++ {shown} (as 'tasgen render' writes it)",
+        "@@ -28,7 +28,7 @@",
+        *(f" {line}" for line in lines[27:30]),
+        f"-{lines[30]} # edited",
+        f"+{lines[30]}",
+        *(f" {line}" for line in lines[31:34]),
+    ]
+    output = run.output.splitlines()
+    start = output.index(expected[0])
+    assert output[start - 1] == "" and output[start : start + len(expected)] == expected
+    assert output[start + len(expected)] == ""  # then the summary: no other file differs
+
+
+def test_check_bounds_its_diff_and_counts_the_rest(inventory: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    racks = out / "labels" / "nodefeatures-h100-racks.yaml"
+    lines = racks.read_text().splitlines()
+    assert len(lines) > 200  # the bound
+    racks.unlink()
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert run.exit_code == 1
+    output = run.output.splitlines()
+    start = output.index("--- /dev/null")
+    assert output[start + 1] == f"+++ {racks} (as 'tasgen render' writes it)"
+    assert output[start + 2] == f"@@ -0,0 +1,{len(lines)} @@"
+    # 200 lines shown: the two headers, the hunk's, and the file's first 197 lines
+    assert output[start + 3 : start + 200] == [f"+{line}" for line in lines[:197]]
+    hidden = len(lines) - 197
+    assert output[start + 200] == (
+        f"... {hidden} more line(s) of differences: run 'tasgen render' and 'git diff {out}' to see them all"
+    )
+
+
 def test_check_finds_a_file_render_would_remove(inventory: Path, tmp_path: Path) -> None:
     out = tmp_path / "rendered"
     render(inventory, out)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.fleet import write_fleet
-from generator.compile.shards import Sharding, objects_per_folder, oversized
+from generator.compile.shards import Sharding, objects_per_folder, objects_per_group, oversized
 from generator.emit import yaml as tasgen_yaml
 from generator.model import Inventory, Settings, Where
 from tests.conftest import NOW, examples, tasgen
@@ -166,3 +166,34 @@ def test_mutated_nodes_counts_changed_documents_not_moved_ones(tmp_path: Path) -
     moved = move_rack(inventory, "rack-5")
     run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", NOW, "--format", "json")
     assert run.json()["summary"]["mutatedNodes"] == len(moved) == 16
+
+
+def test_a_rack_path_over_the_bound_is_named_instead_of_more_shards() -> None:
+    """One zone of many nodes: more shards cannot split it (its nodes always share one), so
+    the advice names it rather than asking for ever more shards."""
+    sharding = Sharding(count=1000, max_objects=2000)
+    inventory = Inventory(Settings(where=Where("config.yaml", 0, ("spec",))), {}, {}, {})
+    nodes = [f"n{i}" for i in range(6667)]
+    domain_of = dict.fromkeys(nodes, "topology.kubernetes.io/zone=z1\n")
+    folder_of = sharding.folders_of(nodes, domain_of)
+    (hit,) = oversized(
+        sharding,
+        objects_per_folder(folder_of, []),
+        inventory,
+        lambda: objects_per_group(nodes, domain_of, []),
+    )
+    (folder,) = set(folder_of.values())
+    assert hit.message == (
+        f"{folder}/ would hold 6667 NodeFeatures, over maxObjectsPerShard 2000, and the nodes of one "
+        "rack path, topology.kubernetes.io/zone=z1, alone have 6667: a rack path's NodeFeatures always "
+        "share a shard, so more shards cannot split it; state a finer level below it in its source, or "
+        "raise spec.output.maxObjectsPerShard to 6667 or more"
+    )
+
+
+def test_hostname_only_nodes_are_groups_of_their_own() -> None:
+    nodes = ["a", "b"]
+    assert objects_per_group(nodes, {}, []) == {
+        "kubernetes.io/hostname=a\n": 1,
+        "kubernetes.io/hostname=b\n": 1,
+    }

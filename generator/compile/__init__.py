@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from generator.compile import gate_wiring, manifests, pins, sync_wiring
@@ -14,7 +15,7 @@ from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
 from generator.compile.queues import Flavor, Queue, QueueFlavor, plan_queues
 from generator.compile.retention import Retention, since_text
-from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
+from generator.compile.shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
 from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
 from generator.rules.compile import PATH_SIZE, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
@@ -114,9 +115,9 @@ def plan(
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
     sharding = Sharding.of(inventory.settings.output)
     folder_of = sharding.folders_of(inventory.nodes, assignment.domain_of)
-    findings += [
-        SHARD_SIZE.of(h) for h in oversized(sharding, objects_per_folder(folder_of, ready), inventory)
-    ]
+    groups = partial(objects_per_group, inventory.nodes, assignment.domain_of, ready)
+    counts = objects_per_folder(folder_of, ready)
+    findings += [SHARD_SIZE.of(h) for h in oversized(sharding, counts, inventory, groups)]
     features = []
     if node_features:
         pinned = _pins(queues, flavors, retention, carried, assignment)

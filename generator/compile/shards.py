@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import not_
 
-from generator.model import Inventory, Manifest, Source, Where
+from generator.model import HOSTNAME_KEY, Inventory, Manifest, Source, Where
 from generator.rules import Hit
 
 DEFAULT_SHARDS = 1
@@ -78,8 +78,25 @@ def objects_per_folder(folder_of: Mapping[str, str], ready: Iterable[Source]) ->
     return counts
 
 
-def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) -> list[Hit]:
-    """A hit of SHARD_SIZE for the fullest folder over the bound, naming a count that fits."""
+def objects_per_group(
+    nodes: Iterable[str], domain_of: Mapping[str, str], ready: Iterable[Source]
+) -> Counter[str]:
+    """NodeFeatures per rack path (a hostname-only node is a group of its own): the groups
+    that always share a shard, whatever the number of shards."""
+    return objects_per_folder(
+        {node: domain_of.get(node) or f"{HOSTNAME_KEY}={node}\n" for node in nodes}, ready
+    )
+
+
+def oversized(
+    sharding: Sharding,
+    counts: Counter[str],
+    inventory: Inventory,
+    groups: Callable[[], Counter[str]] | None = None,
+) -> list[Hit]:
+    """A hit of SHARD_SIZE for the fullest folder over the bound, naming a count that fits, or,
+    when one rack path alone is over it (``groups``, asked only then), that rack path: more
+    shards cannot split it."""
     if not counts:
         return []
     most = max(counts.values())
@@ -87,6 +104,19 @@ def oversized(sharding: Sharding, counts: Counter[str], inventory: Inventory) ->
         return []
     # the first of the fullest by name: most_common would name the first the nodes came to
     folder = min(f for f, count in counts.items() if count == most)
+    by_group = groups() if groups is not None else Counter[str]()
+    largest = max(by_group.values(), default=0)
+    if largest > sharding.max_objects:
+        group = min(g for g, count in by_group.items() if count == largest)
+        shown = ", ".join(group.splitlines())
+        message = (
+            f"{folder}/ would hold {most} NodeFeatures, over maxObjectsPerShard {sharding.max_objects}, "
+            f"and the nodes of one rack path, {shown}, alone have {largest}: a rack path's "
+            "NodeFeatures always share a shard, so more shards cannot split it; state a finer "
+            f"level below it in its source, or raise spec.output.maxObjectsPerShard to {largest} "
+            "or more"
+        )
+        return [Hit(_where(inventory), message)]
     # Hashing spreads racks unevenly: aim at half the bound on average.
     suggested = min(1000, 2 ** math.ceil(math.log2(max(1, 2 * sum(counts.values()) / sharding.max_objects))))
     message = (

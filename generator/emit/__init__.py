@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from generator.compile import Plan
 from generator.emit import apply, repository
+from generator.emit.difference import unified
 from generator.emit.drift import drift
 from generator.emit.output import Changes, changes, first_difference, mutated_nodes
 from generator.emit.outtree import OutputTree
@@ -59,6 +60,16 @@ class Emission:
             for p in self.litter
         ]
         return found
+
+    def difference(self, out_label: str) -> str:
+        """The bounded unified diff of every stale file (tasgen check prints it)."""
+        old = {p[len(out_label) + 1 :]: t for p, t in self.texts.items()}
+        # edited files first: a missing or extra file's diff is all of it
+        paths = sorted(
+            [*self.changes.changed, *self.changes.removed],
+            key=lambda p: (p not in old or p not in self.files, p),
+        )
+        return unified(old, self.files, paths, out_label)
 
 
 def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from generator.load.files import ParseError, parse_text
 from generator.model import Finding, Manifest, Where
+from generator.parse import ParseError, parse_text
 from generator.rules.emit import IMMUTABLE_FIELD
 
 #: kind -> the spec fields that cannot change under one name

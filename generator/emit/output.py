@@ -8,7 +8,7 @@ from itertools import chain, repeat
 
 from generator.compile.manifests import NODE_NAME_LABEL
 from generator.emit.tree import Tree
-from generator.load.files import ParseError, parse_text
+from generator.parse import ParseError, parse_text
 
 FEATURE_FILES = "nodefeatures-"
 

@@ -6,11 +6,9 @@ serial follows (generator.compile.gate_wiring.render_serial; docs/explanation/ga
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import yaml_rs
 
 from generator.compile.gate_wiring import KEEP_KEY, RenderStamp
+from generator.parse import ParseError, parse_text
 
 KEEP_FILE = "retire/configmap-keep.yaml"
 
@@ -23,11 +21,11 @@ def previous_render(owned: Mapping[str, str]) -> RenderStamp | None:
     if text is None:
         return None
     try:
-        configmap: Any = yaml_rs.loads(text, parse_datetime=False)
-        keep: Any = yaml_rs.loads(configmap["data"][KEEP_KEY], parse_datetime=False)
+        (configmap,) = parse_text(text)
+        (keep,) = parse_text(configmap["data"][KEEP_KEY])
         serial = keep.get("render", 0)
         names = [*(keep.get("resourceFlavors") or []), *(keep.get("topologies") or [])]
-    except (yaml_rs.YAMLDecodeError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+    except (ParseError, ValueError, TypeError, KeyError, AttributeError):
         return None
     if not isinstance(serial, int) or isinstance(serial, bool) or not all(isinstance(n, str) for n in names):
         return None

@@ -1,11 +1,14 @@
-"""Each PodSet's verdict on an empty cluster, as Kueue v0.17 reaches it: the flavor assigner
-walks the queue's flavors in order (the TAS checks, the flavor's taints, node affinity, then
-quota), topology-aware scheduling places the PodSet on the flavor it picked, and a PodSet that
-does not fit there is retried on the next flavor. The reasons are Kueue's own messages.
+"""Each PodSet's verdict on an empty cluster, as Kueue v0.17's scheduling cycles reach it: the
+flavor assigner walks the queue's flavors in order for each PodSet group (the TAS checks, the
+flavor's taints, node affinity, then quota, the workload's earlier PodSets counted), then
+topology-aware scheduling places the groups on their flavors, each on what the earlier left; a
+failed cycle is retried from the next flavors. The reasons are Kueue's own
+(:mod:`generator.fit.reasons`).
 
 Pure: a function of the :class:`~generator.fit.cluster.Cluster` and the workloads. Each flavor's
-domains are indexed once (:mod:`generator.fit.index`); a PodSet costs its node kinds and
-domain compositions. Explained in docs/explanation/fit.md.
+domains are indexed once (:mod:`generator.fit.index`); a PodSet alone on its flavor costs its
+node kinds and domain compositions; PodSets sharing a flavor, or a leader and its workers, are
+placed domain by domain (:mod:`generator.fit.assign`). Explained in docs/explanation/fit.md.
 """
 
 from __future__ import annotations
@@ -44,10 +47,7 @@ class Verdict:
 @dataclass
 class _State:
     state: int = 0
-    with_leader: int = 0
-    leader: int = 0
     slices: int = 0
-    slices_with_leader: int = 0
 
 
 @dataclass
@@ -319,11 +319,12 @@ class Engine:
         return None, borrows
 
     def _place(self, flavor: str, members: list[PodSet], tas_only: bool) -> Verdict:
+        """A PodSet alone on its flavor, judged on the index."""
         idx = self.index(flavor)
         if idx is None:  # a flavor without topology: placement is kube-scheduler's
             return Verdict(True, flavor)
-        workers, leader = _leader_and_workers(members)
-        return _find(idx, workers, leader, implied=tas_only and not _explicit(workers))
+        [alone] = members
+        return _find(idx, alone, implied=tas_only and not _explicit(alone))
 
 
 def _total(queue: ClusterQueue, members: list[PodSet]) -> Counter[str]:
@@ -443,7 +444,7 @@ def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
 # --- topology-aware placement -----------------------------------------------------------
 
 
-def _find(idx: domain_index.FlavorIndex, workers: PodSet, leader: PodSet | None, *, implied: bool) -> Verdict:
+def _find(idx: domain_index.FlavorIndex, workers: PodSet, *, implied: bool) -> Verdict:
     """Kueue's ``findTopologyAssignment`` on an empty flavor: whether it places the PodSet, at
     which level, and in how many domains of that level it could be placed whole."""
     shape = _shape(idx.levels, workers.topology, implied)
@@ -452,12 +453,12 @@ def _find(idx: domain_index.FlavorIndex, workers: PodSet, leader: PodSet | None,
     level, slice_level, size = shape
     tolerations = [*workers.tolerations, *idx.flavor.tolerations]
     levelled, dropped = _levels_for(idx, workers)
-    states, excluded = _states(idx, levelled, workers, leader, tolerations, size, slice_level)
+    states, excluded = _states(idx, levelled, workers, tolerations, size, slice_level)
     excluded.update(dropped)
     request = workers.topology
     required = request is not None and request.required is not None
     unconstrained = implied or (request is not None and (bool(request.unconstrained) or request.slice_only))
-    search = _Search(idx, workers.count // size, "slice" if size > 1 else "pod", 1 if leader else 0, excluded)
+    search = _Search(idx, workers.count // size, "slice" if size > 1 else "pod", excluded)
     return search.run(states, level, required=required, unconstrained=unconstrained)
 
 
@@ -490,7 +491,6 @@ class _Search:
     idx: domain_index.FlavorIndex
     count: int  # slices (pods when the slice is one pod)
     unit: str
-    leaders: int
     excluded: Counter[str]
 
     def run(
@@ -501,30 +501,17 @@ class _Search:
             at = states[level]
             if not at:
                 return Verdict(False, reason=reasons.no_domains(levels[level]))
-            whole = sum(
-                n for s, n in at.values() if s.slices_with_leader >= count and s.leader >= self.leaders
-            )
+            whole = sum(n for s, n in at.values() if s.slices >= count)
             if whole:
                 return Verdict(True, self.idx.flavor.name, levels[level], whole)
             if required:
-                # Kueue's first domain: one that takes a leader, the most slices beside it,
-                # the fewest pods
-                best = max(
-                    at.values(), key=lambda s: (s[0].leader, s[0].slices_with_leader, -s[0].with_leader)
-                )
+                # Kueue's first domain: the most slices, then the fewest pods
+                best = max(at.values(), key=lambda s: (s[0].slices, -s[0].state))
                 return self._not_fit(best[0].slices)
             if level > 0 and not unconstrained:
                 level -= 1  # a preferred level: the next coarser one
                 continue
             total = sum(s.slices * n for s, n in at.values())
-            if self.leaders:
-                # Kueue puts the leader in the first domain that takes one (the most slices
-                # beside it) and counts every other domain whole
-                with_leader = [s for s, _ in at.values() if s.leader > 0]
-                if not with_leader:
-                    return self._not_fit(0)
-                top = max(with_leader, key=lambda s: (s.slices_with_leader, -s.with_leader))
-                total -= top.slices - top.slices_with_leader
             if total >= count:
                 return Verdict(True, self.idx.flavor.name, levels[level], 0)
             return self._not_fit(min(total, count))
@@ -545,8 +532,23 @@ def largest(
     every = [*tolerations, *idx.flavor.tolerations]
     # a PodSet that asks for nothing the nodes have: one pod per node
     cap = INFINITE if any(v > 0 for v in requests.values()) else 1
-    states, _ = _states(idx, idx.whole, workers, None, every, 1, len(idx.levels) - 1, pods=False, cap=cap)
+    states, _ = _states(idx, idx.whole, workers, every, 1, len(idx.levels) - 1, pods=False, cap=cap)
     return [max((s.state for s, _ in level.values()), default=0) for level in states]
+
+
+def per_domain(
+    idx: domain_index.FlavorIndex, requests: Mapping[str, int], tolerations: Sequence[Mapping[str, Any]]
+) -> list[list[tuple[int, int]]]:
+    """Per level of the flavor's Topology, coarsest first: (pods of ``requests`` one domain
+    holds, how many domains hold that many), as TAS counts a PodSet's pods (each takes one of a
+    node's allocatable pods), with the flavor's tolerations and ``tolerations``. Costs the
+    distinct node kinds and compositions (tasgen capacity)."""
+    if not idx.levels:
+        return []
+    workers = PodSet("capacity", 1, requests)
+    every = [*tolerations, *idx.flavor.tolerations]
+    states, _ = _states(idx, idx.whole, workers, every, 1, len(idx.levels) - 1)
+    return [[(s.state, n) for s, n in level.values()] for level in states]
 
 
 def _not_fit(
@@ -566,7 +568,6 @@ def _states(
     idx: domain_index.FlavorIndex,
     levelled: domain_index.Levels,
     workers: PodSet,
-    leader: PodSet | None,
     tolerations: Sequence[Mapping[str, Any]],
     size: int,
     slice_level: int,
@@ -580,7 +581,6 @@ def _states(
     depth = len(idx.levels)
     excluded: Counter[str] = Counter()
     per_pod = dict(workers.requests) | ({"pods": 1} if pods else {})
-    per_leader = (dict(leader.requests) | {"pods": 1}) if leader is not None else None
     leaves = levelled.counts[depth - 1]
     kind_states: dict[int, _State] = {}
     for kind_id, (allocatable, taints) in enumerate(levelled.kinds):
@@ -594,13 +594,8 @@ def _states(
             state.state = min(state.state, cap)
             if state.state == 0 and limiting:
                 excluded[f"resource {limiting}"] += leaves[kind_id]
-            state.with_leader = state.state
-            if per_leader is not None and _count_in(per_leader, capacity)[0] > 0:
-                state.leader = 1
-                rest = {r: v - per_leader.get(r, 0) for r, v in capacity.items()}
-                state.with_leader = _count_in(per_pod, rest)[0]
         if depth - 1 == slice_level:
-            state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+            state.slices = state.state // size
         kind_states[kind_id] = state
     states: list[dict[int, tuple[_State, int]]] = [{} for _ in range(depth)]
     states[depth - 1] = {k: (kind_states[k], n) for k, n in leaves.items()}
@@ -618,18 +613,12 @@ def _parent(
     children: tuple[tuple[int, int], ...], below: Mapping[int, tuple[_State, int]], at_slice: bool, size: int
 ) -> _State:
     state = _State()
-    gap, slice_gap = INFINITE, INFINITE
     for comp, n in children:
         child = below[comp][0]
         state.state += child.state * n
         state.slices += child.slices * n
-        gap = min(gap, child.state - child.with_leader)
-        slice_gap = min(slice_gap, child.slices - child.slices_with_leader)
-        state.leader = max(state.leader, child.leader)
-    state.with_leader = state.state - gap
-    state.slices_with_leader = state.slices - slice_gap
     if at_slice:
-        state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+        state.slices = state.state // size
     return state
 
 

@@ -3,9 +3,11 @@ a dropped flavor still holds reservations (docs/explanation/gate.md)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -25,6 +27,11 @@ from generator.gate.runner import Gate, JsonLog, Terminated
 #: Exit codes. The Job fails at once on TIMEOUT and UNUSABLE (its podFailurePolicy): a new pod
 #: would meet the same queue or the same plan. CRASHED is retried: nothing about it is known.
 DONE, TIMEOUT, UNUSABLE, CRASHED = 0, 1, 2, 3
+
+#: After SIGTERM the gate reports on its waiting queues for at most this long, then exits 1
+#: however far the reports got: the kubelet kills it once the Pod's grace period is over, which
+#: is 2 s at the shortest (a deleted unbound Pod), and a killed run reports nothing at all.
+SHUTDOWN_SECONDS = 1.5
 
 
 #: Both in-cluster commands (gate, retire) find the API server alike.
@@ -110,7 +117,7 @@ def gate(
     log("start", queues=sorted(desired), timeout=timeout, dryRun=dry_run, plan=digest)
     if dry_run:
         sys.exit(_dry_run(queues, desired, log, Deadline(timeout)))
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, _terminate(log))
     try:
         current = None
         if source is not None:
@@ -140,9 +147,24 @@ def _holds(configmap: PlanConfigMap, texts: Mapping[str, str]) -> bool:
     return same_plan_texts(texts, configmap.data())
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM (the kubelet stopping the pod) ends the run through Gate.run's report."""
-    raise Terminated
+def _terminate(log: JsonLog) -> Callable[[int, FrameType | None], None]:
+    """The SIGTERM handler (the kubelet stopping the pod): the run ends through Gate.run's
+    report, and a watchdog ends the process if that report is not done within
+    SHUTDOWN_SECONDS (an API server that does not answer, a loaded node)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report
+        watchdog = threading.Timer(SHUTDOWN_SECONDS, _cut_short, (log,))
+        watchdog.daemon = True
+        watchdog.start()
+        raise Terminated
+
+    return handler
+
+
+def _cut_short(log: JsonLog) -> None:
+    log("finish", exitCode=TIMEOUT, message=f"stopped: the reports were cut short after {SHUTDOWN_SECONDS} s")
+    os._exit(TIMEOUT)
 
 
 def _held(queues: Queues, name: str) -> frozenset[tuple[str, str]]:

@@ -12,9 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from generator.gate.kube import GROUP, KIND, VERSION, VERSIONS
+from generator.parse import ParseError, parse_text
 
 #: How deep a plan's documents may nest: a ClusterQueue is a few levels deep, and a deeper
 #: document would reach the recursion of a parser, a copy or the client's serialiser (a crash,
@@ -124,15 +123,19 @@ def _readable(path: Path) -> None:
 
 
 def load_yaml(file: Path, what: type[Exception], text: str | None = None) -> list[Any]:
-    """Every document of a YAML file (or of its text, read already), each checked to nest at
-    most MAX_DEPTH levels and to hold no cycle (an alias inside its own anchor); any failure is
-    ``what``, naming the file."""
+    """Every document of a YAML file (or of its text, read already), read by the guarded reader
+    the inventory uses (generator.parse: alias bombs, depth, tags, keys, numbers refused before
+    anything is expanded) and each checked to nest at most MAX_DEPTH levels; any failure is
+    ``what``, naming the file, the position and the rule."""
     try:
-        docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8") if text is None else text))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raw = file.read_text(encoding="utf-8") if text is None else text
+    except (OSError, UnicodeDecodeError) as err:
         raise what(f"{file}: {err}") from err
-    except RecursionError as err:
-        raise what(f"{file}: nested too deeply to read (at most {MAX_DEPTH} levels)") from err
+    try:
+        docs = parse_text(raw)
+    except ParseError as err:
+        where = f"{file}:{err.position[0]}:{err.position[1]}" if err.position else f"{file}"
+        raise what(f"{where}: {err.message} [{err.rule.id}]") from err
     for doc in docs:
         problem = _shape(doc)
         if problem:
@@ -141,29 +144,14 @@ def load_yaml(file: Path, what: type[Exception], text: str | None = None) -> lis
 
 
 def _shape(doc: Any) -> str | None:
-    """Why the document cannot be used (too deep, or cyclic), or None. Iterative: a deep
-    document must not exhaust the stack here either; shared (aliased) nodes are walked once
-    per depth they are reached at, and a node on its own path is a cycle."""
-    stack: list[tuple[Any, int, bool]] = [(doc, 1, True)]
-    path: set[int] = set()
-    seen: set[tuple[int, int]] = set()
-    while stack:
-        node, depth, entering = stack.pop()
-        if not entering:
-            path.discard(id(node))
-            continue
-        if not isinstance(node, dict | list):
-            continue
-        if id(node) in path:
-            return "a node refers to itself (an alias inside its own anchor)"
+    """Why the document cannot be used (too deep), or None; level by level, so that a deep
+    document does not exhaust the stack here either."""
+    level, depth = [doc], 1
+    while level := [node for node in level if isinstance(node, dict | list)]:
         if depth > MAX_DEPTH:
             return f"nested more than {MAX_DEPTH} levels deep"
-        if (id(node), depth) in seen:
-            continue
-        seen.add((id(node), depth))
-        path.add(id(node))
-        stack.append((node, depth, False))
-        stack.extend((child, depth + 1, True) for child in _children(node))
+        level = [child for node in level for child in _children(node)]
+        depth += 1
     return None
 
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.load.files import ParseError, parse_text
 from generator.load.previous_profiles import PreviousProfiles
 from generator.model import RETIRING_PREFIX, Carried
+from generator.parse import ParseError, parse_text
 
 QUEUES = "queues/clusterqueues.yaml"
 FLAVORS = "kueue/resourceflavors.yaml"

@@ -133,7 +133,9 @@ SHARD_SIZE = Rule(
     fix=(
         "Set GeneratorConfig spec.output.nodeFeatureShards to the count the message names "
         "(changing it moves most nodes' NodeFeatures once, in one reviewed commit: do it when no "
-        "job is waiting to be placed)."
+        "job is waiting to be placed). When the message names one rack path that alone is over "
+        "the bound, more shards cannot split it (a rack's NodeFeatures share a shard): state a "
+        "finer level below it in its source, or raise maxObjectsPerShard."
     ),
 )
 

@@ -103,6 +103,19 @@ YAML_ALIAS_LIMIT = Rule(
         "few aliases, if any."
     ),
 )
+YAML_ALIAS_CYCLE = Rule(
+    "yaml-alias-cycle",
+    _S,
+    "A YAML alias does not refer to a node it is inside of (no recursive structures).",
+    why=(
+        "An alias inside its own anchored node (`&a {child: *a}`) makes a structure that contains "
+        "itself: it has no JSON form and no Kubernetes object can hold it. Parsers disagree on "
+        "it: PyYAML builds the cycle (and whatever walks it never ends), the fast parser tasgen "
+        "uses reads the alias as null without a word, so the file would not mean what its "
+        "reviewer reads."
+    ),
+    fix="Alias a node only after it is complete, or write the nested value out.",
+)
 YAML_DEPTH = Rule(
     "yaml-depth",
     _S,
@@ -186,6 +199,7 @@ RULES = (
     JSON_SYNTAX,
     DUPLICATE_KEY,
     YAML_ALIAS_LIMIT,
+    YAML_ALIAS_CYCLE,
     YAML_DEPTH,
     YAML_TAG,
     YAML_TAG_MISMATCH,

@@ -104,44 +104,49 @@ def entry_data(rule: Rule) -> Entry:
     )
 
 
-def entry_markdown(rule: Rule, ref: Reference | None = None) -> str:
-    """The entry as Markdown (what ``tasgen rules RULE-ID`` prints, as ``ruff rule`` does)."""
+def entry_markdown(rule: Rule, ref: Reference | None = None, *, in_repository: bool = False) -> str:
+    """The entry as Markdown (what ``tasgen rules RULE-ID`` prints, as ``ruff rule`` does).
+    Only ``in_repository`` (the rule's page in docs/) does it name the test case and the test
+    that prove the rule: an installed tasgen ships no tests/."""
     parts = [
         f"# {rule.id}\n\nLevel: {rule.level.value}; stage: {rule.stage.value}.\n",
         f"## What it requires\n\n{rule.summary}\n",
         f"## Why it matters\n\n{rule.why}\n",
-        "## Example\n\n" + _example(ref or reference_of(rule)),
+        "## Example\n\n" + _example(ref or reference_of(rule), in_repository),
         f"## How to fix it\n\n{rule.fix}\n",
     ]
     return "\n".join(parts)
 
 
-def _example(ref: Reference) -> str:
+def _example(ref: Reference, in_repository: bool) -> str:
     example, unreachable = ref["example"], ref["unreachable"]
     if example is None:
         if unreachable is None:
             return "None yet.\n"
-        return f"None is shown: {unreachable['reason']}. `{unreachable['checkedBy']}` proves the rule.\n"
+        proof = f" `{unreachable['checkedBy']}` proves the rule." if in_repository else ""
+        return f"None is shown: {unreachable['reason']}.{proof}\n"
     excerpt = example["excerpt"]
     blocks = []
     if example["story"]:
-        blocks.append(f"{example['story']} (a scenario of `{example['source']}`):")
+        scenario = f" (a scenario of `{example['source']}`)" if in_repository else ""
+        blocks.append(f"{example['story']}{scenario}:")
         if example["changes"]:
             blocks.append(_fenced("diff", example["changes"]))
     else:
         where = f", file `{excerpt['path']}`" if excerpt else ""
-        blocks.append(f"The case `{example['source']}`{where}:")
+        case = f"The case `{example['source']}`" if in_repository else "An example inventory"
+        blocks.append(f"{case}{where}:")
     if excerpt is not None:
         if example["story"]:
             blocks.append(f"`{excerpt['path']}`:")
         blocks.append(_fenced("text", _excerpt_text(excerpt)))
     blocks.append(f"`{example['command']}` reports:")
     blocks.append(_fenced("text", "".join(f"{line}\n" for line in example["output"])))
-    if example["story"]:
+    if in_repository and example["story"]:
         blocks.append(
             f"tests/test_rule_reference.py reruns this scenario; `{example['checkedBy']}` proves the rule."
         )
-    else:
+    elif in_repository:
         blocks.append(f"Checked by `{example['checkedBy']}`.")
     return "\n\n".join(blocks) + "\n"
 

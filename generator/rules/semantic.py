@@ -208,6 +208,19 @@ SNAPSHOT_UNDECLARED_LEVEL = Rule(
     ),
     fix=("Add the key to the source's levels, or fix its spelling in the snapshot."),
 )
+SOURCE_LEVEL_TYPO = Rule(
+    "source-level-typo",
+    _S,
+    "Each level of a writing source is one its snapshot states (not a misspelling of one it does).",
+    why=(
+        "A level that no node of the snapshot states, beside a key the snapshot states on its "
+        "nodes that is not a level and differs by a letter or two, is a typo in `levels:`. Every "
+        "node's label under the right key is then undeclared and every finer level lacks its "
+        "parent: dozens of errors at snapshot lines, none where the typo is. This one error, at "
+        "the level, stands for them all (they are not reported)."
+    ),
+    fix="Correct the level's spelling to the key the snapshot states (the message names it).",
+)
 LABEL_NOT_WRITABLE = Rule(
     "label-not-writable",
     _S,
@@ -626,6 +639,23 @@ QUOTA_ABOVE_ALLOCATABLE = Rule(
         "nodes of that identity first."
     ),
 )
+REPO_URL_PLACEHOLDER = Rule(
+    "repo-url-placeholder",
+    _S,
+    "GeneratorConfig sync.argocd.repoURL is not the placeholder `tasgen init` writes without --repo-url.",
+    Level.WARNING,
+    why=(
+        "`tasgen init` without --repo-url writes https://github.com/OWNER/REPO.git into the "
+        "GeneratorConfig and into deploy/argocd/application.yaml. Rendered as it is, the "
+        "ApplicationSet and its AppProject point Argo CD at a repository that does not exist: "
+        "every Application fails to fetch, and nothing syncs."
+    ),
+    fix=(
+        "Set spec.sync.argocd.repoURL to the URL Argo CD fetches this repository from, and the "
+        "same URL in deploy/argocd/application.yaml (or run `tasgen init --repo-url URL` in a fresh "
+        "folder to see both)."
+    ),
+)
 
 RULES = (
     SOURCE_TYPE,
@@ -642,6 +672,7 @@ RULES = (
     SNAPSHOT_UNKNOWN_NODE,
     SNAPSHOT_UNSELECTED_NODE,
     SNAPSHOT_UNDECLARED_LEVEL,
+    SOURCE_LEVEL_TYPO,
     LABEL_NOT_WRITABLE,
     SNAPSHOT_LABEL_SYNTAX,
     SNAPSHOT_READ_ONLY_MISMATCH,
@@ -670,4 +701,5 @@ RULES = (
     LEVEL_UNCARRIED,
     SOURCE_EXPIRING,
     QUOTA_ABOVE_ALLOCATABLE,
+    REPO_URL_PLACEHOLDER,
 )

@@ -3,11 +3,15 @@ the workload, and what Kueue reports, for the gate's tests under Flux and under 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import yaml
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
 from kubernetes.utils import parse_quantity
 
 from tests.e2e import flux, kube
@@ -81,12 +85,53 @@ def commit_drop(env: Synced, drop: Drop) -> str:
 # --- a workload that holds a reservation ----------------------------------------------------
 
 
-def hold_reservation(env: Synced, drop: Drop) -> str:
+class Reservations:
+    """The Workloads a test made to hold reservations, deleted when the test ends, passed or
+    failed (the fixture ``reservations`` of the tests that hold one): a failed test must not
+    leave its Workload to the next, whose own create would then meet 409 AlreadyExists."""
+
+    def __init__(self, env: Synced) -> None:
+        self.env = env
+        self.made: list[tuple[Drop, str]] = []
+
+    def hold(self, drop: Drop) -> str:
+        return hold_reservation(self.env, drop, self.made)
+
+    def close(self) -> None:
+        """Delete each (release() may have done it already) and wait until it is gone."""
+        for drop, name in reversed(self.made):
+            try:
+                release(self.env, drop, name)
+            except NotFoundError:
+                continue
+            kube.wait_for(f"{name} to be deleted", partial(gone, self.env, drop, name))
+        self.made.clear()
+
+
+@contextmanager
+def holding(env: Synced) -> Iterator[Reservations]:
+    held = Reservations(env)
+    try:
+        yield held
+    finally:
+        held.close()
+
+
+def gone(env: Synced, drop: Drop, name: str) -> bool:
+    try:
+        workload(env, drop, name)
+    except NotFoundError:
+        return True
+    return False
+
+
+def hold_reservation(env: Synced, drop: Drop, made: list[tuple[Drop, str]]) -> str:
     """A Workload with no owner, admitted on the dropped flavor (its pods select that flavor's
-    nodes). Kueue v0.17 evicts it from a HoldAndDrain queue but never releases its quota by
-    itself: the Workload controller leaves an admitted, evicted Workload alone, and only the job
-    framework's reconciler (for a Workload a Job owns) clears the reservation once the job has
-    stopped. So the reservation lasts until release(), and the drain as long as the test needs."""
+    nodes), listed in ``made`` as soon as it exists. Kueue v0.17 evicts it from a HoldAndDrain
+    queue but never releases its quota by itself: the Workload controller leaves an admitted,
+    evicted Workload alone, and only the job framework's reconciler (for a Workload a Job owns)
+    clears the reservation once the job has stopped. So the reservation lasts until release(),
+    and the drain as long as the test needs."""
     name = f"held-on-{drop.queue}"
     pod = {
         "restartPolicy": "Never",
@@ -108,6 +153,7 @@ def hold_reservation(env: Synced, drop: Drop) -> str:
             },
         },
     )
+    made.append((drop, name))
     kube.wait_for(
         f"{name} admitted on {drop.flavor}", lambda: admitted_on(workload(env, drop, name)) == drop.flavor
     )

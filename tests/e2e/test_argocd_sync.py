@@ -199,6 +199,13 @@ def test_argocd_syncs_a_commit_that_drops_a_flavor_through_every_step(
     kube.wait_for("training Active", lambda: kube.queue_active(env.dyn, "training"))
 
 
+@pytest.fixture
+def reservations(env: argocd.ArgoEnv) -> Iterator[busy.Reservations]:
+    """The Workloads the test holds reservations with, deleted after it, passed or failed."""
+    with busy.holding(env) as made:
+        yield made
+
+
 # --- a gate that times out ------------------------------------------------------------------
 
 SHORT_GATE_S = 30  # the least the schema allows
@@ -282,7 +289,7 @@ def gate_runs_ended(env: argocd.ArgoEnv) -> set[str] | None:
 
 
 def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_drain(
-    env: argocd.ArgoEnv, first: First
+    env: argocd.ArgoEnv, first: First, reservations: busy.Reservations
 ) -> None:
     configure(env, SHORT_GATE_S, ONE_QUICK_RETRY)
     revision = env.repo.render_and_commit("a short gate timeout and one quick retry")
@@ -292,7 +299,7 @@ def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_dra
     )
     argocd.wait_synced(env.dyn, revision, set(APPS), env.controllers, SYNC_TIMEOUT_S)
     drop = busy.drop_of(env, *busy.INFERENCE_DROPS_L40S)
-    held = busy.hold_reservation(env, drop)
+    held = reservations.hold(drop)
     seen = kube.wait_for("the gate's runs to end", lambda: gate_runs_ended(env))
     with flux.History(env.api, busy.CLUSTER_QUEUES, drop.queue) as cq:
         revision, plan = busy.commit_drop(env, drop), rendered_plan(env)

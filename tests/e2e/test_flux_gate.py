@@ -28,12 +28,13 @@ from tests.e2e.busy import (  # what the tests drop: each starts from the exampl
     INFERENCE_DROPS_L40S,
     TRAINING_DROPS_GB200,
     Drop,
+    Reservations,
     admitted_on,
     commit_drop,
     drop_of,
     evicted,
     flavor_names,
-    hold_reservation,
+    holding,
     load,
     named,
     queue,
@@ -75,6 +76,13 @@ def example(env: flux.FluxEnv, first: str) -> str:
     revision = env.repo.commit("back to the example")
     flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
     return revision
+
+
+@pytest.fixture
+def reservations(env: flux.FluxEnv) -> Iterator[Reservations]:
+    """The Workloads the test holds reservations with, deleted after it, passed or failed."""
+    with holding(env) as made:
+        yield made
 
 
 # --- the queue, version by version ----------------------------------------------------------
@@ -268,13 +276,13 @@ def stopped_run(env: flux.FluxEnv, uid: str) -> int:
 
 
 def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(
-    env: flux.FluxEnv, example: str
+    env: flux.FluxEnv, example: str, reservations: Reservations
 ) -> None:
     drop = drop_of(env, *TRAINING_DROPS_GB200)
     rendered = env.repo.work / "rendered"
     queues, refused = flux.step_of(rendered, "queues"), refusal(env, drop.queue)
     with queue_history(env, drop.queue) as cq, flux.kustomization_history(env.api, queues) as kq:
-        held = hold_reservation(env, drop)
+        held = reservations.hold(drop)
         seen = set(env.runner.done)
         revision = commit_drop(env, drop)
         run = gate_run(env, seen)
@@ -306,13 +314,15 @@ def test_flux_gate_drains_a_busy_flavor_drop_before_the_queues_change(
     assert flavor_state(env, drop.flavor) == "absent"  # retired once no queue named it
 
 
-def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(env: flux.FluxEnv, example: str) -> None:
+def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(
+    env: flux.FluxEnv, example: str, reservations: Reservations
+) -> None:
     drop = drop_of(env, *INFERENCE_DROPS_L40S)
     rendered = env.repo.work / "rendered"
     gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
     refused = refusal(env, drop.queue)
     with queue_history(env, drop.queue) as cq, flux.kustomization_history(env.api, queues) as kq:
-        held = hold_reservation(env, drop)
+        held = reservations.hold(drop)
         seen = set(env.runner.done)
         revision = commit_drop(env, drop)
         stopped = gate_run(env, seen)
@@ -382,12 +392,14 @@ def source_at(env: flux.FluxEnv, revision: str) -> bool:
     return str(artifact.get("revision", "")).endswith(revision)
 
 
-def test_flux_gate_revert_during_a_drain_converges_without_a_switch(env: flux.FluxEnv, example: str) -> None:
+def test_flux_gate_revert_during_a_drain_converges_without_a_switch(
+    env: flux.FluxEnv, example: str, reservations: Reservations
+) -> None:
     drop = drop_of(env, *INFERENCE_DROPS_L40S)
     rendered = env.repo.work / "rendered"
     gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
     with queue_history(env, drop.queue) as cq:
-        held = hold_reservation(env, drop)
+        held = reservations.hold(drop)
         seen = set(env.runner.done)
         dropped = commit_drop(env, drop)
         stopped = gate_run(env, seen)

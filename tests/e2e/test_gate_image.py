@@ -3,7 +3,7 @@ base, buildah with vfs storage and chroot isolation, no Docker daemon), run thro
 against the real control plane: its own entrypoint, as its own non-root user, with the gate's
 ServiceAccount token (so the admission policy lets its switch through).
 
-Needs root, buildah and mmdebstrap (.ci/run installs them); without them the test fails.
+Needs root, buildah and mmdebstrap (.ci/test installs them); without them the test fails.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.commands.fetch.snapshotfile import canonical
-from generator.load.files import parse_text
+from generator.parse import parse_text
 from tests.conftest import examples
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
 import shutil
 import socket
 import subprocess
@@ -51,20 +52,20 @@ def closed_port() -> int:
     return port
 
 
+def kubeconfig_at(port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+
+
 def test_dry_run_against_an_unreachable_api_server_retries_then_says_so(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{closed_port()}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig.write_text(json.dumps(kubeconfig_at(closed_port())))
     plan = str(REPO / "rendered" / "queues")
     code, lines, stderr = gate("--plan", plan, "--dry-run", "--timeout", "3", "--kubeconfig", str(kubeconfig))
     assert code == 1 and "Traceback" not in stderr, stderr
@@ -147,10 +148,15 @@ CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("[" * 5000 + "]" * 5000, "nested"),  # past the YAML parser's recursion
-        ("{a: " * 2000 + "1" + "}" * 2000, "nested"),
-        ("{a: " * 200 + "1" + "}" * 200, "nested more than 64 levels deep"),  # parsed, then deep
-        ("&s {a: *s}", "refers to itself"),  # an alias inside its own anchor: a cycle
+        # past the YAML parser's recursion: refused by the reader the inventory uses, at the place
+        ("[" * 5000 + "]" * 5000, ":4:262: invalid YAML: recursion limit exceeded [yaml-syntax]"),
+        ("{a: " * 2000 + "1" + "}" * 2000, ":4:1027: invalid YAML: recursion limit exceeded [yaml-syntax]"),
+        ("{a: " * 200 + "1" + "}" * 200, ": nested more than 64 levels deep"),  # parsed, then deep
+        (  # an alias inside its own anchor: a cycle
+            "&s {a: *s}",
+            ":4:14: the alias *s is inside the node anchored &s: a structure that contains itself "
+            "has no JSON form; alias a complete node, or write it out [yaml-alias-cycle]",
+        ),
     ],
     ids=["deep-list", "deep-mapping", "deep-after-parsing", "cycle"],
 )
@@ -160,8 +166,55 @@ def test_a_plan_nested_too_deeply_is_unusable_not_a_crash(tmp_path: Path, spec: 
     plan.write_text(CQ + spec + "\n")
     code, lines, stderr = gate("--plan", str(plan), "--dry-run", "--timeout", "1")
     assert code == 2 and "Traceback" not in stderr and "internal error" not in stderr, stderr
-    assert lines[-1]["event"] == "error" and str(plan) in lines[-1]["message"], lines
-    assert says in lines[-1]["message"], lines
+    assert lines[-1]["event"] == "error" and lines[-1]["message"] == f"{plan}{says}", lines
+
+
+#: Nine levels of nine aliases: PyYAML, which the gate once read its plan with, expands it to
+#: 9**9 nodes (minutes and gigabytes); the guarded reader refuses it before expanding anything.
+BOMB = (
+    CQ
+    + "\n"
+    + "".join(
+        f"  {name}: &{name} [{','.join(['x'] * 9 if name == 'a' else [f'*{previous}'] * 9)}]\n"
+        for previous, name in zip("-abcdefgh", "abcdefghi", strict=True)
+    )
+)
+
+
+def bounded() -> None:
+    """A child's memory and CPU, bounded: a bomb that got expanded would die here (exit by
+    signal, or MemoryError), not pass."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+
+def test_an_alias_bomb_in_the_plan_is_a_positioned_error_before_any_expansion(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(BOMB)
+    # A usable kubeconfig (nothing listens there): an unusable one would end the run before
+    # anything walks the plan, which is where the expansion cost the old loader its minutes.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps(kubeconfig_at(closed_port())))
+    options = ["--plan", str(plan), "--dry-run", "--timeout", "1", "--kubeconfig", str(kubeconfig)]
+    run = subprocess.run(
+        [sys.executable, "-m", "generator.cli", "gate", *options],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+        preexec_fn=bounded,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr, (run.returncode, run.stderr)
+    (line,) = [json.loads(line) for line in run.stdout.splitlines()]
+    # The spec's sixth line's second alias is the one that would replay more than 200,000 nodes:
+    # a's list is 10 nodes, b's 1 + 9 * 10 = 91, c's 820, d's 7,381, e's 66,430; b to e's
+    # aliases replay 90 + 819 + 7,380 + 66,429 = 74,718, and f's first two aliases of e 132,860
+    # more.
+    assert line["event"] == "error" and line["message"].startswith(
+        f"{plan}:10:13: YAML aliases would expand"
+    ), line
+    assert line["message"].endswith("an alias bomb? Write it out [yaml-alias-limit]"), line
 
 
 def test_a_plan_folder_with_a_symbolic_link_loop_is_unusable(tmp_path: Path) -> None:

@@ -240,8 +240,11 @@ def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
             "resourceFlavors must be a list of names",
         ),
         ("apiVersion: kueue.x-k8s.io/v1beta2\ntopologies: x\n", "topologies must be a list of names"),
-        ("a: [\n", "while parsing"),
-        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),  # was a crash
+        ("a: [\n", ":1:4: invalid YAML: unclosed bracket '[' [yaml-syntax]"),
+        (
+            "a: " + "[" * 5000 + "]" * 5000 + "\n",
+            ":1:259: invalid YAML: recursion limit exceeded [yaml-syntax]",
+        ),
         ("a: 1\n---\nb: 2\n", "expected one YAML document, found 2"),
         ("apiVersion: kueue.x-k8s.io/v1beta2\nrender: zero\n", "render must be a positive integer"),
     ],

@@ -17,9 +17,10 @@ from pathlib import Path
 from generator.commands.fetch import snapshotfile
 from generator.commands.fetch.credentials import CredentialError, SecretReader, of_webhook
 from generator.commands.fetch.sources import Hook, ca_pem, target, webhook_sources
-from generator.load.files import InputFile, ParseError, display_path, parse_text, read_inventory
+from generator.load.files import InputFile, display_path, read_inventory
 from generator.load.locate import locate
 from generator.model import Level, Problem
+from generator.parse import ParseError, parse_text
 from generator.pipeline import compile
 from generator.util.gc import no_cycle_collection
 

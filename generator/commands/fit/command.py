@@ -22,6 +22,7 @@ from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
 from generator.model import Level, Problem
 from generator.pipeline import Compilation, compile
+from generator.util.folders import folder_problem
 from generator.util.gc import no_cycle_collection
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
@@ -51,8 +52,8 @@ def execute(
     strict: bool,
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     outcome = run(_read(paths) if paths else None, inventory, now, kubeconfig)
     failed = any(p.level is Level.ERROR for p in outcome.problems) or (
         strict and any(p.level is Level.WARNING for p in outcome.problems)

@@ -17,9 +17,9 @@ from generator.commands.import_nodes.label_filter import LabelFilter
 from generator.emit import yaml
 from generator.kube.quantities import quantity_error
 from generator.kube.taints import EFFECTS
-from generator.load.files import ParseError, parse_text
 from generator.load.positions import PositionIndex, find_duplicate_key
 from generator.model import API_VERSION
+from generator.parse import ParseError, parse_text
 from generator.rules.load import DUPLICATE_KEY
 from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
 
@@ -40,6 +40,15 @@ class ImportProblem(Exception):
         self.at = at  # where in the node it is (a pointer below the item), for the position
 
 
+class ImportProblems(Exception):
+    """Every bad node of the inputs, each at its position (one node's problem does not hide the
+    next): nothing is written."""
+
+    def __init__(self, problems: list[ImportProblem]) -> None:
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = problems
+
+
 @dataclass(frozen=True)
 class Imported:
     text: str
@@ -52,18 +61,25 @@ def convert(
     """Node lists (shown name, text) -> one NodeInventory; labels ``keep`` refuses are dropped."""
     nodes: dict[str, dict[str, Any]] = {}
     origin: dict[str, str] = {}
+    problems: list[ImportProblem] = []
     for shown, text in inputs:
         try:
-            for node, (index, pointer) in _nodes(text):
-                node_name = node["name"]
-                if node_name in origin:
-                    message = f"node {node_name!r} is listed again; the first is in {origin[node_name]}"
-                    line, col = PositionIndex(text, [(index, pointer)]).position(index, pointer)
-                    raise ImportProblem(message, line, col)
-                origin[node_name], nodes[node_name] = shown, node
-        except ImportProblem as e:
-            e.file = shown
-            raise
+            found, bad = _nodes(text)
+        except ImportProblem as e:  # not a node list at all: nothing more to read in it
+            found, bad = [], [e]
+        for node, (index, pointer) in found:
+            node_name = node["name"]
+            if node_name in origin:
+                message = f"node {node_name!r} is listed again; the first is in {origin[node_name]}"
+                line, col = PositionIndex(text, [(index, pointer)]).position(index, pointer)
+                bad.append(ImportProblem(message, line, col))
+                continue
+            origin[node_name], nodes[node_name] = shown, node
+        for problem in bad:
+            problem.file = shown
+        problems += sorted(bad, key=lambda p: (p.line, p.col))
+    if problems:
+        raise ImportProblems(problems)
     for node in nodes.values():
         labels = node["labels"]
         node["labels"] = {k: v for k, v in labels.items() if keep is None or keep.keeps(k, labels)}
@@ -76,8 +92,11 @@ def convert(
     return Imported(header + yaml.dump(inventory), len(nodes))
 
 
-def _nodes(text: str) -> list[tuple[dict[str, Any], tuple[int, tuple[str | int, ...]]]]:
-    """Each node of the text, with where it is: (document, pointer)."""
+def _nodes(
+    text: str,
+) -> tuple[list[tuple[dict[str, Any], tuple[int, tuple[str | int, ...]]]], list[ImportProblem]]:
+    """Each good node of the text, with where it is (document, pointer), and a problem for each
+    bad one; raises ImportProblem when the text is no node list at all."""
     try:
         documents = parse_text(text, data_checks=False)
     except ParseError as e:
@@ -86,20 +105,26 @@ def _nodes(text: str) -> list[tuple[dict[str, Any], tuple[int, tuple[str | int, 
         line, col = e.position or (duplicate[0] if duplicate else (1, 1))
         raise ImportProblem(e.message, line, col) from e
     nodes = []
+    bad: list[tuple[int, ImportProblem]] = []
     for index, document in enumerate(documents):
         if document is None and any(d is not None for d in documents):
             continue  # an empty document beside others (a stream ending in '---') lists no node
         try:
-            for prefix, item in _items(document):
-                try:
-                    nodes.append((_node(item), (index, prefix)))
-                except ImportProblem as e:
-                    e.at = (*prefix, *e.at)
-                    raise
+            items = _items(document)
         except ImportProblem as e:
             e.line, e.col = PositionIndex(text, [(index, e.at)]).position(index, e.at)
             raise
-    return nodes
+        for prefix, item in items:
+            try:
+                nodes.append((_node(item), (index, prefix)))
+            except ImportProblem as e:
+                e.at = (*prefix, *e.at)
+                bad.append((index, e))
+    if bad:  # positions looked up once, for the bad nodes only
+        where = PositionIndex(text, [(index, problem.at) for index, problem in bad])
+        for index, problem in bad:
+            problem.line, problem.col = where.position(index, problem.at)
+    return nodes, [problem for _, problem in bad]
 
 
 def header_of(path: Path) -> str:

@@ -13,6 +13,7 @@ from generator.commands.plan.run import Outcome, plan_change
 from generator.load.git import GitError
 from generator.pipeline import Result
 from generator.reporters import REPORTERS
+from generator.util.folders import folder_problem
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 
@@ -32,22 +33,25 @@ def execute(
     now: datetime,
     kubeconfig: Path | None,
     output: Path = Path("rendered"),
-) -> tuple[str, int]:
-    """The text to print and the exit code; raises :class:`UsageProblem`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+) -> tuple[str, str, int]:
+    """The report (for standard output), the problems (for standard error) and the exit code;
+    raises :class:`UsageProblem`."""
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     try:
         outcome = plan_change(inventory, base, now, output)
     except GitError as e:
         raise UsageProblem("--base", str(e)) from e
     if outcome.report is None:
         # As validate prints them: the working tree's inventory is what the change must fix.
+        # They go to standard error, so that `plan --format markdown > plan.md` shows them in
+        # the CI log rather than hiding them in the file meant for the comment.
         out = io.StringIO()
         REPORTERS["text"](Result(outcome.problems), "plan", out)
-        return out.getvalue(), EXIT_PROBLEMS
+        return "", out.getvalue(), EXIT_PROBLEMS
     if kubeconfig is not None:
         _add_live(outcome, kubeconfig)
-    return FORMATS[format_](outcome.report), EXIT_CLEAN
+    return FORMATS[format_](outcome.report), "", EXIT_CLEAN
 
 
 def _add_live(outcome: Outcome, kubeconfig: Path) -> None:

@@ -27,6 +27,7 @@ from generator.commands.plan.shape import (
     QuotaChange,
     Replaced,
     Report,
+    Summary,
     WorkloadFit,
 )
 from generator.printable import one_line
@@ -289,11 +290,19 @@ def _headline(report: Report) -> str:
     s, base = report.summary, report.base
     note = {"absent": " (no inventory there)", "invalid": " (its inventory does not compile)"}
     return (
-        f"tasgen plan against {base.ref}{note.get(base.state, '')}: {s.queues_changed} queue(s) "
-        f"changed, {s.flavors_added} flavor(s) added, {s.flavors_removed} removed, "
+        f"tasgen plan against {base.ref}{note.get(base.state, '')}: {_queue_count(s)}, "
+        f"{s.flavors_added} flavor(s) added, {s.flavors_removed} removed, "
         f"{s.nodes_changed} node(s) relabelled, {s.fit_changed} fit figure(s) changed, "
         f"{_workload_count(report)}{s.warnings} warning(s)"
     )
+
+
+def _queue_count(s: Summary) -> str:
+    """Queues changed; new and removed ones apart, said only when there are some (a new queue
+    changes nothing that runs)."""
+    added = f", {s.queues_added} new queue(s)" if s.queues_added else ""
+    removed = f", {s.queues_removed} queue(s) removed" if s.queues_removed else ""
+    return f"{s.queues_changed} queue(s) changed{added}{removed}"
 
 
 def _workload_count(report: Report) -> str:
@@ -371,7 +380,7 @@ def _node_lines(report: Report) -> list[str]:
 def _fit_lines(report: Report) -> list[str]:
     lines = [
         f"fit {f.queue} {_identity_text(f.identity)} at {f.level}: "
-        f"{_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
+        f"largest {_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
         for f in report.fit
         if f.changed
     ]

@@ -45,7 +45,9 @@ def build(
         workloads=changes,
         warnings=warnings,
         summary=Summary(
-            queues_changed=sum(q.change != "unchanged" for q in queues),
+            queues_changed=sum(q.change == "changed" for q in queues),
+            queues_added=sum(q.change == "added" for q in queues),
+            queues_removed=sum(q.change == "removed" for q in queues),
             flavors_added=sum(len(q.flavors_added) for q in queues),
             flavors_removed=sum(len(q.flavors_removed) for q in queues),
             drains=_named(queues, HOLD_AND_DRAIN, HELD_EMPTY),

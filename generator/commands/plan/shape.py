@@ -273,7 +273,9 @@ class WorkloadChange:
 
 @dataclass(frozen=True, kw_only=True)
 class Summary:
-    queues_changed: Count
+    queues_changed: Count  # queues in both revisions that differ
+    queues_added: Count
+    queues_removed: Count
     flavors_added: Count
     flavors_removed: Count
     drains: Names

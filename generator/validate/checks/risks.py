@@ -9,11 +9,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 from generator.kube.quantities import parse, quantity_error
-from generator.model import Hardware, Node, Source
+from generator.model import PLACEHOLDER_REPO_URL, Hardware, Node, Source
 from generator.rules import Hit, Rule
 from generator.rules.semantic import (
     LEVEL_UNCARRIED,
     QUOTA_ABOVE_ALLOCATABLE,
+    REPO_URL_PLACEHOLDER,
     SELECTOR_UNMATCHED,
     SOURCE_EXPIRING,
 )
@@ -102,9 +103,24 @@ def _allocatable(nodes: list[Node], resource: str) -> Decimal:
     )
 
 
+def _repo_url_placeholder(ctx: Context) -> Iterable[Hit]:
+    """tasgen init's stand-in URL, never replaced: Argo CD would fetch a repository that does
+    not exist."""
+    settings = ctx.inventory.settings
+    argocd = settings.sync.get("argocd") or {}
+    if settings.where is not None and argocd.get("repoURL") == PLACEHOLDER_REPO_URL:
+        message = (
+            f"repoURL is still {PLACEHOLDER_REPO_URL}, the placeholder tasgen init writes without "
+            "--repo-url: Argo CD would fetch a repository that does not exist; set the URL it "
+            "fetches this repository from (here and in deploy/argocd/application.yaml)"
+        )
+        yield Hit(settings.where.at("sync", "argocd", "repoURL"), message)
+
+
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SELECTOR_UNMATCHED, _selector_unmatched),
     (LEVEL_UNCARRIED, _level_uncarried),
     (SOURCE_EXPIRING, _source_expiring),
     (QUOTA_ABOVE_ALLOCATABLE, _quota_above_allocatable),
+    (REPO_URL_PLACEHOLDER, _repo_url_placeholder),
 )

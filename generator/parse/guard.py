@@ -28,6 +28,7 @@ from generator.rules.load import (
     JSON_SYNTAX,
     MAPPING_KEY,
     NUMBER_RANGE,
+    YAML_ALIAS_CYCLE,
     YAML_ALIAS_LIMIT,
     YAML_DEPTH,
     YAML_SYNTAX,
@@ -270,6 +271,12 @@ class _AliasBudget:
             raise GuardError(YAML_DEPTH, message, _start(event))
 
     def _alias(self, event: yaml.AliasEvent) -> None:
+        if any(node.anchor == event.anchor for node in self.open):
+            message = (
+                f"the alias *{event.anchor} is inside the node anchored &{event.anchor}: a structure "
+                "that contains itself has no JSON form; alias a complete node, or write it out"
+            )
+            raise GuardError(YAML_ALIAS_CYCLE, message, _start(event))
         anchored = self.anchors.get(event.anchor or "", _Node(None))
         self._nest(anchored.height, event)
         self.expanded += anchored.size
