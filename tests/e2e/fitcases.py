@@ -336,7 +336,7 @@ class Case:
     def submitted_name(self) -> str:
         """The name of what is submitted (of a pod group: the group's), which fit reports."""
         if self.manifests:
-            meta = self.manifests[0]["metadata"]
+            meta = next(m for m in self.manifests if m["kind"] == self.kind)["metadata"]
             return str(meta["labels"][POD_GROUP] if self.kind == "Pod" else meta["name"])
         return self.name if self.kind == "Job" else f"{self.name}-{self.kind.lower()}"
 
@@ -622,11 +622,12 @@ FRAMEWORKS = {
     "MPIJob": "kubeflow.org/mpijob",
     "RayJob": "ray.io/rayjob",
     "RayCluster": "ray.io/raycluster",
+    "TrainJob": "trainer.kubeflow.org/trainjob",
     "AppWrapper": "workload.codeflare.dev/appwrapper",
     "Pod": "pod",
 }
 #: the kinds of the scenarios besides KINDS
-SCENARIO_KINDS = ("RayJob", "RayCluster")
+SCENARIO_KINDS = ("RayJob", "RayCluster", "TrainJob")
 POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 #: What LeaderWorkerSet's own defaulting webhook writes (it runs in LWS's controller, which
 #: the harness does not run): the CRD requires a rollout strategy.
@@ -947,6 +948,51 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
             }
         ],
     )
+    # TrainJob: its ClusterTrainingRuntime's JobSet (a cpu initializer; the trainer's nodes,
+    # preferred block), GPUs per node from the TrainJob
+    nodes = size(block)
+    name = f"{prefix}-trainjob"
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": f"{name}-runtime"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": step,
+                            "template": {
+                                "metadata": {
+                                    "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": ancestor}
+                                },
+                                "spec": {"template": template},
+                            },
+                        }
+                        for step, ancestor, template in (
+                            (
+                                "dataset-initializer",
+                                "dataset-initializer",
+                                _pod_template({"cpu": "200m"}, {}),
+                            ),
+                            ("node", "trainer", _pod_template({}, {PREFERRED: block})),
+                        )
+                    ]
+                }
+            },
+        },
+    }
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "runtimeRef": {"name": f"{name}-runtime"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"limits": {GPU: "1"}}},
+        },
+    }
+    add(f"TrainJob of {nodes} nodes", "TrainJob", name, nodes + 1, [runtime, trainjob])
     # a Job whose pods request nothing (Kueue admits it on no flavor, whatever its size)
     pods = size(block) + rng.choice([0, total])
     name = f"{prefix}-norequests"

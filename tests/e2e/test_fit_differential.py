@@ -250,7 +250,9 @@ def _delete(dyn: DynamicClient, lane: Lane, case: Case, created: list[dict[str, 
         resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         with contextlib.suppress(NotFoundError):
             resource.delete(
-                name=obj["metadata"]["name"], namespace=case.namespace, propagation_policy="Background"
+                name=obj["metadata"]["name"],
+                namespace=obj["metadata"].get("namespace"),
+                propagation_policy="Background",
             )
     workloads = dyn.resources.get(api_version=kube.KUEUE_API, kind="Workload")
     for workload in _workloads_of(dyn, case.namespace, uids):
@@ -279,7 +281,7 @@ def _delete(dyn: DynamicClient, lane: Lane, case: Case, created: list[dict[str, 
 def _absent(dyn: DynamicClient, obj: dict[str, Any]) -> bool:
     resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     try:
-        resource.get(name=obj["metadata"]["name"], namespace=obj["metadata"]["namespace"])
+        resource.get(name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
     except NotFoundError:
         return True
     return False
