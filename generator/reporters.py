@@ -18,8 +18,8 @@ Reporter = Callable[[Result, str, TextIO], None]
 def text(result: Result, command: str, out: TextIO) -> None:
     for p in result.problems:
         out.write(problem_line(p) + "\n")
-    if result.difference:
-        out.write("\n" + result.difference)
+    if result.difference:  # a hand-edited file's control characters must not drive the terminal
+        out.write("\n" + "".join(one_line(line) + "\n" for line in result.difference.splitlines()))
     if result.summary is not None:
         out.write(_summary_text(result))
     out.write(_verdict(result, command) + "\n")

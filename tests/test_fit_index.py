@@ -63,6 +63,20 @@ def _blocking(taints: tuple[tuple[str, str, str], ...], tolerations: Any) -> tup
     return next((t for t in taints if t[0] not in covered), None)
 
 
+def _pods_in(request: dict[str, int], capacity: Counter[str]) -> tuple[int, str]:
+    """How many pods of ``request`` fit in ``capacity``, and the resource that runs out
+    first (ties: the first by name); a resource asked for that the node lacks fits none."""
+    best, short = 2**31 - 1, ""
+    for name in sorted(request):
+        if request[name] == 0:
+            continue
+        if name not in capacity:
+            return 0, name
+        if capacity[name] // request[name] < best:
+            best, short = capacity[name] // request[name], name
+    return best, short
+
+
 def _leaf_states(
     levels: tuple[str, ...], nodes: list[NodeFacts], ps: PodSet
 ) -> tuple[dict[tuple[str, ...], int], Counter[str], int]:
@@ -78,20 +92,50 @@ def _leaf_states(
     for path, capacity in leaves.items():
         taint = _blocking(taint_of[path], ps.tolerations) if node_level else None
         if taint is not None:
-            excluded[f"taint {engine._taint_text(taint)}"] += 1
+            excluded[f'taint "{taint[0]}={taint[1]}:{taint[2]}"'] += 1
             states[path] = 0
             continue
-        states[path], limiting = engine._count_in(per_pod, capacity)
+        states[path], limiting = _pods_in(per_pod, capacity)
         if states[path] == 0 and limiting:
-            excluded[f"resource {limiting}"] += 1
+            excluded[f'resource "{limiting}"'] += 1
     return states, excluded, len(leaves)
 
 
-def plain(levels: tuple[str, ...], nodes: list[NodeFacts], ps: PodSet, implied: bool) -> engine.Verdict:
-    """Kueue's findLevelWithFitDomains over every domain, each node counted on its own."""
-    shape = engine._shape(levels, ps.topology, implied)
-    if isinstance(shape, engine.Verdict):
-        return shape
+def _message(fit: int, count: int, unit: str, leaves: int, excluded: Counter[str]) -> str:
+    """Kueue's notFitMessage, written out from its Go source."""
+    head = (
+        f'topology "t" doesn\'t allow to fit any of {count} {unit}(s)'
+        if fit == 0
+        else f'topology "t" allows to fit only {fit} out of {count} {unit}(s)'
+    )
+    if not excluded:
+        return head
+    stats = ", ".join(sorted(f"{k}: {n}" for k, n in excluded.items()))
+    return f"{head}. Total nodes: {leaves}; excluded: {stats}"
+
+
+def _request(levels: tuple[str, ...], ps: PodSet, implied: bool) -> tuple[int, int, int] | str:
+    """(level, slice level, slice size) of the PodSet's request, or Kueue's reason."""
+    top = ps.topology
+    if top is None or not (top.required or top.preferred or top.slice_level or top.unconstrained):
+        key = levels[-1] if implied else None
+    else:
+        key = top.required or top.preferred or (levels[0] if top.slice_level else levels[-1])
+    if key is None:
+        return "topology level not specified"
+    slice_key = (top.slice_level if top else None) or levels[-1]
+    if levels.index(key) > levels.index(slice_key):
+        return f"podset slice topology {slice_key} is above the podset topology {key}"
+    size = top.slice_size if top and top.slice_level else 1
+    return levels.index(key), levels.index(slice_key), size or 1
+
+
+def plain(levels: tuple[str, ...], nodes: list[NodeFacts], ps: PodSet, implied: bool) -> tuple[Any, ...]:
+    """Kueue's findLevelWithFitDomains over every domain, each node counted on its own:
+    (fits, level, domains holding it whole) or (False, Kueue's reason)."""
+    shape = _request(levels, ps, implied)
+    if isinstance(shape, str):
+        return (False, shape)
     level, slice_level, size = shape
     states, excluded, leaves = _leaf_states(levels, nodes, ps)
     depth = len(levels)
@@ -105,28 +149,25 @@ def plain(levels: tuple[str, ...], nodes: list[NodeFacts], ps: PodSet, implied: 
 
     count = ps.count // size
     unit = "slice" if size > 1 else "pod"
-    required = ps.topology is not None and ps.topology.required is not None
-    unconstrained = implied or (ps.topology is not None and bool(ps.topology.unconstrained))
-    flavor = Flavor("f", {}, topology="t")
-    idx = index.FlavorIndex(flavor, "t", levels, nodes, index.Levels([], [], [], leaves))
+    top = ps.topology
+    required = top is not None and top.required is not None
+    unconstrained = implied or (top is not None and (bool(top.unconstrained) or top.slice_only))
     while True:
         domains = {p[: level + 1] for p in states}
         if not domains:
-            return engine.Verdict(
-                False, reason=f"no topology domains at level: {levels[level]}", cause="topology"
-            )
+            return (False, f"no topology domains at level: {levels[level]}")
         per = [slices(d) for d in domains]
         whole = sum(s >= count for s in per)
         if whole:
-            return engine.Verdict(True, "f", levels[level], whole)
+            return (True, levels[level], whole)
         if required:
-            return engine._not_fit(idx, max(per), count, unit, leaves, excluded)
+            return (False, _message(max(per), count, unit, leaves, excluded))
         if level > 0 and not unconstrained:
             level -= 1
             continue
         if sum(per) >= count:
-            return engine.Verdict(True, "f", levels[level], 0)
-        return engine._not_fit(idx, sum(per), count, unit, leaves, excluded)
+            return (True, levels[level], 0)
+        return (False, _message(sum(per), count, unit, leaves, excluded))
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -138,5 +179,6 @@ def test_the_index_judges_as_a_walk_over_every_node_does(data: Any) -> None:
     cluster = Cluster(nodes, {"f": Flavor("f", {}, topology="t")}, {"t": levels})
     idx = index.build(cluster, cluster.flavors["f"])
     assert idx is not None
-    found = engine._find(idx, ps, None, implied=implied)
-    assert found == plain(levels, nodes, ps, implied)
+    found = engine._find(idx, ps, implied=implied)
+    judged = (True, found.level, found.domains) if found.fits else (False, found.reason)
+    assert judged == plain(levels, nodes, ps, implied)

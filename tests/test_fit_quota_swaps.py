@@ -69,6 +69,46 @@ def test_a_maximum_beyond_the_cohorts_quota_is_refused() -> None:
     assert stated not in quota_swaps(kueue, stated, LANE, "gen-serve", big)
 
 
+def test_the_other_resource_on_two_flavors_at_once() -> None:
+    """Kueue names GPU on both flavors, fit memory on both: each flavor's map order is its own."""
+    both = Case("gen-18", "gen-serve", "gen-serve", 6, {"nvidia.com/gpu": "4", "memory": "300Gi"})
+    lane = Lane(
+        "gen",
+        None,  # type: ignore[arg-type]  # the fleet is not read here
+        Path("."),
+        {},
+        {"gen-serve": (B, A)},
+        {
+            ("gen-serve", B): {"nvidia.com/gpu": Decimal(4), "memory": parse_quantity("1Ti")},
+            ("gen-serve", A): {"nvidia.com/gpu": Decimal(4), "memory": parse_quantity("1Ti")},
+        },
+        {("gen-serve", "gen-serve"): "gen-serve"},
+    )
+
+    def on(flavor: str, resource: str, request: str) -> str:
+        maximum = "4" if "/" in resource else "1Ti"
+        return (
+            f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
+            f"(0) + current podset request ({request}) > maximum capacity ({maximum})"
+        )
+
+    kueue = [
+        kueue_causes(f"{on(B, 'nvidia.com/gpu', '24')}, {on(A, 'nvidia.com/gpu', '24')}", lane, "gen-serve")
+    ]
+    stated = kueue_causes(f"{on(B, 'memory', '1800Gi')}, {on(A, 'memory', '1800Gi')}", lane, "gen-serve")
+    mixed = kueue_causes(f"{on(B, 'memory', '1800Gi')}, {on(A, 'nvidia.com/gpu', '24')}", lane, "gen-serve")
+    assert len(stated) == 2
+    assert stated in quota_swaps(kueue, stated, lane, "gen-serve", both)
+    assert mixed in quota_swaps(kueue, mixed, lane, "gen-serve", both)
+
+
+def test_a_taint_cause_ends_at_a_semicolon() -> None:
+    """Kueue's message may go on after a flavor's name with "; " (seen for a LeaderWorkerSet whose
+    leader is grouped with its workers): the name stops there."""
+    causes = kueue_causes(f"{TAINT}; {TAINT}", LANE, "gen-serve")
+    assert {c.flavors for c in causes} == {frozenset({A})}
+
+
 def test_no_swap_without_a_quota_cause_of_kueue_on_that_flavor() -> None:
     stated = kueue_causes(quota("memory", "1800Gi", "1Ti"), LANE, "gen-serve")
     assert quota_swaps([kueue_causes(TAINT, LANE, "gen-serve")], stated, LANE, "gen-serve", CASE) == []

@@ -353,8 +353,8 @@ def test_a_first_adoption_compares_with_no_inventory(tmp_path: Path, monkeypatch
     assert (summary["queuesChanged"], summary["queuesAdded"], summary["queuesRemoved"]) == (0, 2, 0)
     headline = plan(repo, Fleet()).output.splitlines()[0]
     assert headline.startswith(
-        "tasgen plan against main (no inventory there): "
-        "0 queue(s) changed, 2 new queue(s), 3 flavor(s) added,"
+        "tasgen plan against main (no inventory there): 0 queue(s) changed, 2 new queue(s), "
+        "3 flavor(s) added,"
     ), headline
 
 

@@ -320,3 +320,14 @@ def test_path_size_without_a_config_or_a_node_is_reported_at_the_plan(tmp_path: 
     crowded = [p for p in run.json()["problems"] if p["rule"] == "path-size"]
     assert [(p["path"].endswith("queue.yaml"), p["line"]) for p in crowded] == [(True, 1)], run.output
     assert "queues/ would hold 2002 objects" in crowded[0]["message"]
+
+
+def test_check_s_diff_escapes_control_characters(inventory: Path, tmp_path: Path) -> None:
+    """A hand edit can hold an escape sequence: shown escaped, it cannot drive the terminal."""
+    out = tmp_path / "rendered"
+    render(inventory, out)
+    queues = out / "queues" / "clusterqueues.yaml"
+    queues.write_text(queues.read_text() + "# \x1b[31mred\n")
+    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
+    assert run.exit_code == 1 and "\x1b" not in run.output
+    assert "-# \\x1b[31mred" in run.output.splitlines()

@@ -13,7 +13,7 @@ from typing import Any
 from generator.compile import gate_wiring, manifests, pins, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Flavor, Queue, QueueFlavor, build_queues
+from generator.compile.queues import Flavor, Queue, QueueFlavor, Unstated, build_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
 from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
@@ -108,7 +108,7 @@ def render_objects(
     if carried is not None and now is not None:
         retention = Retention(carried, now, inventory.settings)
     queues, flavors, findings = build_queues(
-        inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention
+        inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention, _unstated(ctx)
     )
     kept_flavors = retention.flavor_specs if retention else {}
     kept_topologies = retention.topology_specs if retention else {}
@@ -292,3 +292,19 @@ def _belongs(where: Where, source: Source) -> bool:
         ] == base.pointer
 
     return within(source.where) or (source.snapshot is not None and within(source.snapshot.where))
+
+
+def _unstated(ctx: Context) -> dict[str, Unstated]:
+    """Node -> the writing source that selects it but does not state it (read for the
+    quota-split-unstated warning)."""
+    found: dict[str, Unstated] = {}
+    for src in ctx.writing_sources():
+        if src.snapshot is None or ctx.expired(src):
+            continue
+        selected = ctx.selected[src.name]
+        stated = src.snapshot.nodes
+        missing = [node.name for node in selected if node.name not in stated]
+        if missing:
+            counts = Unstated(src.name, len(selected), len(selected) - len(missing))
+            found.update(dict.fromkeys(missing, counts))
+    return found

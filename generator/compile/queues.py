@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import compress, repeat
@@ -28,6 +28,7 @@ from generator.rules.compile import (
     IDENTITY_UNMATCHED,
     QUEUE_EMPTY,
     QUOTA_RANGE,
+    QUOTA_SPLIT_UNSTATED,
     QUOTA_UNPLACEABLE,
 )
 from generator.util.columns import group
@@ -80,10 +81,13 @@ class QueueBuilder:
         nodes: list[Node],
         assignment: Assignment,
         version: KueueVersion = "v1beta2",
+        unstated: Mapping[str, Unstated] | None = None,
     ) -> None:
         """``nodes``: every node, in name order (groups keep that order, and the nodes
-        themselves: a group's allocatable is read without looking a node up by name)."""
+        themselves: a group's allocatable is read without looking a node up by name);
+        ``unstated``: node -> the writing source that selects it without stating it."""
         self.nodes, self.assignment = nodes, assignment
+        self.unstated = unstated or {}
         # Kueue v0.14 to v0.16 (the v1beta1 target) freeze a topology-aware flavor's whole
         # spec; v0.17.0 to v0.19.2 let nodeTaints change in place but not tolerations.
         self.frozen_taints = version == "v1beta1"
@@ -167,7 +171,28 @@ class QueueBuilder:
             return []
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
         self._split(plan, hw, identity, groups, parts)
+        if len(groups) > 1 and self.unstated:
+            self._split_by_unstated(plan, hw, groups, parts)
         return parts
+
+    def _split_by_unstated(
+        self, plan: QueuePlan, hw: Hardware, groups: list[tuple[str, list[Node]]], parts: list[QueueFlavor]
+    ) -> None:
+        """A warning when the identity's quota splits because a source leaves some of the nodes
+        it selects unstated: the figures of each flavor, and of the source."""
+        sources = {self.unstated[n.name] for _, nodes in groups for n in nodes if n.name in self.unstated}
+        for source in sorted(sources, key=lambda s: s.name):
+            split = "; ".join(
+                f"{part.flavor.name}: {', '.join(f'{r}={v}' for r, v in part.quota.items())}"
+                for part in parts
+            )
+            message = (
+                f"source {source.name!r} states {source.stated} of the {source.selected} nodes its "
+                f"nodeSelector selects; the other {source.selected - source.stated} get no hierarchy "
+                f"from it, so queue {plan.name!r} splits the quota of {hw.identity} across "
+                f"{len(parts)} flavors ({split})"
+            )
+            self.findings.append(QUOTA_SPLIT_UNSTATED(hw.where.at("identity"), message))
 
     def _by_profile(self, identity: dict[str, str]) -> list[tuple[str, list[Node]]]:
         """The nodes of an identity by profile ID, in ID order."""
@@ -335,18 +360,28 @@ def largest_remainder(total: int, weights: list[int], caps: list[int] | None = N
     return floors
 
 
+@dataclass(frozen=True)
+class Unstated:
+    """A writing source that selects nodes it does not state: its name and its counts."""
+
+    name: str
+    selected: int
+    stated: int
+
+
 def build_queues(
     plans: Iterable[QueuePlan],
     nodes: list[Node],
     assignment: Assignment,
     version: KueueVersion = "v1beta2",
     retention: Retention | None = None,
+    unstated: Mapping[str, Unstated] | None = None,
 ) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
     """The queues and their flavors; with ``retention``, each WaitForIdle queue also keeps
     the flavors of the previous render that its plan drops (decided once every queue's new
     flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
     ordered = sorted(plans, key=lambda p: p.name)
-    builder = QueueBuilder(nodes, assignment, version)
+    builder = QueueBuilder(nodes, assignment, version, unstated)
     queues = [builder.queue(plan) for plan in ordered]
     if retention is not None:
         topologies = {f"gpustack-{p}" for p in builder.profiles}

@@ -6,15 +6,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Mapping
 
-from generator.printable import one_line
-
 #: Lines of diff shown at most: enough for a hand edit or two, short enough for a CI log.
 MAX_LINES = 200
 
 
 def unified(old: Mapping[str, str], new: Mapping[str, str], paths: list[str], label: str) -> str:
     """The diff of each path (rendered/ as it is, ``old``, against what render writes, ``new``;
-    a missing side is empty), at most MAX_LINES lines, then how many more lines and files."""
+    a missing side is empty), at most MAX_LINES lines, then how many more lines and files.
+    The lines are a file's as they are: the reporter escapes what a terminal must not see."""
     shown: list[str] = []
     hidden_lines = hidden_files = 0
     for path in paths:
@@ -38,13 +37,10 @@ def unified(old: Mapping[str, str], new: Mapping[str, str], paths: list[str], la
 def _diff(old: str | None, new: str | None, shown: str) -> Iterator[str]:
     before = old.splitlines() if old is not None else []
     after = new.splitlines() if new is not None else []
-    yield from (
-        one_line(line)
-        for line in difflib.unified_diff(
-            before,
-            after,
-            f"{shown} (as it is)" if old is not None else "/dev/null",
-            f"{shown} (as 'tasgen render' writes it)" if new is not None else "/dev/null",
-            lineterm="",
-        )
+    yield from difflib.unified_diff(
+        before,
+        after,
+        f"{shown} (as it is)" if old is not None else "/dev/null",
+        f"{shown} (as 'tasgen render' writes it)" if new is not None else "/dev/null",
+        lineterm="",
     )

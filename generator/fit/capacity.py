@@ -3,7 +3,7 @@ the best domain holds and how many domains hold a given number of them, as Kueue
 topology-aware scheduling counts pods (:func:`generator.fit.engine.per_domain`), bounded by what
 the queue's quota lets it admit on the flavor. The pods ask for the GPUs alone and tolerate the
 flavor's nodeTaints (the flavor's own tolerations apply, as for any pod). ``tasgen capacity``
-reports it, ``tasgen plan`` compares it; explained in docs/explanation/fit.md ("Capacity").
+reports it; explained in docs/explanation/fit.md ("Capacity").
 
 A size's cost is the flavor's distinct node kinds and domain compositions, not its nodes."""
 

@@ -1,11 +1,14 @@
-"""Each PodSet's verdict on an empty cluster, as Kueue v0.17 reaches it: the flavor assigner
-walks the queue's flavors in order (the TAS checks, the flavor's taints, node affinity, then
-quota), topology-aware scheduling places the PodSet on the flavor it picked, and a PodSet that
-does not fit there is retried on the next flavor. The reasons are Kueue's own messages.
+"""Each PodSet's verdict on an empty cluster, as Kueue v0.17's scheduling cycles reach it: the
+flavor assigner walks the queue's flavors in order for each PodSet group (the TAS checks, the
+flavor's taints, node affinity, then quota, the workload's earlier PodSets counted), then
+topology-aware scheduling places the groups on their flavors, each on what the earlier left; a
+failed cycle is retried from the next flavors. The reasons are Kueue's own
+(:mod:`generator.fit.reasons`).
 
 Pure: a function of the :class:`~generator.fit.cluster.Cluster` and the workloads. Each flavor's
-domains are indexed once (:mod:`generator.fit.index`); a PodSet costs its node kinds and
-domain compositions. Explained in docs/explanation/fit.md.
+domains are indexed once (:mod:`generator.fit.index`); a PodSet alone on its flavor costs its
+node kinds and domain compositions; PodSets sharing a flavor, or a leader and its workers, are
+placed domain by domain (:mod:`generator.fit.assign`). Explained in docs/explanation/fit.md.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit import assign
+from generator.fit import assign, reasons
 from generator.fit import index as domain_index
 from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
 from generator.fit.podsets import PodSet, TopologyRequest
@@ -33,18 +36,18 @@ class Verdict:
     flavor: str | None = None
     level: str | None = None
     domains: int = 0
-    reason: str | None = None
-    #: what the reason is about: "queue", "quota", "topology", "level" (the annotation's level)
-    cause: str | None = None
+    reason: reasons.Reason | None = None
+
+    @property
+    def cause(self) -> reasons.Cause | None:
+        """What the reason is about."""
+        return self.reason.cause if self.reason is not None else None
 
 
 @dataclass
 class _State:
     state: int = 0
-    with_leader: int = 0
-    leader: int = 0
     slices: int = 0
-    slices_with_leader: int = 0
 
 
 @dataclass
@@ -146,7 +149,7 @@ class Engine:
         """The cycle's verdicts when ``members`` fail: PodSets after them are not tried, and
         those placed before them are admitted only with them."""
         failed = podsets[members[0]].name
-        skipped = Verdict(False, reason=f"not tried: Kueue stops at PodSet {failed}", cause="skipped")
+        skipped = Verdict(False, reason=reasons.not_tried(failed))
         return [verdict if i in members else verdicts.get(i, skipped) for i in range(len(podsets))]
 
     def _pick(
@@ -163,8 +166,7 @@ class Engine:
     ) -> tuple[str | Verdict, int]:
         """Kueue's ``findFlavorForPodSets`` from flavor ``first``: the flavor quota takes
         (its usage added), or why none does; and the index of the last flavor tried."""
-        reasons: list[str] = []
-        causes: set[str] = set()
+        why: list[reasons.Reason] = []
         keys = self.cluster.label_keys(group)
         wanted = {r: v for r, v in requests.items() if r in group.covered}
         borrowing_pick: str | None = None
@@ -175,13 +177,11 @@ class Engine:
             flavor = self.cluster.flavors.get(name)
             check = self._check(queue, flavor, name, members, keys, tas_only) if tas else None
             if check is not None:
-                reasons.append(check[0])
-                causes.add(check[1])
+                why.append(check)
                 continue
             quota_reason, borrows = self._quota(queue, name, wanted, usage)
             if quota_reason is not None:
-                reasons.append(quota_reason)
-                causes.add("quota")
+                why.append(quota_reason)
                 continue
             if borrows and queue.try_next_when_borrowing:
                 borrowing_pick = borrowing_pick or name
@@ -189,9 +189,7 @@ class Engine:
             return self._taken(name, wanted, usage), last
         if borrowing_pick is not None:
             return self._taken(borrowing_pick, wanted, usage), last
-        # the annotation is the cause only when every reason is about it
-        cause = causes.pop() if len(causes) == 1 else "queue"
-        return Verdict(False, reason=", ".join(sorted(reasons)) or None, cause=cause), last
+        return Verdict(False, reason=reasons.joined(why)), last
 
     def _place_all(
         self,
@@ -254,8 +252,7 @@ class Engine:
                 assumed,
             )
             if isinstance(found, assign.NoDomains):
-                reason = f"no topology domains at level: {idx.levels[found.level]}"
-                return [*out, Verdict(False, reason=reason, cause="topology")]
+                return [*out, Verdict(False, reason=reasons.no_domains(idx.levels[found.level]))]
             if isinstance(found, assign.NotFit):
                 unit = "slice" if size > 1 else "pod"
                 return [*out, _not_fit(idx, found.fit, found.count, unit, found.nodes, found.excluded)]
@@ -283,31 +280,31 @@ class Engine:
         members: list[PodSet],
         keys: frozenset[str],
         tas_only: bool,
-    ) -> tuple[str, str] | None:
-        """Kueue's ``checkFlavorForPodSets``: (message, cause) when the flavor is not tried."""
+    ) -> reasons.Reason | None:
+        """Kueue's ``checkFlavorForPodSets``: why the flavor is not tried, or None."""
         if flavor is None:
-            return f"flavor {name} not found", "queue"
+            return reasons.flavor_not_found(name)
         for ps in members:
             if ps.topology is not None and ps.topology.explicit:
                 if flavor.topology is None:
-                    return f'Flavor "{name}" does not support TopologyAwareScheduling', "queue"
+                    return reasons.no_tas_support(name)
                 idx = self.index(name)
                 if idx is None:
-                    return f'Flavor "{name}" information missing in TAS cache', "queue"
+                    return reasons.tas_cache_missing(name)
                 if not _has_level(idx.levels, ps.topology):
-                    return f'Flavor "{name}" does not contain the requested level', "level"
+                    return reasons.level_missing(name)
             elif not tas_only and flavor.topology is not None:
-                return f'Flavor "{name}" supports only TopologyAwareScheduling', "queue"
+                return reasons.tas_only(name)
             taint = untolerated(flavor.node_taints, [*ps.tolerations, *flavor.tolerations])
             if taint is not None:
-                return f"untolerated taint {_taint_struct(taint)} in flavor {name}", "queue"
+                return reasons.untolerated_taint(taint, name)
             if not _matches_flavor(ps, keys, flavor.node_labels):
-                return f"flavor {name} doesn't match node affinity", "queue"
+                return reasons.affinity_mismatch(name)
         return None
 
     def _quota(
         self, queue: ClusterQueue, flavor: str, wanted: Mapping[str, int], usage: Counter[tuple[str, str]]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[reasons.Reason | None, bool]:
         borrows = False
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
@@ -315,21 +312,19 @@ class Engine:
             if self.now:
                 most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
-                return (
-                    f"insufficient quota for {resource} in flavor {flavor}, previously considered "
-                    f"podsets requests ({kueue_text(resource, before)}) + current podset request "
-                    f"({kueue_text(resource, value)}) > maximum capacity ({kueue_text(resource, most)})"
-                ), False
+                texts = [kueue_text(resource, v) for v in (before, value, most)]
+                return reasons.quota(resource, flavor, *texts), False
             if before + value > _nominal(queue, flavor, resource):
                 borrows = True
         return None, borrows
 
     def _place(self, flavor: str, members: list[PodSet], tas_only: bool) -> Verdict:
+        """A PodSet alone on its flavor, judged on the index."""
         idx = self.index(flavor)
         if idx is None:  # a flavor without topology: placement is kube-scheduler's
             return Verdict(True, flavor)
-        workers, leader = _leader_and_workers(members)
-        return _find(idx, workers, leader, implied=tas_only and not _explicit(workers))
+        [alone] = members
+        return _find(idx, alone, implied=tas_only and not _explicit(alone))
 
 
 def _total(queue: ClusterQueue, members: list[PodSet]) -> Counter[str]:
@@ -351,7 +346,7 @@ def _resource_groups(queue: ClusterQueue, requests: Mapping[str, int]) -> list[G
         if group is None:
             if requests[resource] == 0:
                 continue  # a zero request of a resource the queue does not know is skipped
-            return Verdict(False, reason=f"resource {resource} unavailable in ClusterQueue", cause="queue")
+            return Verdict(False, reason=reasons.resource_unavailable(resource))
         if group not in groups:
             groups.append(group)
     return groups
@@ -410,12 +405,6 @@ def _level_key(levels: tuple[str, ...], request: TopologyRequest | None) -> str 
     return None
 
 
-def _taint_struct(taint: Taint) -> str:
-    """A taint as Kueue's message prints it: a ``corev1.Taint`` value with ``%v``."""
-    key, value, effect = taint
-    return f"{{{key} {value} {effect} <nil>}}"
-
-
 def _taint_text(taint: Taint) -> str:
     """``corev1.Taint.ToString``."""
     key, value, effect = taint
@@ -455,7 +444,7 @@ def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
 # --- topology-aware placement -----------------------------------------------------------
 
 
-def _find(idx: domain_index.FlavorIndex, workers: PodSet, leader: PodSet | None, *, implied: bool) -> Verdict:
+def _find(idx: domain_index.FlavorIndex, workers: PodSet, *, implied: bool) -> Verdict:
     """Kueue's ``findTopologyAssignment`` on an empty flavor: whether it places the PodSet, at
     which level, and in how many domains of that level it could be placed whole."""
     shape = _shape(idx.levels, workers.topology, implied)
@@ -464,12 +453,12 @@ def _find(idx: domain_index.FlavorIndex, workers: PodSet, leader: PodSet | None,
     level, slice_level, size = shape
     tolerations = [*workers.tolerations, *idx.flavor.tolerations]
     levelled, dropped = _levels_for(idx, workers)
-    states, excluded = _states(idx, levelled, workers, leader, tolerations, size, slice_level)
+    states, excluded = _states(idx, levelled, workers, tolerations, size, slice_level)
     excluded.update(dropped)
     request = workers.topology
     required = request is not None and request.required is not None
     unconstrained = implied or (request is not None and (bool(request.unconstrained) or request.slice_only))
-    search = _Search(idx, workers.count // size, "slice" if size > 1 else "pod", 1 if leader else 0, excluded)
+    search = _Search(idx, workers.count // size, "slice" if size > 1 else "pod", excluded)
     return search.run(states, level, required=required, unconstrained=unconstrained)
 
 
@@ -479,20 +468,19 @@ def _shape(
     """(level, slice level, slice size) of the request, or why Kueue cannot place it."""
     key = _level_key(levels, request) or (levels[-1] if implied and levels else None)
     if key is None:
-        return Verdict(False, reason="topology level not specified", cause="topology")
+        return Verdict(False, reason=reasons.level_not_specified())
     if key not in levels:
-        return Verdict(False, reason=f"no requested topology level: {key}", cause="level")
+        return Verdict(False, reason=reasons.no_level(key))
     slice_key = (request.slice_level if request else None) or levels[-1]
     if slice_key not in levels:
-        return Verdict(False, reason=f"no requested topology level for slices: {slice_key}", cause="level")
+        return Verdict(False, reason=reasons.no_slice_level(slice_key))
     level, slice_level = levels.index(key), levels.index(slice_key)
     if level > slice_level:
-        reason = f"podset slice topology {slice_key} is above the podset topology {key}"
-        return Verdict(False, reason=reason, cause="level")
+        return Verdict(False, reason=reasons.slice_above(slice_key, key))
     if request is None or request.slice_level is None:
         return level, slice_level, 1
     if request.slice_size is None:
-        return Verdict(False, reason="slice topology requested, but slice size not provided", cause="level")
+        return Verdict(False, reason=reasons.slice_size_missing())
     return level, slice_level, request.slice_size
 
 
@@ -503,7 +491,6 @@ class _Search:
     idx: domain_index.FlavorIndex
     count: int  # slices (pods when the slice is one pod)
     unit: str
-    leaders: int
     excluded: Counter[str]
 
     def run(
@@ -513,33 +500,18 @@ class _Search:
         while True:
             at = states[level]
             if not at:
-                return Verdict(
-                    False, reason=f"no topology domains at level: {levels[level]}", cause="topology"
-                )
-            whole = sum(
-                n for s, n in at.values() if s.slices_with_leader >= count and s.leader >= self.leaders
-            )
+                return Verdict(False, reason=reasons.no_domains(levels[level]))
+            whole = sum(n for s, n in at.values() if s.slices >= count)
             if whole:
                 return Verdict(True, self.idx.flavor.name, levels[level], whole)
             if required:
-                # Kueue's first domain: one that takes a leader, the most slices beside it,
-                # the fewest pods
-                best = max(
-                    at.values(), key=lambda s: (s[0].leader, s[0].slices_with_leader, -s[0].with_leader)
-                )
+                # Kueue's first domain: the most slices, then the fewest pods
+                best = max(at.values(), key=lambda s: (s[0].slices, -s[0].state))
                 return self._not_fit(best[0].slices)
             if level > 0 and not unconstrained:
                 level -= 1  # a preferred level: the next coarser one
                 continue
             total = sum(s.slices * n for s, n in at.values())
-            if self.leaders:
-                # Kueue puts the leader in the first domain that takes one (the most slices
-                # beside it) and counts every other domain whole
-                with_leader = [s for s, _ in at.values() if s.leader > 0]
-                if not with_leader:
-                    return self._not_fit(0)
-                top = max(with_leader, key=lambda s: (s.slices_with_leader, -s.with_leader))
-                total -= top.slices - top.slices_with_leader
             if total >= count:
                 return Verdict(True, self.idx.flavor.name, levels[level], 0)
             return self._not_fit(min(total, count))
@@ -560,7 +532,7 @@ def largest(
     every = [*tolerations, *idx.flavor.tolerations]
     # a PodSet that asks for nothing the nodes have: one pod per node
     cap = INFINITE if any(v > 0 for v in requests.values()) else 1
-    states, _ = _states(idx, idx.whole, workers, None, every, 1, len(idx.levels) - 1, pods=False, cap=cap)
+    states, _ = _states(idx, idx.whole, workers, every, 1, len(idx.levels) - 1, pods=False, cap=cap)
     return [max((s.state for s, _ in level.values()), default=0) for level in states]
 
 
@@ -575,30 +547,14 @@ def per_domain(
         return []
     workers = PodSet("capacity", 1, requests)
     every = [*tolerations, *idx.flavor.tolerations]
-    states, _ = _states(idx, idx.whole, workers, None, every, 1, len(idx.levels) - 1)
+    states, _ = _states(idx, idx.whole, workers, every, 1, len(idx.levels) - 1)
     return [[(s.state, n) for s, n in level.values()] for level in states]
 
 
 def _not_fit(
     idx: domain_index.FlavorIndex, fit: int, count: int, unit: str, nodes: int, excluded: Counter[str]
 ) -> Verdict:
-    """Kueue's ``notFitMessage``."""
-    if fit == 0:
-        message = f'topology "{idx.topology}" doesn\'t allow to fit any of {count} {unit}(s)'
-    else:
-        message = f'topology "{idx.topology}" allows to fit only {fit} out of {count} {unit}(s)'
-    if excluded:
-        message += (
-            f". Total nodes: {nodes}; excluded: {', '.join(sorted(_stat(k, n) for k, n in excluded.items()))}"
-        )
-    return Verdict(False, reason=message, cause="topology")
-
-
-def _stat(key: str, n: int) -> str:
-    if key in ("nodeSelector", "affinity", "topologyDomain"):
-        return f"{key}: {n}"
-    kind, _, name = key.partition(" ")
-    return f'{kind} "{name}": {n}'
+    return Verdict(False, reason=reasons.not_fit(idx.topology, fit, count, unit, nodes, excluded))
 
 
 def _levels_for(idx: domain_index.FlavorIndex, ps: PodSet) -> tuple[domain_index.Levels, Counter[str]]:
@@ -612,7 +568,6 @@ def _states(
     idx: domain_index.FlavorIndex,
     levelled: domain_index.Levels,
     workers: PodSet,
-    leader: PodSet | None,
     tolerations: Sequence[Mapping[str, Any]],
     size: int,
     slice_level: int,
@@ -626,7 +581,6 @@ def _states(
     depth = len(idx.levels)
     excluded: Counter[str] = Counter()
     per_pod = dict(workers.requests) | ({"pods": 1} if pods else {})
-    per_leader = (dict(leader.requests) | {"pods": 1}) if leader is not None else None
     leaves = levelled.counts[depth - 1]
     kind_states: dict[int, _State] = {}
     for kind_id, (allocatable, taints) in enumerate(levelled.kinds):
@@ -640,13 +594,8 @@ def _states(
             state.state = min(state.state, cap)
             if state.state == 0 and limiting:
                 excluded[f"resource {limiting}"] += leaves[kind_id]
-            state.with_leader = state.state
-            if per_leader is not None and _count_in(per_leader, capacity)[0] > 0:
-                state.leader = 1
-                rest = {r: v - per_leader.get(r, 0) for r, v in capacity.items()}
-                state.with_leader = _count_in(per_pod, rest)[0]
         if depth - 1 == slice_level:
-            state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+            state.slices = state.state // size
         kind_states[kind_id] = state
     states: list[dict[int, tuple[_State, int]]] = [{} for _ in range(depth)]
     states[depth - 1] = {k: (kind_states[k], n) for k, n in leaves.items()}
@@ -664,18 +613,12 @@ def _parent(
     children: tuple[tuple[int, int], ...], below: Mapping[int, tuple[_State, int]], at_slice: bool, size: int
 ) -> _State:
     state = _State()
-    gap, slice_gap = INFINITE, INFINITE
     for comp, n in children:
         child = below[comp][0]
         state.state += child.state * n
         state.slices += child.slices * n
-        gap = min(gap, child.state - child.with_leader)
-        slice_gap = min(slice_gap, child.slices - child.slices_with_leader)
-        state.leader = max(state.leader, child.leader)
-    state.with_leader = state.state - gap
-    state.slices_with_leader = state.slices - slice_gap
     if at_slice:
-        state.slices, state.slices_with_leader = state.state // size, state.with_leader // size
+        state.slices = state.state // size
     return state
 
 

@@ -50,6 +50,8 @@ class Workload:
     podsets: list[PodSet] = field(default_factory=list)
     #: per PodSet: annotation -> where it is written
     annotations: list[dict[str, Where]] = field(default_factory=list)
+    #: where the queue-name label is written (None: not written, or a pod group's)
+    queue_where: Where | None = None
 
 
 class BadManifest(Exception):
@@ -130,6 +132,8 @@ def _workload(
     if queue is None and kind in ("Deployment", "StatefulSet", "LeaderWorkerSet"):
         queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
     made = Workload(kind, namespace, name, str(queue) if queue is not None else None, where)
+    if QUEUE_LABEL in labels:
+        made.queue_where = doc.where("metadata", "labels", QUEUE_LABEL)
     ok = True
     for template in templates:
         try:

@@ -62,6 +62,23 @@ IDENTITY_UNMATCHED = Rule(
         "nvidia.com/gpu.product`), refresh the NodeInventory, or remove the entry."
     ),
 )
+QUOTA_SPLIT_UNSTATED = Rule(
+    "quota-split-unstated",
+    _S,
+    "A writing source states every node it selects, so that no identity's quota splits over the rest.",
+    Level.WARNING,
+    why=(
+        "A node a writing source selects but does not state gets no hierarchy from it: it falls "
+        "back to another profile (often hostname-only), so its hardware identity's quota splits "
+        "across one flavor per profile, in proportion to their nodes. A workload that needs the "
+        "topology then sees only the stated nodes' part of the quota: the queue admits less than "
+        "its author meant, without an error."
+    ),
+    fix=(
+        "State every node the source selects in its snapshot (the message counts them), or narrow "
+        "its nodeSelector to the nodes it states."
+    ),
+)
 QUOTA_UNPLACEABLE = Rule(
     "quota-unplaceable",
     _S,
@@ -156,6 +173,7 @@ PATH_SIZE = Rule(
 )
 
 RULES = (
+    QUOTA_SPLIT_UNSTATED,
     NODE_AMBIGUOUS,
     PROFILE_COLLISION,
     FLAVOR_COLLISION,

@@ -208,6 +208,19 @@ SNAPSHOT_UNDECLARED_LEVEL = Rule(
     ),
     fix=("Add the key to the source's levels, or fix its spelling in the snapshot."),
 )
+SOURCE_LEVEL_TYPO = Rule(
+    "source-level-typo",
+    _S,
+    "Each level of a writing source is one its snapshot states (not a misspelling of one it does).",
+    why=(
+        "A level that no node of the snapshot states, beside a key the snapshot states on its "
+        "nodes that is not a level and differs by a letter or two, is a typo in `levels:`. Every "
+        "node's label under the right key is then undeclared and every finer level lacks its "
+        "parent: dozens of errors at snapshot lines, none where the typo is. This one error, at "
+        "the level, stands for them all (they are not reported)."
+    ),
+    fix="Correct the level's spelling to the key the snapshot states (the message names it).",
+)
 LABEL_NOT_WRITABLE = Rule(
     "label-not-writable",
     _S,
@@ -659,6 +672,7 @@ RULES = (
     SNAPSHOT_UNKNOWN_NODE,
     SNAPSHOT_UNSELECTED_NODE,
     SNAPSHOT_UNDECLARED_LEVEL,
+    SOURCE_LEVEL_TYPO,
     LABEL_NOT_WRITABLE,
     SNAPSHOT_LABEL_SYNTAX,
     SNAPSHOT_READ_ONLY_MISMATCH,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from generator.model import Finding, Where
 from generator.rules.schema import SCHEMA
 from generator.sourcetypes import SOURCE_TYPES
+from generator.validate.patterns import in_words
 
 #: kind -> the apiVersion it is written with
 KINDS = {
@@ -83,6 +84,8 @@ def _finding(error: jsonschema.ValidationError, where: Where) -> Finding:
     path = tuple(error.absolute_path)
     shown = ".".join(str(p) for p in path) or "(document)"
     message = f"{shown}: {error.message}"
+    if error.validator == "pattern":  # the form in words, never the regular expression
+        message = f"{shown}: {error.instance!r} is not {in_words(str(error.validator_value))}"
     hint = error.schema.get("description") if isinstance(error.schema, dict) else None
     if hint and error.validator in (
         "pattern",

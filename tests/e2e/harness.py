@@ -48,7 +48,47 @@ VERSIONED = {
     "sigs.k8s.io/node-feature-discovery": "sigs.k8s.io/node-feature-discovery/pkg/version.version",
 }
 KUBE_VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-MODULES = {"kueue": "sigs.k8s.io/kueue", "nfd": "sigs.k8s.io/node-feature-discovery"}
+MODULES = {
+    "kueue": "sigs.k8s.io/kueue",
+    "nfd": "sigs.k8s.io/node-feature-discovery",
+    # the modules of Kueue's integrations, which building Kueue downloads: their CRDs
+    "jobset": "sigs.k8s.io/jobset",
+    "lws": "sigs.k8s.io/lws",
+    "mpi-operator": "github.com/kubeflow/mpi-operator",
+    "training-operator": "github.com/kubeflow/training-operator",
+    "trainer": "github.com/kubeflow/trainer/v2",
+    "kuberay": "github.com/ray-project/kuberay/ray-operator",
+    "appwrapper": "github.com/project-codeflare/appwrapper",
+}
+#: Kueue integration (framework) -> the CRD files it needs, as (module, path in the module).
+#: A CRD once: mpi-operator's MPIJob (v2beta1, Kueue's) and not training-operator's (v1).
+INTEGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "jobset.x-k8s.io/jobset": (("jobset", "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"),),
+    "leaderworkerset.x-k8s.io/leaderworkerset": (
+        ("lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"),
+    ),
+    "kubeflow.org/pytorchjob": (("training-operator", "manifests/base/crds/kubeflow.org_pytorchjobs.yaml"),),
+    "kubeflow.org/mpijob": (("mpi-operator", "manifests/base/kubeflow.org_mpijobs.yaml"),),
+    # Kueue's RayJob reconciler watches the RayClusters its RayJobs own: without their CRD it
+    # never starts, and a RayJob gets no Workload
+    "ray.io/rayjob": (
+        ("kuberay", "config/crd/bases/ray.io_rayjobs.yaml"),
+        ("kuberay", "config/crd/bases/ray.io_rayclusters.yaml"),
+    ),
+    "ray.io/raycluster": (("kuberay", "config/crd/bases/ray.io_rayclusters.yaml"),),
+    "workload.codeflare.dev/appwrapper": (
+        ("appwrapper", "config/crd/bases/workload.codeflare.dev_appwrappers.yaml"),
+    ),
+    "trainer.kubeflow.org/trainjob": tuple(
+        ("trainer", f"manifests/base/crds/trainer.kubeflow.org_{name}.yaml")
+        for name in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
+    ),
+    # pod groups, and the pods of StatefulSets and Deployments (which Kueue judges from the
+    # objects: no controller of theirs is needed for its decision)
+    "pod": (),
+    "statefulset": (),
+    "deployment": (),
+}
 KEEP_BUILDS = 3
 BUILD_TIMEOUT_S = 45 * 60
 START_TIMEOUT_S = 5 * 60
@@ -251,8 +291,17 @@ def _default_binary_name(package: str) -> str:
     return last
 
 
-def start(b: Build, work_dir: Path, extra_label_ns: list[str], controllers: Sequence[str] = ()) -> Cluster:
+def start(
+    b: Build,
+    work_dir: Path,
+    extra_label_ns: list[str],
+    controllers: Sequence[str] = (),
+    integrations: Sequence[str] = (),
+) -> Cluster:
     """Start the harness and wait until it writes its kubeconfig (it does so once ready).
+
+    ``integrations``: Kueue integrations of INTEGRATIONS to enable besides batch/job, with the
+    CRDs they need (each once; TrainJob's needs JobSet's too). None by default.
 
     ``controllers``: kube-controller-manager controllers to run as well; ``"job"`` is the Job,
     TTL-after-finished and garbage collector controllers (tests/cluster/cmd/tasgen-cluster/
@@ -271,6 +320,8 @@ def start(b: Build, work_dir: Path, extra_label_ns: list[str], controllers: Sequ
         f"-kubeconfig={kubeconfig}",
         f"-nfd-extra-label-ns={','.join(extra_label_ns)}",
         *([f"-controllers={','.join(controllers)}"] if controllers else []),
+        *([f"-integrations={','.join(integrations)}"] if integrations else []),
+        *(f"-crd={path}" for path in integration_crds(b, integrations)),
     ]
     with log.open("wb") as out:
         # Own session: teardown can signal the whole group, never the test runner.
@@ -288,6 +339,23 @@ def start(b: Build, work_dir: Path, extra_label_ns: list[str], controllers: Sequ
     return cluster
 
 
+def integration_crds(b: Build, integrations: Sequence[str]) -> list[Path]:
+    """The CRD files the integrations need, each once, in the order of INTEGRATIONS."""
+    unknown = sorted(set(integrations) - INTEGRATIONS.keys())
+    if unknown:
+        raise ClusterError(f"unknown Kueue integrations {unknown} (known: {sorted(INTEGRATIONS)})")
+    wanted = set(integrations)
+    if "trainer.kubeflow.org/trainjob" in wanted:
+        wanted.add("jobset.x-k8s.io/jobset")  # a TrainJob runs as a JobSet
+    files = dict.fromkeys(
+        b.module_dirs[module] / path
+        for name in INTEGRATIONS
+        if name in wanted
+        for module, path in INTEGRATIONS[name]
+    )
+    return list(files)
+
+
 def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -297,11 +365,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--work-dir", type=Path, help="data and logs (default: a new temp dir)")
     parser.add_argument("--controllers", default="", help='e.g. "job" (see start)')
+    parser.add_argument(
+        "--integrations", default="", help='Kueue integrations besides batch/job, or "all" (see INTEGRATIONS)'
+    )
     args = parser.parse_args()
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="tasgen-cluster-"))
     work_dir.mkdir(parents=True, exist_ok=True)
     controllers = [c for c in args.controllers.split(",") if c]
-    cluster = start(build(), work_dir, load_fleet().nfd_label_namespaces, controllers)
+    integrations = (
+        list(INTEGRATIONS) if args.integrations == "all" else [i for i in args.integrations.split(",") if i]
+    )
+    cluster = start(build(), work_dir, load_fleet().nfd_label_namespaces, controllers, integrations)
     print(f"export KUBECONFIG={cluster.kubeconfig}  # logs in {work_dir}; ^C stops", flush=True)
     try:
         cluster.process.wait()

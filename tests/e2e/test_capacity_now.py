@@ -11,6 +11,7 @@ flavor nodeTaints (the generated nodes' own taints stay: the flavors do not tole
 from __future__ import annotations
 
 import itertools
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,8 +41,9 @@ from tests.e2e.fleet import REPO, Fleet, load_fleet
 
 pytestmark = pytest.mark.cluster
 
-#: the generated fleet's seed: any does (the test asks capacity, then Kueue, whatever the fleet)
-SEED = 36
+#: the generated fleet's seed: a fresh one each run unless TASGEN_CAPACITY_SEED repeats one (the
+#: test asks capacity, then Kueue, whatever the fleet; a failure names the seed)
+SEED = int(os.environ.get("TASGEN_CAPACITY_SEED") or random.SystemRandom().randrange(1 << 32))
 DECISION_TIMEOUT_S = 90.0
 KUEUE_GROUP, KUEUE_VERSION = kube.KUEUE_API.split("/")
 #: GPUs per pod asked in each fleet: the example's H100 nodes have 8, the generated 2 to 8
@@ -206,7 +208,7 @@ def _decide(api: client.ApiClient, lane: Lane, case: Case, queue: str) -> tuple[
     finally:
         watching.stop()
     raise AssertionError(
-        f"no decision of Kueue on {case.describe()} in {DECISION_TIMEOUT_S:.0f}s: {messages}"
+        f"seed {SEED}: no decision of Kueue on {case.describe()} in {DECISION_TIMEOUT_S:.0f}s: {messages}"
     )
 
 
@@ -245,10 +247,10 @@ def _remove(api: client.ApiClient, case: Case, queue: str, reserving: int) -> No
 
 def _still_admitted(api: client.ApiClient, holder: Case) -> None:
     workload = _workload_of(DynamicClient(api), holder)
-    assert workload is not None, f"the holder {holder.name}'s Workload is gone"
+    assert workload is not None, f"seed {SEED}: the holder {holder.name}'s Workload is gone"
     reserved, evicted = kube.condition(workload, "QuotaReserved"), kube.condition(workload, "Evicted")
-    assert reserved and reserved["status"] == "True", f"the holder lost its quota: {reserved}"
-    assert not (evicted and evicted["status"] == "True"), f"the holder was evicted: {evicted}"
+    assert reserved and reserved["status"] == "True", f"seed {SEED}: the holder lost its quota: {reserved}"
+    assert not (evicted and evicted["status"] == "True"), f"seed {SEED}: the holder was evicted: {evicted}"
 
 
 # --- the test -------------------------------------------------------------------------------------
@@ -265,7 +267,7 @@ def _check_lane(api: client.ApiClient, kubeconfig: Path, lane: Lane) -> tuple[li
     level = next(lv for lv in _levels(empty, first) if _largest(empty, first, lv, "empty")[0] >= 2)
     holder = _case(lane, "holder", first, _largest(empty, first, level, "empty")[0] // 2 + 1, level)
     admitted, flavor = _decide(api, lane, holder, first)
-    assert admitted, f"the holder {holder.describe()} was not admitted: {flavor}"
+    assert admitted, f"seed {SEED}: the holder {holder.describe()} was not admitted: {flavor}"
     differences, tried = [], []
     try:
         now = _capacity(lane, gpus, kubeconfig)
@@ -273,7 +275,7 @@ def _check_lane(api: client.ApiClient, kubeconfig: Path, lane: Lane) -> tuple[li
         held = _largest(now, first, level, "now")[0], _largest(empty, first, level, "empty")[0]
         seen = [(q["name"], f["quota"]) for q in now["queues"] for f in q["flavors"]]
         assert held[0] < held[1] or any(quota and quota["now"] < quota["empty"] for _, quota in seen), (
-            f"the holder left no trace in capacity's figures: {held}, {seen}"
+            f"seed {SEED}: the holder left no trace in capacity's figures: {held}, {seen}"
         )
         for queue in sorted(lane.queues):
             reserving = 1 if queue == first else 0
@@ -317,5 +319,5 @@ def test_capacity_now_is_what_kueue_admits(
         unlike, tried = _check_lane(api, capacity_cluster.kubeconfig, lane)
         differences += unlike
         # every queue of the lane was tried at a slot and at one pod more
-        assert len(tried) == len(lane.queues), (lane.name, tried)
-    assert not differences, "\n".join(differences)
+        assert len(tried) == len(lane.queues), (SEED, lane.name, tried)
+    assert not differences, f"seed {SEED}:\n" + "\n".join(differences)

@@ -332,7 +332,7 @@ def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(
         # An operator deletes the Job mid-drain (background propagation, as kubectl does); its
         # Pod gets SIGTERM, to which the gate answers with GateTimeout and exit 1.
         client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
-        assert stopped_run(env, stopped) == 1
+        assert stopped_run(env, stopped) == 1, env.runner.log(stopped)  # what it did meanwhile
         # kustomize-controller counts the vanished Job (it has ttlSecondsAfterFinished) as
         # finished and applies the queues' step: the admission policy refuses that.
         message = kube.wait_for(
@@ -415,7 +415,7 @@ def test_flux_gate_revert_during_a_drain_converges_without_a_switch(
         assert attempted(kustomization(env, gate), dropped) and stopped in env.runner.running
         # To abandon the drain at once, an operator deletes the Job (docs/explanation/gate.md).
         client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
-        assert stopped_run(env, stopped) == 1
+        assert stopped_run(env, stopped) == 1, env.runner.log(stopped)  # what it did meanwhile
         flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
         versions = cq.versions()
         assert not cq.gaps

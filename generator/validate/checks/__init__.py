@@ -21,6 +21,7 @@ from generator.validate.checks import (
     snapshots,
     sources,
     taints,
+    typos,
 )
 from generator.validate.checks.base import Check, Context
 
@@ -43,12 +44,10 @@ RISKS = frozenset(rule for rule, _ in risks.CHECKS)
 
 def run_checks(context: Context, *, risks: bool = False) -> Iterable[Finding]:
     """The hits of every check (with ``risks``: of every risk), stamped with the ID and level
-    of the rule it is registered with."""
-    for rule, check in CHECKS:
-        if (rule in RISKS) != risks:
-            continue
-        for hit in check(context):
-            yield rule.of(hit)
+    of the rule it is registered with; one root cause's follow-on errors folded into it
+    (:mod:`.typos`)."""
+    found = [rule.of(hit) for rule, check in CHECKS if (rule in RISKS) == risks for hit in check(context)]
+    return found if risks else typos.fold(context, found)
 
 
 __all__ = ["CHECKS", "RISKS", "Check", "Context", "run_checks"]

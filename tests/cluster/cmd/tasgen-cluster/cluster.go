@@ -54,7 +54,15 @@ func (c *cluster) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading NFD CRDs: %w", err)
 	}
-	if err := c.startControlPlane(append(kueue.crds, nfdCRDs...)); err != nil {
+	crds := append(kueue.crds, nfdCRDs...)
+	for _, path := range c.opts.crds {
+		extra, err := readCRDs(path)
+		if err != nil {
+			return fmt.Errorf("reading -crd: %w", err)
+		}
+		crds = append(crds, extra...)
+	}
+	if err := c.startControlPlane(crds); err != nil {
 		return err
 	}
 	if err := step(ctx, "install Kueue's namespace, webhook Service and configurations", func() error { return c.installKueue(ctx, kueue) }); err != nil {
@@ -140,7 +148,9 @@ func (c *cluster) startControlPlane(crds []*apiextensionsv1.CustomResourceDefini
 	// Installed here rather than through Environment.CRDs: envtest would
 	// replace the conversion webhooks of the CRDs whose types its scheme does
 	// not know, and Kueue's certificate management needs them as shipped.
-	if _, err := envtest.InstallCRDs(c.cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+	// envtest waits 10s by default for the CRDs to be served, too short for the
+	// integrations' CRDs on a loaded machine.
+	if _, err := envtest.InstallCRDs(c.cfg, envtest.CRDInstallOptions{CRDs: crds, MaxTime: c.opts.startTimeout}); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	logf("etcd and kube-apiserver at %s with %d CRDs: done in %s", c.cfg.Host, len(crds), time.Since(started).Round(time.Millisecond))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,17 @@ integrations:
   - batch/job
 `
 
+// kueueFrameworks is the config's list of integrations, batch/job and the
+// -integrations ones: Kueue builds the PodSets of those kinds from the real
+// objects (their CRDs come with -crd).
+func kueueFrameworks(extra []string) string {
+	var b strings.Builder
+	for _, name := range extra {
+		fmt.Fprintf(&b, "  - %s\n", name)
+	}
+	return b.String()
+}
+
 // kueueFeatureGates turns TAS on explicitly (it is beta, on by default, in
 // v0.17) and the visibility API server off: it would listen on all interfaces
 // and needs an APIService that tests do not use.
@@ -89,7 +101,8 @@ func (c *cluster) startKueue(ctx context.Context, webhookPort, healthPort int) e
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(kueueConfig, kueueNamespace, health, loopback, webhookPort, certDir, kueueWebhookService, kueueWebhookSecret)
+	cfg := fmt.Sprintf(kueueConfig, kueueNamespace, health, loopback, webhookPort, certDir, kueueWebhookService, kueueWebhookSecret) +
+		kueueFrameworks(c.opts.integrations)
 	cfgPath := c.path("kueue-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err

@@ -27,6 +27,8 @@ type options struct {
 	nfdLabelNs   string
 	startTimeout time.Duration
 	controllers  []string
+	integrations []string
+	crds         []string
 }
 
 // optionalControllers are the kube-controller-manager controllers -controllers
@@ -54,6 +56,21 @@ func parseFlags() (options, error) {
 			}
 			o.controllers = append(o.controllers, name)
 		}
+		return nil
+	})
+	fs.Func("integrations", "comma-separated Kueue integrations (frameworks) to enable besides batch/job, "+
+		"e.g. jobset.x-k8s.io/jobset,pod (default: none)", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if name == "" || name == "batch/job" {
+				return fmt.Errorf("-integrations: %q is not an integration to add (batch/job is always on)", name)
+			}
+			o.integrations = append(o.integrations, name)
+		}
+		return nil
+	})
+	fs.Func("crd", "a YAML file of CustomResourceDefinitions to install with Kueue's and NFD's, "+
+		"such as an integration's (repeatable)", func(v string) error {
+		o.crds = append(o.crds, v)
 		return nil
 	})
 	if err := fs.Parse(os.Args[1:]); err != nil {
