@@ -320,3 +320,20 @@ def test_now_takes_admitted_quota_placements_and_running_pods() -> None:
     assert verdicts(1, 4) == (True, True)  # h2 has 4 left
     assert verdicts(1, 6) == (True, False)  # no node has 6 left
     assert verdicts(3, 3) == (True, False)  # 9 GPUs: more than the 8 of quota left
+
+
+def test_an_unreachable_cluster_is_a_usage_error_in_the_words_of_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fit reads the cluster through the edge render, plan, capacity and doctor share: a server
+    that refuses the connection is said alike (plan's and capacity's tests say the same)."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    monkeypatch.chdir(CASES)
+    code, output = fit(f"{NAMES[0]}/workload.yaml", "--kubeconfig", str(config))
+    assert code == 2 and f"cannot reach the cluster of {config}:" in output, output
+    assert "Traceback" not in output
