@@ -12,6 +12,9 @@ from generator.rules.semantic import HIERARCHY_PARENT_CHAIN, SNAPSHOT_UNDECLARED
 from generator.util.names import nearest
 from generator.validate.checks.base import Context
 
+#: The rule this pass raises: not a check of its own (it runs after the checks, on their findings).
+RAISES = (SOURCE_LEVEL_TYPO,)
+
 
 @dataclass(frozen=True)
 class LevelTypo:
