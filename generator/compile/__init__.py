@@ -149,7 +149,8 @@ def plan(
         "metadata": {"namespace": inventory.settings.node_feature_namespace},
     }
     synced = sync_wiring.Synced.of([feature, *(m.body for m in control)], _gate_place(ctx)[0])
-    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx), synced)
+    kueue_api = manifests.kueue_api(version)
+    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx), synced, kueue_api)
     summary = _summary(ctx, assignment, queues)
     settings = inventory.settings
     config = (

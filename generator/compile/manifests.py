@@ -40,6 +40,15 @@ NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 SOURCE_LABEL = "topology.gpustack.ai/source"
+#: No engine deletes a NodeFeature: not by pruning (a node that moves between two labels shards
+#: would lose its labels while one shard's prune ran before the other's apply), nor with its
+#: Application. One the render no longer holds stays, kept out of the sync status, until it is
+#: deleted on purpose (docs/reference/rendered.md, "Deletion").
+NODE_FEATURE_ANNOTATIONS = {
+    SYNC_OPTIONS: "Prune=false,Delete=false",
+    COMPARE_OPTIONS: "IgnoreExtraneous",
+    FLUX_PRUNE: "disabled",
+}
 
 
 def source_features(source: str) -> str:
@@ -144,7 +153,12 @@ def _node_feature(
     return {
         "apiVersion": NFD_API,
         "kind": "NodeFeature",
-        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": meta_labels,
+            "annotations": dict(NODE_FEATURE_ANNOTATIONS),
+        },
         "spec": {"labels": labels},
     }
 

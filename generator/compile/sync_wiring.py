@@ -37,6 +37,24 @@ DEFAULT_ARGO = {
 #: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
 #: a retry; and each retry takes the newest revision (refresh), or a revert made mid-drain would
 #: wait until the dropping commit's retries are spent (docs/explanation/gate.md)
+#: An Application or Kustomization that goes (deleted, renamed, a labels shard that the layout
+#: no longer has) leaves its objects in place: the ApplicationSet's Applications carry no
+#: resources finalizer, its controller never deletes one, and Flux orphans a deleted
+#: Kustomization's objects. Deleting on purpose: docs/reference/rendered.md, "Deletion".
+APPSET_SYNC_POLICY: dict[str, Any] = {
+    "preserveResourcesOnDeletion": True,
+    "applicationsSync": "create-update",
+}
+FLUX_DELETION_POLICY = "Orphan"
+#: Kueue writes a queue's Active condition; a queue held on purpose (stopPolicy, e.g. by the
+#: drain gate) is Active=False with reason Stopped and, when nothing else is wrong, no other
+#: reason in its message (Kueue joins them with ", "): it counts as healthy, else the step
+#: would wait for the gate's own hold. Argo CD's Lua in templates/init/ says the same.
+_ACTIVE = "has(status.conditions) && status.conditions.exists(c, c.type == 'Active' && ({}))"
+_HELD = "c.reason == 'Stopped' && !c.message.contains(',')"
+#: A LocalQueue is Active=False whenever its ClusterQueue is, a held one too: its own health
+#: leaves that to the ClusterQueue's and waits only for a queue it names that is missing.
+LOCAL_QUEUE_OK = "c.status == 'True' || c.reason == 'Stopped' || c.reason == 'ClusterQueueIsInactive'"
 DEFAULT_RETRY: dict[str, Any] = {
     "limit": 5,
     "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"},
@@ -101,9 +119,12 @@ class Synced:
         return Synced(frozenset(cluster), frozenset(namespaced), frozenset(namespaces), home)
 
 
-def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Synced) -> list[Manifest]:
-    """rendered/flux/ always; rendered/argocd/ when the config names the repository."""
-    found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout)
+def wiring(
+    paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Synced, kueue_api: str
+) -> list[Manifest]:
+    """rendered/flux/ always; rendered/argocd/ when the config names the repository.
+    ``kueue_api``: the apiVersion of the queues, whose health Flux checks."""
+    found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout, kueue_api)
     if "argocd" in sync:
         argo = sync["argocd"]
         found.append(Manifest("argocd/appproject.yaml", app_project(argo, synced)))
@@ -114,7 +135,9 @@ def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Syn
 # --- Flux -------------------------------------------------------------------------------
 
 
-def flux_kustomizations(paths: Paths, flux: Mapping[str, Any], gate_timeout: int) -> list[Manifest]:
+def flux_kustomizations(
+    paths: Paths, flux: Mapping[str, Any], gate_timeout: int, kueue_api: str
+) -> list[Manifest]:
     """One Kustomization per path; labels shards in one file (it changes only when a shard
     appears or goes), each other step in its own."""
     found: list[Manifest] = []
@@ -122,6 +145,8 @@ def flux_kustomizations(paths: Paths, flux: Mapping[str, Any], gate_timeout: int
     for step, folders in paths.by_step():
         for folder in folders:
             body = _flux_kustomization(paths, flux, folder, before, gate_timeout)
+            if folder == "queues":
+                body["spec"]["healthCheckExprs"] = queue_health_exprs(kueue_api)
             found.append(Manifest(f"flux/{step}.yaml", body))
         before = folders
     return found
@@ -141,6 +166,7 @@ def _flux_kustomization(
         "timeout": "5m",
         "path": f"./{paths.in_repo(folder)}",
         "prune": True,
+        "deletionPolicy": FLUX_DELETION_POLICY,
         "wait": True,
         "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source.get("name", "flux-system")},
     }
@@ -172,6 +198,20 @@ def _gate_ttl_patch() -> dict[str, Any]:
     ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
     patch = json.dumps(ops, separators=(",", ":"))
     return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
+
+
+def queue_health_exprs(kueue_api: str) -> list[dict[str, str]]:
+    """Flux's health of ClusterQueues and LocalQueues (kstatus knows neither): current once
+    Kueue says the queue is Active, or held on purpose; in progress otherwise, so that the
+    Kustomization waits (up to its timeout) for an inactive queue."""
+    return [
+        {
+            "apiVersion": kueue_api,
+            "kind": "ClusterQueue",
+            "current": _ACTIVE.format(f"c.status == 'True' || {_HELD}"),
+        },
+        {"apiVersion": kueue_api, "kind": "LocalQueue", "current": _ACTIVE.format(LOCAL_QUEUE_OK)},
+    ]
 
 
 # --- Argo CD ----------------------------------------------------------------------------
@@ -229,6 +269,7 @@ def application_set(paths: Paths, argo: Mapping[str, Any], home: str) -> dict[st
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": _directory_generator(paths, settings)}],
+            "syncPolicy": dict(APPSET_SYNC_POLICY),
             "strategy": {
                 "type": "RollingSync",
                 "rollingSync": {
