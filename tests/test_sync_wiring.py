@@ -3,6 +3,7 @@ of rendered/argocd/, for one labels folder and for shards."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 from pathlib import Path
@@ -159,6 +160,23 @@ def test_the_app_project_permits_exactly_what_the_render_holds() -> None:
             cluster.add(kind)
     spec = project["spec"]
     assert {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]} == cluster
+    # Cluster-scoped objects by name, as Argo CD matches one (a glob): each object is matched
+    # by an entry of its kind, each entry matches an object, and only flavors and Topologies
+    # (named after the inventory's profiles) by a pattern.
+    whitelist = spec["clusterResourceWhitelist"]
+    scoped = [o for o in objects if not o["metadata"].get("namespace")]
+    for obj in scoped:
+        kind = (obj["apiVersion"].rpartition("/")[0], obj["kind"])
+        assert any(
+            (e["group"], e["kind"]) == kind and fnmatch.fnmatchcase(obj["metadata"]["name"], e["name"])
+            for e in whitelist
+        ), obj["metadata"]["name"]
+    for entry in whitelist:
+        assert any(
+            fnmatch.fnmatchcase(o["metadata"]["name"], entry["name"]) and o["kind"] == entry["kind"]
+            for o in scoped
+        )
+        assert ("*" in entry["name"]) == (entry["kind"] in ("ResourceFlavor", "Topology")), entry
     assert {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]} == namespaced
     template = appset["spec"]["template"]["spec"]
     home = template["destination"]["namespace"]
@@ -173,7 +191,9 @@ def test_the_app_project_permits_exactly_what_the_render_holds() -> None:
 
 
 def test_the_app_project_is_named_like_the_application_set_unless_configured() -> None:
-    synced = Synced.of([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "x"}}], "home")
+    synced = Synced.of(
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}}], "home"
+    )
     paths = Paths.of("rendered", ["labels"])
     for argo, name in (({**ARGO, "name": "gpu"}, "gpu"), ({**ARGO, "project": "fleet"}, "fleet")):
         found = {m.file: m.body for m in wiring(paths, {"argocd": argo}, 60, synced, KUEUE_API)}

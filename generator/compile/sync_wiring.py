@@ -90,31 +90,44 @@ class Paths:
         return folder if self.repo_path == "." else f"{self.repo_path}/{folder}"
 
 
+#: Kinds whose names follow the inventory (a flavor and a Topology per profile): the AppProject
+#: names them by tasgen's prefix, so that a new profile needs no new AppProject; every other
+#: cluster-scoped object it names one by one.
+BY_PREFIX = {("kueue.x-k8s.io", "ResourceFlavor"), ("kueue.x-k8s.io", "Topology")}
+CATALOG_PREFIX = "gpustack-"
+
+
 @dataclass(frozen=True)
 class Synced:
-    """What the engines apply from the synced paths, as an AppProject sees it: the kinds, and
-    the namespaces that namespaced objects go to."""
+    """What the engines apply from the synced paths, as an AppProject sees it: the
+    cluster-scoped objects by kind and name, the namespaced kinds, and the namespaces that
+    namespaced objects go to."""
 
-    cluster_kinds: frozenset[tuple[str, str]]  # (group, kind)
+    cluster_objects: frozenset[tuple[str, str, str]]  # (group, kind, name)
     namespaced_kinds: frozenset[tuple[str, str]]
     namespaces: frozenset[str]
     home: str  # the gate's namespace: the Applications' destination namespace
+
+    @property
+    def cluster_kinds(self) -> frozenset[tuple[str, str]]:
+        return frozenset((group, kind) for group, kind, _ in self.cluster_objects)
 
     @staticmethod
     def of(objects: Iterable[Mapping[str, Any]], home: str) -> Synced:
         """``objects``: every object of the synced paths (an object with a namespace is of a
         namespaced kind: tasgen writes the namespace of each)."""
-        cluster: set[tuple[str, str]] = set()
+        cluster: set[tuple[str, str, str]] = set()
         namespaced: set[tuple[str, str]] = set()
         namespaces = {home}
         for obj in objects:
             kind = (str(obj["apiVersion"]).rpartition("/")[0], str(obj["kind"]))
-            namespace = (obj.get("metadata") or {}).get("namespace")
+            meta = obj.get("metadata") or {}
+            namespace = meta.get("namespace")
             if namespace:
                 namespaced.add(kind)
                 namespaces.add(str(namespace))
             else:
-                cluster.add(kind)
+                cluster.add((*kind, str(meta["name"])))
         return Synced(frozenset(cluster), frozenset(namespaced), frozenset(namespaces), home)
 
 
@@ -224,14 +237,26 @@ def _settings(argo: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def app_project(argo: Mapping[str, Any], synced: Synced) -> dict[str, Any]:
-    """The AppProject of tasgen's Applications: the repository, the destination cluster and
-    only the namespaces and kinds the render holds, so that a commit to the synced paths (or an
-    edit of an Application) cannot make Argo CD apply anything else there, e.g. a RoleBinding in
-    kube-system. Why: docs/explanation/gate.md, "Who is trusted"."""
+    """The AppProject of tasgen's Applications: the repository, the destination cluster, only
+    the namespaces and namespaced kinds the render holds, and its cluster-scoped objects by
+    name (flavors and Topologies by tasgen's prefix), so that a commit to the synced paths (or
+    an edit of an Application) cannot make Argo CD apply anything else, e.g. a RoleBinding in
+    kube-system or a ClusterRoleBinding to cluster-admin. Namespaced kinds cannot be named
+    (Argo CD's namespaceResourceWhitelist takes none). Why: docs/explanation/gate.md, "Who is
+    trusted"."""
     settings = _settings(argo)
 
     def kinds(found: frozenset[tuple[str, str]]) -> list[dict[str, str]]:
         return [{"group": group, "kind": kind} for group, kind in sorted(found)]
+
+    def named(found: frozenset[tuple[str, str, str]]) -> list[dict[str, str]]:
+        """Argo CD v3.5 matches a whitelist entry's name as a glob (an older CRD without the
+        field drops it, and permits the whole kind)."""
+        entries = {
+            (group, kind, f"{CATALOG_PREFIX}*" if (group, kind) in BY_PREFIX else name)
+            for group, kind, name in found
+        }
+        return [{"group": group, "kind": kind, "name": name} for group, kind, name in sorted(entries)]
 
     return {
         "apiVersion": ARGO_API,
@@ -242,12 +267,12 @@ def app_project(argo: Mapping[str, Any], synced: Synced) -> dict[str, Any]:
             "labels": dict(MANAGED_BY),
         },
         "spec": {
-            "description": "tasgen's rendered/ paths: only the namespaces and kinds its render holds",
+            "description": "tasgen's rendered/ paths: only the namespaces, kinds and names its render holds",
             "sourceRepos": [settings["repoURL"]],
             "destinations": [
                 {**settings["destination"], "namespace": namespace} for namespace in sorted(synced.namespaces)
             ],
-            "clusterResourceWhitelist": kinds(synced.cluster_kinds),
+            "clusterResourceWhitelist": named(synced.cluster_objects),
             "namespaceResourceWhitelist": kinds(synced.namespaced_kinds),
         },
     }
