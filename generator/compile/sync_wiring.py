@@ -46,11 +46,13 @@ APPSET_SYNC_POLICY: dict[str, Any] = {
 }
 FLUX_DELETION_POLICY = "Orphan"
 #: Kueue writes a queue's Active condition; a queue held on purpose (stopPolicy, e.g. by the
-#: drain gate) is Active=False with reason Stopped and, when nothing else is wrong, no other
-#: reason in its message (Kueue joins them with ", "): it counts as healthy, else the step
-#: would wait for the gate's own hold. Argo CD's Lua in templates/init/ says the same.
+#: drain gate) is Active=False with reason Stopped and, when nothing else is wrong, exactly
+#: this message (Kueue v0.17 lists every cause in it): it counts as healthy, else the step
+#: would wait for the gate's own hold. Argo CD's Lua in templates/init/ says the same (its
+#: sandbox has no string library: equality it is).
+HELD_MESSAGE = "Can't admit new workloads: is stopped."
 _ACTIVE = "has(status.conditions) && status.conditions.exists(c, c.type == 'Active' && ({}))"
-_HELD = "c.reason == 'Stopped' && !c.message.contains(',')"
+_HELD = f'c.reason == "Stopped" && c.message == "{HELD_MESSAGE}"'
 #: A LocalQueue is Active=False whenever its ClusterQueue is, a held one too: its own health
 #: leaves that to the ClusterQueue's and waits only for a queue it names that is missing.
 LOCAL_QUEUE_OK = "c.status == 'True' || c.reason == 'Stopped' || c.reason == 'ClusterQueueIsInactive'"
