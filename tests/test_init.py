@@ -20,6 +20,7 @@ from tests.conftest import REPO, tasgen, tree
 
 ACTIONLINT = ("github.com/rhysd/actionlint/cmd/actionlint", "v1.7.7")
 ARGO_CD = ("github.com/argoproj/argo-cd/v2", "v2.14.11", "manifests/crds/application-crd.yaml")
+ARGO_CD_PROJECT = ("github.com/argoproj/argo-cd/v2", "v2.14.11", "manifests/crds/appproject-crd.yaml")
 FLUX = (
     "github.com/fluxcd/kustomize-controller",
     "v1.7.3",
@@ -184,7 +185,11 @@ def test_the_workflow_is_actionlint_clean(scaffolded: Path) -> None:
 
 @pytest.mark.parametrize(
     ("crd", "target"),
-    [(ARGO_CD, "deploy/argocd/application.yaml"), (FLUX, "deploy/flux/kustomization.yaml")],
+    [
+        (ARGO_CD, "deploy/argocd/application.yaml"),
+        (ARGO_CD_PROJECT, "deploy/argocd/project.yaml"),
+        (FLUX, "deploy/flux/kustomization.yaml"),
+    ],
 )
 def test_the_bootstrap_objects_fit_their_crds(
     scaffolded: Path, crd: tuple[str, str, str], target: str
@@ -290,3 +295,35 @@ def test_every_workflow_step_fails_when_a_piped_command_fails(scaffolded: Path) 
     for workflow in (scaffolded / ".github" / "workflows").glob("*.yml"):
         jobs = yaml.safe_load(workflow.read_text())["jobs"]
         assert all(job["defaults"]["run"]["shell"] == "bash" for job in jobs.values()), workflow.name
+
+
+def test_the_argocd_health_patch_is_what_the_engine_tests_apply(scaffolded: Path) -> None:
+    """deploy/argocd/argocd-cm-health.yaml: the Lua health checks of Kueue's queues as an
+    argocd-cm merge patch, under the keys Argo CD reads (resource.customizations.health.
+    <group>_<kind>); tests/e2e/argocd.py applies the template itself, so it must be the text."""
+    written = (scaffolded / "deploy/argocd/argocd-cm-health.yaml").read_text()
+    assert written == (REPO / "templates/init/argocd-cm-health.yaml.j2").read_text()
+    data = yaml.safe_load(written)["data"]
+    assert set(data) == {
+        "resource.customizations.health.kueue.x-k8s.io_ClusterQueue",
+        "resource.customizations.health.kueue.x-k8s.io_LocalQueue",
+    }
+    assert all("return hs" in lua for lua in data.values())
+
+
+def test_the_argocd_bootstrap_syncs_only_the_application_set(scaffolded: Path) -> None:
+    """The bootstrap Application reads one file of rendered/argocd/ (a plain directory source,
+    which takes precedence over the kustomization.yaml there), in a project that permits
+    ApplicationSets in the argocd namespace and nothing cluster-scoped: the AppProject of the
+    generated Applications is not synced from the repository."""
+    application = yaml.safe_load((scaffolded / "deploy/argocd/application.yaml").read_text())
+    project = yaml.safe_load((scaffolded / "deploy/argocd/project.yaml").read_text())
+    source = application["spec"]["source"]
+    assert source["directory"] == {"include": "applicationset.yaml"} and "kustomize" not in source
+    assert application["spec"]["project"] == project["metadata"]["name"] != "default"
+    assert project["spec"]["clusterResourceWhitelist"] == []
+    assert project["spec"]["namespaceResourceWhitelist"] == [
+        {"group": "argoproj.io", "kind": "ApplicationSet"}
+    ]
+    assert [d["namespace"] for d in project["spec"]["destinations"]] == [application["metadata"]["namespace"]]
+    assert project["spec"]["sourceRepos"] == [source["repoURL"]]

@@ -3,11 +3,13 @@ of rendered/argocd/, for one labels folder and for shards."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+import celpy
 import pytest
 import yaml
 
@@ -29,10 +31,11 @@ from generator.validate.schema import schema_of
 from tests.conftest import NOW, REPO, Run, tasgen
 
 SHARDS = ("labels/shard-0", "labels/shard-2", "labels/shard-1")
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
 def flux(paths: Paths, **settings: Any) -> dict[str, dict[str, Any]]:
-    return {m.body["metadata"]["name"]: m.body for m in flux_kustomizations(paths, settings, 600)}
+    return {m.body["metadata"]["name"]: m.body for m in flux_kustomizations(paths, settings, 600, KUEUE_API)}
 
 
 @pytest.mark.parametrize(
@@ -52,8 +55,17 @@ def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
         [{"name": "tasgen-queues"}],
     ]
     assert all(k["spec"]["wait"] and k["spec"]["prune"] for k in chain)
+    # A Kustomization that goes (deleted, renamed, a shard gone) leaves its objects in place.
+    assert [k["spec"]["deletionPolicy"] for k in chain] == ["Orphan"] * 5
+    # Only the queues' step holds Kueue's queues, whose health Flux checks by expressions.
+    assert [bool(k["spec"].get("healthCheckExprs")) for k in chain] == [False, False, False, True, False]
     # The two Jobs are immutable: a new plan or keep list recreates them.
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False, True]
+    # ... and only that: no TTL on either Job under Flux (the retire step patches its hook's off).
+    assert [bool(k["spec"].get("patches")) for k in chain] == [False, False, False, False, True]
+    (patch,) = chain[4]["spec"]["patches"]
+    assert json.loads(patch["patch"]) == [{"op": "remove", "path": "/spec/ttlSecondsAfterFinished"}]
+    assert patch["target"] == {"kind": "Job", "name": "tasgen-retire"}
     # Flux waits for a Job as long as it may run: 2 pods x (timeout + 300 s start) + 60; the
     # gate's timeout is the config's (600 here), the retire step's 300.
     assert chain[2]["spec"]["timeout"] == "1860s"
@@ -78,7 +90,7 @@ def test_flux_shards_each_get_a_kustomization_and_kueue_waits_for_all() -> None:
 
 
 def test_flux_files_keep_shards_together() -> None:
-    files = [m.file for m in flux_kustomizations(Paths.of("rendered", SHARDS), {}, 60)]
+    files = [m.file for m in flux_kustomizations(Paths.of("rendered", SHARDS), {}, 60, KUEUE_API)]
     assert files == ["flux/labels.yaml"] * 3 + [
         f"flux/{s}.yaml" for s in ("kueue", "gate", "queues", "retire")
     ]
@@ -114,10 +126,10 @@ ARGO = {"repoURL": "https://git.example.com/fleet.git"}
 def test_argocd_is_rendered_only_when_configured() -> None:
     paths = Paths.of("rendered", ["labels"])
     synced = Synced.of([], "tasgen-system")
-    assert {m.file for m in wiring(paths, {}, 60, synced)} == {
+    assert {m.file for m in wiring(paths, {}, 60, synced, KUEUE_API)} == {
         f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues", "retire")
     }
-    argo = {m.file for m in wiring(paths, {"argocd": ARGO}, 60, synced)}
+    argo = {m.file for m in wiring(paths, {"argocd": ARGO}, 60, synced, KUEUE_API)}
     assert {"argocd/applicationset.yaml", "argocd/appproject.yaml"} <= argo
 
 
@@ -148,6 +160,23 @@ def test_the_app_project_permits_exactly_what_the_render_holds() -> None:
             cluster.add(kind)
     spec = project["spec"]
     assert {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]} == cluster
+    # Cluster-scoped objects by name, as Argo CD matches one (a glob): each object is matched
+    # by an entry of its kind, each entry matches an object, and only flavors and Topologies
+    # (named after the inventory's profiles) by a pattern.
+    whitelist = spec["clusterResourceWhitelist"]
+    scoped = [o for o in objects if not o["metadata"].get("namespace")]
+    for obj in scoped:
+        kind = (obj["apiVersion"].rpartition("/")[0], obj["kind"])
+        assert any(
+            (e["group"], e["kind"]) == kind and fnmatch.fnmatchcase(obj["metadata"]["name"], e["name"])
+            for e in whitelist
+        ), obj["metadata"]["name"]
+    for entry in whitelist:
+        assert any(
+            fnmatch.fnmatchcase(o["metadata"]["name"], entry["name"]) and o["kind"] == entry["kind"]
+            for o in scoped
+        )
+        assert ("*" in entry["name"]) == (entry["kind"] in ("ResourceFlavor", "Topology")), entry
     assert {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]} == namespaced
     template = appset["spec"]["template"]["spec"]
     home = template["destination"]["namespace"]
@@ -162,10 +191,12 @@ def test_the_app_project_permits_exactly_what_the_render_holds() -> None:
 
 
 def test_the_app_project_is_named_like_the_application_set_unless_configured() -> None:
-    synced = Synced.of([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "x"}}], "home")
+    synced = Synced.of(
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}}], "home"
+    )
     paths = Paths.of("rendered", ["labels"])
     for argo, name in (({**ARGO, "name": "gpu"}, "gpu"), ({**ARGO, "project": "fleet"}, "fleet")):
-        found = {m.file: m.body for m in wiring(paths, {"argocd": argo}, 60, synced)}
+        found = {m.file: m.body for m in wiring(paths, {"argocd": argo}, 60, synced, KUEUE_API)}
         assert found["argocd/appproject.yaml"]["metadata"]["name"] == name
         assert found["argocd/applicationset.yaml"]["spec"]["template"]["spec"]["project"] == name
         destinations = found["argocd/appproject.yaml"]["spec"]["destinations"]
@@ -204,6 +235,15 @@ def test_argocd_rolling_sync_steps_run_in_order() -> None:
     ]
     # RollingSync triggers each sync with the template's prune setting.
     assert spec["template"]["spec"]["syncPolicy"]["automated"]["prune"] is True
+
+
+def test_argocd_applications_going_delete_nothing() -> None:
+    """No resources finalizer on the generated Applications (Argo CD adds it unless
+    preserveResourcesOnDeletion), and the controller never deletes an Application whose
+    path went (create-update)."""
+    spec = application_set(Paths.of("rendered", SHARDS), ARGO, "tasgen-system")["spec"]
+    assert spec["syncPolicy"] == {"preserveResourcesOnDeletion": True, "applicationsSync": "create-update"}
+    assert "finalizers" not in spec["template"]["metadata"]
 
 
 def test_argocd_settings_come_from_the_config() -> None:
@@ -352,3 +392,69 @@ def test_a_value_of_documents_is_measured_as_the_text_it_is_written_as() -> None
 
 def test_go_escapes_are_counted() -> None:
     assert applied_size({"a": "<&>"}) == len('{"a":"\\u003c\\u0026\\u003e"}')
+
+
+# --- Flux's health of Kueue's queues, evaluated as kustomize-controller does (CEL) ------------
+
+STOPPED = "Can't admit new workloads: is stopped."
+#: (an Active condition as Kueue v0.17 writes it, or None for a queue Kueue has not looked at)
+#: -> whether the ClusterQueue counts as current; messages are Kueue's (inactiveReason)
+CLUSTER_QUEUE_CASES = [
+    (None, False),
+    ({"status": "True", "reason": "Ready", "message": "Can admit new workloads"}, True),
+    ({"status": "False", "reason": "Stopped", "message": STOPPED}, True),
+    (
+        {
+            "status": "False",
+            "reason": "Stopped",
+            "message": "Can't admit new workloads: is stopped, references missing ResourceFlavor(s): a.",
+        },
+        False,
+    ),
+    (
+        {
+            "status": "False",
+            "reason": "FlavorNotFound",
+            "message": "Can't admit new workloads: references missing ResourceFlavor(s): a.",
+        },
+        False,
+    ),
+    ({"status": "False", "reason": "TopologyNotFound", "message": 'there is no Topology "t"'}, False),
+    (
+        {"status": "False", "reason": "Terminating", "message": "Can't admit new workloads; terminating"},
+        False,
+    ),
+]
+LOCAL_QUEUE_CASES = [
+    (None, False),
+    ({"status": "True", "reason": "Ready", "message": "Can submit new workloads to localQueue"}, True),
+    ({"status": "False", "reason": "Stopped", "message": "LocalQueue is stopped"}, True),
+    ({"status": "False", "reason": "ClusterQueueIsInactive", "message": "Can't submit"}, True),
+    ({"status": "False", "reason": "ClusterQueueDoesNotExist", "message": "Can't submit"}, False),
+]
+
+
+def _current(kind: str, condition: dict[str, str] | None) -> bool:
+    (check,) = [
+        e
+        for e in flux(Paths.of("rendered", ["labels"]))["tasgen-queues"]["spec"]["healthCheckExprs"]
+        if e["kind"] == kind
+    ]
+    assert check["apiVersion"] == KUEUE_API and set(check) == {"apiVersion", "kind", "current"}
+    status: dict[str, Any] = {}
+    if condition is not None:
+        other = {"type": "Other", "status": "True", "reason": "X", "message": "x"}
+        status["conditions"] = [other, {"type": "Active", **condition}]
+    env = celpy.Environment()
+    program = env.program(env.compile(check["current"]))
+    return bool(program.evaluate({"status": celpy.json_to_cel(status)}))
+
+
+@pytest.mark.parametrize(("condition", "current"), CLUSTER_QUEUE_CASES)
+def test_flux_cluster_queue_health(condition: dict[str, str] | None, current: bool) -> None:
+    assert _current("ClusterQueue", condition) is current
+
+
+@pytest.mark.parametrize(("condition", "current"), LOCAL_QUEUE_CASES)
+def test_flux_local_queue_health(condition: dict[str, str] | None, current: bool) -> None:
+    assert _current("LocalQueue", condition) is current

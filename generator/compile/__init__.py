@@ -150,7 +150,8 @@ def render_objects(
         "metadata": {"namespace": inventory.settings.node_feature_namespace},
     }
     synced = sync_wiring.Synced.of([feature, *(m.body for m in control)], _gate_place(ctx)[0])
-    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx), synced)
+    kueue_api = manifests.kueue_api(version)
+    objects += sync_wiring.wiring(paths, inventory.settings.sync, _gate_timeout(ctx), synced, kueue_api)
     summary = _summary(ctx, assignment, queues)
     settings = inventory.settings
     config = (

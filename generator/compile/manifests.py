@@ -40,6 +40,15 @@ NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 KUEUE_GROUP = "kueue.x-k8s.io"
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 SOURCE_LABEL = "topology.gpustack.ai/source"
+#: No engine deletes a NodeFeature: not by pruning (a node that moves between two labels shards
+#: would lose its labels while one shard's prune ran before the other's apply), nor with its
+#: Application. One the render no longer holds stays, kept out of the sync status, until it is
+#: deleted on purpose (docs/reference/rendered.md, "Deletion").
+NODE_FEATURE_ANNOTATIONS = {
+    SYNC_OPTIONS: "Prune=false,Delete=false",
+    COMPARE_OPTIONS: "IgnoreExtraneous",
+    FLUX_PRUNE: "disabled",
+}
 
 
 def source_features(source: str) -> str:
@@ -144,7 +153,12 @@ def _node_feature(
     return {
         "apiVersion": NFD_API,
         "kind": "NodeFeature",
-        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": meta_labels,
+            "annotations": dict(NODE_FEATURE_ANNOTATIONS),
+        },
         "spec": {"labels": labels},
     }
 
@@ -293,13 +307,35 @@ def _retained_resources(covered: tuple[str, ...], cohort: bool) -> list[dict[str
 def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]]:
     result = []
     for r in covered:
-        entry = {"name": r, "nominalQuota": qf.quota[r]}
+        entry = {"name": r, "nominalQuota": stored_form(qf.quota[r])}
         if r in qf.borrowing_limit:
-            entry["borrowingLimit"] = qf.borrowing_limit[r]
+            entry["borrowingLimit"] = stored_form(qf.borrowing_limit[r])
         if r in qf.lending_limit:
-            entry["lendingLimit"] = qf.lending_limit[r]
+            entry["lendingLimit"] = stored_form(qf.lending_limit[r])
         result.append(entry)
     return result
+
+
+_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
+
+
+def stored_form(quantity: str) -> str:
+    """A quantity as Kueue stores it: its webhook decodes the queue into Go's
+    resource.Quantity, whose canonical text keeps the largest power-of-1000 suffix that leaves
+    the number whole ("2000" -> "2k", "12000m" -> "12"). Written that way, a queue the engine
+    applies does not differ from the one it reads back. Takes what format_units writes: a
+    whole number, millis, or a whole number with the largest exact binary suffix (already
+    canonical)."""
+    if quantity.endswith("m"):
+        millis = int(quantity[:-1])
+        return quantity if millis % 1000 else stored_form(str(millis // 1000))
+    if not quantity.isdigit() or quantity == "0":
+        return quantity
+    number = int(quantity)
+    for exponent, suffix in _DECIMAL_SUFFIXES:
+        if number % 10**exponent == 0:
+            return f"{number // 10**exponent}{suffix}"
+    return quantity
 
 
 #: v1beta2 values of flavorFungibility that v1beta1 (before v0.17) spells differently

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.compile.engines import MANAGED_BY
-from generator.compile.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
-from generator.compile.gate_wiring import NAME as GATE_JOB
+from generator.compile.gate_wiring import RETIRE_NAME, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 from generator.model import Manifest
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -37,6 +36,26 @@ DEFAULT_ARGO = {
 #: a gate that timed out before the drain, or a queue apply the admission policy refused, needs
 #: a retry; and each retry takes the newest revision (refresh), or a revert made mid-drain would
 #: wait until the dropping commit's retries are spent (docs/explanation/gate.md)
+#: An Application or Kustomization that goes (deleted, renamed, a labels shard that the layout
+#: no longer has) leaves its objects in place: the ApplicationSet's Applications carry no
+#: resources finalizer, its controller never deletes one, and Flux orphans a deleted
+#: Kustomization's objects. Deleting on purpose: docs/reference/rendered.md, "Deletion".
+APPSET_SYNC_POLICY: dict[str, Any] = {
+    "preserveResourcesOnDeletion": True,
+    "applicationsSync": "create-update",
+}
+FLUX_DELETION_POLICY = "Orphan"
+#: Kueue writes a queue's Active condition; a queue held on purpose (stopPolicy, e.g. by the
+#: drain gate) is Active=False with reason Stopped and, when nothing else is wrong, exactly
+#: this message (Kueue v0.17 lists every cause in it): it counts as healthy, else the step
+#: would wait for the gate's own hold. Argo CD's Lua in templates/init/ says the same (its
+#: sandbox has no string library: equality it is).
+HELD_MESSAGE = "Can't admit new workloads: is stopped."
+_ACTIVE = "has(status.conditions) && status.conditions.exists(c, c.type == 'Active' && ({}))"
+_HELD = f'c.reason == "Stopped" && c.message == "{HELD_MESSAGE}"'
+#: A LocalQueue is Active=False whenever its ClusterQueue is, a held one too: its own health
+#: leaves that to the ClusterQueue's and waits only for a queue it names that is missing.
+LOCAL_QUEUE_OK = "c.status == 'True' || c.reason == 'Stopped' || c.reason == 'ClusterQueueIsInactive'"
 DEFAULT_RETRY: dict[str, Any] = {
     "limit": 5,
     "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"},
@@ -73,37 +92,53 @@ class Paths:
         return folder if self.repo_path == "." else f"{self.repo_path}/{folder}"
 
 
+#: Kinds whose names follow the inventory (a flavor and a Topology per profile): the AppProject
+#: names them by tasgen's prefix, so that a new profile needs no new AppProject; every other
+#: cluster-scoped object it names one by one.
+BY_PREFIX = {("kueue.x-k8s.io", "ResourceFlavor"), ("kueue.x-k8s.io", "Topology")}
+CATALOG_PREFIX = "gpustack-"
+
+
 @dataclass(frozen=True)
 class Synced:
-    """What the engines apply from the synced paths, as an AppProject sees it: the kinds, and
-    the namespaces that namespaced objects go to."""
+    """What the engines apply from the synced paths, as an AppProject sees it: the
+    cluster-scoped objects by kind and name, the namespaced kinds, and the namespaces that
+    namespaced objects go to."""
 
-    cluster_kinds: frozenset[tuple[str, str]]  # (group, kind)
+    cluster_objects: frozenset[tuple[str, str, str]]  # (group, kind, name)
     namespaced_kinds: frozenset[tuple[str, str]]
     namespaces: frozenset[str]
     home: str  # the gate's namespace: the Applications' destination namespace
+
+    @property
+    def cluster_kinds(self) -> frozenset[tuple[str, str]]:
+        return frozenset((group, kind) for group, kind, _ in self.cluster_objects)
 
     @staticmethod
     def of(objects: Iterable[Mapping[str, Any]], home: str) -> Synced:
         """``objects``: every object of the synced paths (an object with a namespace is of a
         namespaced kind: tasgen writes the namespace of each)."""
-        cluster: set[tuple[str, str]] = set()
+        cluster: set[tuple[str, str, str]] = set()
         namespaced: set[tuple[str, str]] = set()
         namespaces = {home}
         for obj in objects:
             kind = (str(obj["apiVersion"]).rpartition("/")[0], str(obj["kind"]))
-            namespace = (obj.get("metadata") or {}).get("namespace")
+            meta = obj.get("metadata") or {}
+            namespace = meta.get("namespace")
             if namespace:
                 namespaced.add(kind)
                 namespaces.add(str(namespace))
             else:
-                cluster.add(kind)
+                cluster.add((*kind, str(meta["name"])))
         return Synced(frozenset(cluster), frozenset(namespaced), frozenset(namespaces), home)
 
 
-def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Synced) -> list[Manifest]:
-    """rendered/flux/ always; rendered/argocd/ when the config names the repository."""
-    found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout)
+def wiring(
+    paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Synced, kueue_api: str
+) -> list[Manifest]:
+    """rendered/flux/ always; rendered/argocd/ when the config names the repository.
+    ``kueue_api``: the apiVersion of the queues, whose health Flux checks."""
+    found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout, kueue_api)
     if "argocd" in sync:
         argo = sync["argocd"]
         found.append(Manifest("argocd/appproject.yaml", app_project(argo, synced)))
@@ -114,7 +149,9 @@ def wiring(paths: Paths, sync: Mapping[str, Any], gate_timeout: int, synced: Syn
 # --- Flux -------------------------------------------------------------------------------
 
 
-def flux_kustomizations(paths: Paths, flux: Mapping[str, Any], gate_timeout: int) -> list[Manifest]:
+def flux_kustomizations(
+    paths: Paths, flux: Mapping[str, Any], gate_timeout: int, kueue_api: str
+) -> list[Manifest]:
     """One Kustomization per path; labels shards in one file (it changes only when a shard
     appears or goes), each other step in its own."""
     found: list[Manifest] = []
@@ -122,6 +159,8 @@ def flux_kustomizations(paths: Paths, flux: Mapping[str, Any], gate_timeout: int
     for step, folders in paths.by_step():
         for folder in folders:
             body = _flux_kustomization(paths, flux, folder, before, gate_timeout)
+            if folder == "queues":
+                body["spec"]["healthCheckExprs"] = queue_health_exprs(kueue_api)
             found.append(Manifest(f"flux/{step}.yaml", body))
         before = folders
     return found
@@ -141,6 +180,7 @@ def _flux_kustomization(
         "timeout": "5m",
         "path": f"./{paths.in_repo(folder)}",
         "prune": True,
+        "deletionPolicy": FLUX_DELETION_POLICY,
         "wait": True,
         "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source.get("name", "flux-system")},
     }
@@ -149,13 +189,15 @@ def _flux_kustomization(
     if after:
         spec["dependsOn"] = [{"name": _flux_name(f)} for f in after]
     if folder == "gate":
-        # The Job is immutable: a new plan hash in its template makes Flux recreate it.
+        # The Job is immutable: a new plan hash in its template makes Flux recreate it; the
+        # same plan leaves it alone, finished or not. It has no TTL: Flux would recreate a
+        # deleted Job, and run it again, at every reconciliation.
         spec["force"] = True
         spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
-        spec["patches"] = [_gate_ttl_patch()]
     if folder == "retire":
         spec["force"] = True  # the same for the retire Job and its keep list's hash
         spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
+        spec["patches"] = [_no_ttl_patch(RETIRE_NAME)]
     meta = {
         "name": _flux_name(folder),
         "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),
@@ -164,14 +206,27 @@ def _flux_kustomization(
     return {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}
 
 
-def _gate_ttl_patch() -> dict[str, Any]:
-    """Flux's gate Job is deleted once it has finished for a while, and Flux recreates it on its
-    next reconciliation: a drain that outlasted the gate's timeout resumes by itself. (Argo CD's
-    is kept: there a deleted Job would leave the gate's Application OutOfSync.)"""
+def _no_ttl_patch(job: str) -> dict[str, Any]:
+    """The retire Job is an Argo CD Sync hook, which its TTL deletes after a run; Flux's has
+    none (see the gate's, above)."""
     # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer.
-    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
+    ops = [{"op": "remove", "path": "/spec/ttlSecondsAfterFinished"}]
     patch = json.dumps(ops, separators=(",", ":"))
-    return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
+    return {"patch": patch, "target": {"kind": "Job", "name": job}}
+
+
+def queue_health_exprs(kueue_api: str) -> list[dict[str, str]]:
+    """Flux's health of ClusterQueues and LocalQueues (kstatus knows neither): current once
+    Kueue says the queue is Active, or held on purpose; in progress otherwise, so that the
+    Kustomization waits (up to its timeout) for an inactive queue."""
+    return [
+        {
+            "apiVersion": kueue_api,
+            "kind": "ClusterQueue",
+            "current": _ACTIVE.format(f"c.status == 'True' || {_HELD}"),
+        },
+        {"apiVersion": kueue_api, "kind": "LocalQueue", "current": _ACTIVE.format(LOCAL_QUEUE_OK)},
+    ]
 
 
 # --- Argo CD ----------------------------------------------------------------------------
@@ -184,14 +239,26 @@ def _settings(argo: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def app_project(argo: Mapping[str, Any], synced: Synced) -> dict[str, Any]:
-    """The AppProject of tasgen's Applications: the repository, the destination cluster and
-    only the namespaces and kinds the render holds, so that a commit to the synced paths (or an
-    edit of an Application) cannot make Argo CD apply anything else there, e.g. a RoleBinding in
-    kube-system. Why: docs/explanation/gate.md, "Who is trusted"."""
+    """The AppProject of tasgen's Applications: the repository, the destination cluster, only
+    the namespaces and namespaced kinds the render holds, and its cluster-scoped objects by
+    name (flavors and Topologies by tasgen's prefix), so that a commit to the synced paths (or
+    an edit of an Application) cannot make Argo CD apply anything else, e.g. a RoleBinding in
+    kube-system or a ClusterRoleBinding to cluster-admin. Namespaced kinds cannot be named
+    (Argo CD's namespaceResourceWhitelist takes none). Why: docs/explanation/gate.md, "Who is
+    trusted"."""
     settings = _settings(argo)
 
     def kinds(found: frozenset[tuple[str, str]]) -> list[dict[str, str]]:
         return [{"group": group, "kind": kind} for group, kind in sorted(found)]
+
+    def named(found: frozenset[tuple[str, str, str]]) -> list[dict[str, str]]:
+        """Argo CD v3.5 matches a whitelist entry's name as a glob (an older CRD without the
+        field drops it, and permits the whole kind)."""
+        entries = {
+            (group, kind, f"{CATALOG_PREFIX}*" if (group, kind) in BY_PREFIX else name)
+            for group, kind, name in found
+        }
+        return [{"group": group, "kind": kind, "name": name} for group, kind, name in sorted(entries)]
 
     return {
         "apiVersion": ARGO_API,
@@ -202,12 +269,12 @@ def app_project(argo: Mapping[str, Any], synced: Synced) -> dict[str, Any]:
             "labels": dict(MANAGED_BY),
         },
         "spec": {
-            "description": "tasgen's rendered/ paths: only the namespaces and kinds its render holds",
+            "description": "tasgen's rendered/ paths: only the namespaces, kinds and names its render holds",
             "sourceRepos": [settings["repoURL"]],
             "destinations": [
                 {**settings["destination"], "namespace": namespace} for namespace in sorted(synced.namespaces)
             ],
-            "clusterResourceWhitelist": kinds(synced.cluster_kinds),
+            "clusterResourceWhitelist": named(synced.cluster_objects),
             "namespaceResourceWhitelist": kinds(synced.namespaced_kinds),
         },
     }
@@ -229,6 +296,7 @@ def application_set(paths: Paths, argo: Mapping[str, Any], home: str) -> dict[st
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
             "generators": [{"git": _directory_generator(paths, settings)}],
+            "syncPolicy": dict(APPSET_SYNC_POLICY),
             "strategy": {
                 "type": "RollingSync",
                 "rollingSync": {

@@ -12,7 +12,13 @@ from posixpath import dirname
 from typing import Any
 
 from generator.compile.engines import MANAGED_BY
-from generator.compile.manifests import NFD_API, NODE_NAME_LABEL, SOURCE_LABEL, FeatureFile
+from generator.compile.manifests import (
+    NFD_API,
+    NODE_FEATURE_ANNOTATIONS,
+    NODE_NAME_LABEL,
+    SOURCE_LABEL,
+    FeatureFile,
+)
 from generator.emit import yaml
 from generator.model import Manifest
 
@@ -105,7 +111,8 @@ def _feature_stencil(namespace: str, source: str | None) -> tuple[str, str, str]
     managed = "".join(f"    {quoted[k]}: {quoted[v]}\n" for k, v in MANAGED_BY.items())
     middle = f"\n  namespace: {quoted[namespace]}\n  labels:\n{managed}    {quoted[NODE_NAME_LABEL]}: "
     tail = f"\n    {quoted[SOURCE_LABEL]}: {quoted[source]}\n" if source is not None else "\n"
-    return head, middle, tail + "spec:\n"
+    notes = "".join(f"    {quoted[k]}: {quoted[v]}\n" for k, v in NODE_FEATURE_ANNOTATIONS.items())
+    return head, middle, f"{tail}  annotations:\n{notes}spec:\n"
 
 
 def _kustomization(resources: list[str]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from kubernetes.client.exceptions import ApiException
 
 from generator.compile.gate_wiring import JOB_TTL_SECONDS
 from generator.compile.gate_wiring import NAME as GATE_JOB
-from tests.e2e import flux, harness, kube
+from generator.compile.gate_wiring import RETIRE_NAME as RETIRE_JOB
+from tests.e2e import flux, harness, keeping, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet
 
@@ -71,13 +72,57 @@ def test_flux_first_sync_lands_every_object_in_order(
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
-    # rendered/gate/job.yaml has no TTL (Argo CD keeps its gate Job); Flux's gate Kustomization
-    # patches one on, so that a finished Job is deleted and Flux recreates it.
-    (gate,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == GATE_JOB]
-    assert "ttlSecondsAfterFinished" not in gate["spec"]
-    live = kube.get(env.dyn, "batch/v1", "Job", GATE_JOB, gate["metadata"]["namespace"])
-    assert live["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS
+    # Neither Job has a TTL under Flux (a Job the TTL deleted, Flux would run again): the gate's
+    # file has none, and the retire step's Kustomization takes off its Argo CD hook's.
+    for name in (GATE_JOB, RETIRE_JOB):
+        (job,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == name]
+        live = kube.get(env.dyn, "batch/v1", "Job", name, job["metadata"]["namespace"])
+        assert "ttlSecondsAfterFinished" not in live["spec"], name
+    (retire,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == RETIRE_JOB]
+    assert retire["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS
     flux.assert_example_landed(env.api)
+
+
+def test_flux_runs_the_jobs_once_per_change(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """Three reconciliations of the gate's and the retire step's Kustomizations without a
+    commit: the same Jobs (by UID), no new run, neither Kustomization ever not Ready."""
+    revision = first[0]
+    rendered = env.repo.work / "rendered"
+    names = {GATE_JOB: flux.step_of(rendered, "gate"), RETIRE_JOB: flux.step_of(rendered, "retire")}
+    namespace = next(iter({o["metadata"]["namespace"] for o in load_fleet().of_kind("Job")}))
+
+    def uid(job: str) -> str:
+        return str(kube.get(env.dyn, "batch/v1", "Job", job, namespace)["metadata"]["uid"])
+
+    before = {job: uid(job) for job in names}
+    runs = dict(env.runner.done)
+    histories = [flux.kustomization_history(env.api, k) for k in names.values()]
+    for history in histories:
+        history.__enter__()
+    try:
+        for _ in range(3):
+            for k in names.values():
+                token = flux.request_reconcile(env.dyn, k)
+                kube.wait_for(
+                    f"{k} to handle {token}", lambda k=k, t=token: handled(env, k, t), SYNC_TIMEOUT_S
+                )
+        versions = [h.versions() for h in histories]
+    finally:
+        for history in histories:
+            history.__exit__(None, None, None)
+    assert {job: uid(job) for job in names} == before
+    assert dict(env.runner.done) == runs and not env.runner.running
+    # never failed meanwhile (Unknown while a reconciliation runs), and Ready at the end
+    for found in versions:
+        states = [(kube.condition(v, "Ready") or {}).get("status") for v in found]
+        assert "False" not in states and flux.ready_at(found[-1], revision), states
+
+
+def handled(env: flux.FluxEnv, name: str, token: str) -> dict[str, Any] | None:
+    k = kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, flux.NAMESPACE)
+    return k if (k.get("status") or {}).get("lastHandledReconcileAt") == token else None
 
 
 def node_label(env: flux.FluxEnv, node: str, key: str) -> str | None:
@@ -118,3 +163,154 @@ def test_flux_syncs_a_commit_that_drops_a_flavor(
         lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", gb200[0]),
     )
     kube.wait_for("training Active", lambda: kube.queue_active(env.dyn, "training"))
+
+
+# --- what the fleet runs on stays; a queue's health ------------------------------------------
+
+
+def working_fleet(env: flux.FluxEnv) -> Fleet:
+    """The fleet as the working copy renders it now (the tests above changed it)."""
+    return load_fleet(env.repo.work / "inventories", env.repo.work / "rendered")
+
+
+def kueue_api(fleet: Fleet) -> str:
+    (api,) = {str(q["apiVersion"]) for q in fleet.of_kind("ClusterQueue")}
+    return api
+
+
+def health_checks_running(k: dict[str, Any], revision: str) -> bool:
+    """kustomize-controller applied the revision and waits in its health checks."""
+    healthy = kube.condition(k, "Healthy")
+    message = str((healthy or {}).get("message", ""))
+    return bool(
+        healthy
+        and healthy["status"] == "Unknown"
+        and "Running health checks" in message
+        and revision in message
+    )
+
+
+def back_to(env: flux.FluxEnv, message: str, probe_flavor: dict[str, Any] | None = None) -> str:
+    """The working copy's render committed again (probes gone) and synced; then the probe's
+    flavor deleted by hand (no queue names it any more)."""
+    revision = env.repo.render_and_commit(message)
+    flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+    if probe_flavor is not None:
+        resource = env.dyn.resources.get(api_version=probe_flavor["apiVersion"], kind="ResourceFlavor")
+        resource.delete(name=probe_flavor["metadata"]["name"])
+    return revision
+
+
+def test_flux_queue_health_waits_for_an_inactive_queue_not_a_held_one(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fleet = working_fleet(env)
+    api = kueue_api(fleet)
+    rendered = env.repo.work / "rendered"
+    queues = flux.step_of(rendered, "queues")
+    # A queue held on purpose (as the gate holds one) is Active=False in Kueue, yet the step
+    # is Ready: its health must not wait for the hold.
+    keeping.probe_queue(rendered, "probe-held", stop="Hold")
+    revision = env.repo.commit("a held queue")
+    flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+    held = keeping.active(env.dyn, api, "probe-held")
+    assert held is not None and (held["status"], held["reason"]) == ("False", "Stopped"), held
+
+    # A queue that Kueue keeps inactive (a flavor no one made) holds the step, and so retire's.
+    keeping.probe_queue(rendered, "probe-inactive", missing_flavor=True)
+    revision = env.repo.commit("a queue naming a missing flavor")
+    with flux.kustomization_history(env.api, queues) as history:
+        inactive = kube.wait_for(
+            "Kueue to report probe-inactive",
+            lambda: keeping.active(env.dyn, api, "probe-inactive"),
+            SYNC_TIMEOUT_S,
+        )
+        assert (inactive["status"], inactive["reason"]) == ("False", "FlavorNotFound"), inactive
+        kube.wait_for(
+            f"{queues} to wait in its health checks at {revision[:8]}",
+            lambda: health_checks_running(kustomization(env, queues), revision) or None,
+            SYNC_TIMEOUT_S,
+        )
+        retire = kustomization(env, flux.step_of(rendered, "retire"))
+        assert not flux.ready_at(retire, revision)
+        flavor = kube.create(env.dyn, keeping.probe_flavor(api))
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        versions = history.versions()
+    assert not history.gaps
+    made = stamp(flavor["metadata"]["creationTimestamp"])
+    ready = [v for v in versions if flux.ready_at(v, revision)]
+    assert ready and all(ready_since(v) >= made for v in ready)
+    back_to(env, "no probe queues", keeping.probe_flavor(api))
+
+
+def kustomization(env: flux.FluxEnv, name: str) -> dict[str, Any]:
+    return kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, flux.NAMESPACE)
+
+
+def gone_kustomizations(env: flux.FluxEnv, names: set[str]) -> bool | None:
+    return True if not names & {k["metadata"]["name"] for k in flux.kustomizations(env.dyn)} else None
+
+
+def test_flux_deleting_the_kustomizations_deletes_nothing_the_fleet_runs_on(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fleet = working_fleet(env)
+    kept = keeping.kept_objects(fleet.rendered)
+    chain = flux.steps(env) - {flux.ROOT}
+    with keeping.NodeLabels(env.api, fleet.node_feature_labels()) as nodes:
+        # The user's Kustomization of rendered/flux/ goes: it prunes the chain's
+        # Kustomizations, and each orphans what it applied.
+        resource = env.dyn.resources.get(api_version="kustomize.toolkit.fluxcd.io/v1", kind="Kustomization")
+        resource.delete(name=flux.ROOT, namespace=flux.NAMESPACE)
+        kube.wait_for(
+            "the chain's Kustomizations gone",
+            lambda: gone_kustomizations(env, {flux.ROOT, *chain}),
+            SYNC_TIMEOUT_S,
+        )
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
+        # and back: the new Kustomizations take over what is there
+        env.sync("./rendered/flux")
+        revision = flux.git(env.repo.work, "rev-parse", "HEAD")
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
+
+
+def shards(env: flux.FluxEnv, count: int) -> None:
+    config = env.repo.work / "inventories" / "config.yaml"
+    text = config.read_text()
+    (line,) = [x for x in text.splitlines() if "nodeFeatureShards:" in x]
+    config.write_text(text.replace(line, f"{line.split(':')[0]}: {count}"))
+
+
+def test_flux_a_shard_layout_change_moves_node_features_without_a_node_losing_a_label(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fleet = working_fleet(env)
+    kept = keeping.kept_objects(fleet.rendered)
+    rendered = env.repo.work / "rendered"
+    with keeping.NodeLabels(env.api, fleet.node_feature_labels()) as nodes:
+        shards(env, 4)
+        revision = env.repo.render_and_commit("the labels in 4 shards")
+        split = {k["metadata"]["name"] for k in flux.wiring(rendered)} - set(STEPS)
+        assert len(split) > 1 and "tasgen-labels" not in split  # the nodes moved to several shards
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        kube.wait_for(
+            "tasgen-labels gone", lambda: gone_kustomizations(env, {"tasgen-labels"}), SYNC_TIMEOUT_S
+        )
+        shards(env, 1)
+        revision = env.repo.render_and_commit("the labels in one path again")
+        flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
+        kube.wait_for(
+            "the shards' Kustomizations gone", lambda: gone_kustomizations(env, split), SYNC_TIMEOUT_S
+        )
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
+    # every NodeFeature is the labels path's again, none left to another Kustomization
+    features = env.dyn.resources.get(api_version="nfd.k8s-sigs.io/v1alpha1", kind="NodeFeature")
+    owners = {
+        f["metadata"]["labels"].get("kustomize.toolkit.fluxcd.io/name")
+        for f in features.get(namespace=fleet.node_feature_namespace).to_dict()["items"]
+    }
+    assert owners == {"tasgen-labels"}

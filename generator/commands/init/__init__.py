@@ -25,6 +25,8 @@ FILES = {
     ".github/workflows/tasgen-refresh.yml": "refresh-workflow.yaml.j2",
     ".pre-commit-config.yaml": "pre-commit-config.yaml.j2",
     "deploy/argocd/application.yaml": "argocd-application.yaml.j2",
+    "deploy/argocd/argocd-cm-health.yaml": "argocd-cm-health.yaml.j2",
+    "deploy/argocd/project.yaml": "argocd-project.yaml.j2",
     "deploy/flux/kustomization.yaml": "flux-kustomization.yaml.j2",
 }
 HOOKS_REPO = "https://github.com/tasgen/tasgen"
