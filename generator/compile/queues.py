@@ -89,6 +89,8 @@ class Planner:
         self.frozen_taints = version == "v1beta1"
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
+        #: flavor name -> its nodes (the nodes of its identity and profile)
+        self.members: dict[str, list[Node]] = {}
         self._hashed: dict[str, tuple[Any, ...]] = {}  # flavor name -> what its hash covers
         self.profiles = assignment.profiles()
         # Queues often share an identity (training and batch on the same GPUs): group its
@@ -166,6 +168,8 @@ class Planner:
             self._unmatched(plan, hw)
             return []
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
+        for part, (_, nodes) in zip(parts, groups, strict=True):
+            self.members.setdefault(part.flavor.name, nodes)
         self._split(plan, hw, identity, groups, parts)
         return parts
 
@@ -341,7 +345,7 @@ def plan_queues(
     assignment: Assignment,
     version: KueueVersion = "v1beta2",
     retention: Retention | None = None,
-) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
+) -> tuple[list[Queue], Planner, list[Finding]]:
     """The queues and their flavors; with ``retention``, each WaitForIdle queue also keeps
     the flavors of the previous render that its plan drops (decided once every queue's new
     flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
@@ -355,7 +359,7 @@ def plan_queues(
             queue.retained = retention.of(queue.plan, kept, planner.flavors, topologies)
     for queue in queues:
         planner.limits(queue)
-    return queues, planner.flavors, planner.findings
+    return queues, planner, planner.findings
 
 
 def _dropped(hw: Hardware) -> str:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.load.files import ParseError, parse_text
-from generator.load.previous_profiles import PreviousProfiles
+from generator.load.previous_profiles import PreviousRows
 from generator.model import RETIRING_PREFIX, Carried
 
 QUEUES = "queues/clusterqueues.yaml"
@@ -23,7 +23,7 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 def previous_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Carried(profiles=PreviousProfiles(texts))
+    previous = Carried(rows=PreviousRows(texts))
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
