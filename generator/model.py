@@ -319,6 +319,11 @@ class Carried:
     #: read lazily, at the first lookup), which a node moved out of a flavor keeps until the
     #: cluster shows it idle (compile/pins.py)
     rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: ClusterQueue -> flavor -> resource -> the nominalQuota the previous render gave it
+    quotas: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: with a live cluster: ClusterQueue -> flavor -> resource -> what Kueue reserves there
+    #: (status.flavorsReservation), what a retained flavor's quota is lowered to
+    usage: dict[str, dict[str, dict[str, str]]] | None = None
     #: with a live cluster: the nodes that unfinished Workloads' topology assignments name,
     #: the flavors that hold an admission without one (every node of theirs counts as busy),
     #: and the flavors some live queue gives quota to (they may admit before the next sync)

@@ -260,9 +260,12 @@ def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
         "flavors": [_flavor_summary(f) for f in queue.flavors],
     }
     if queue.retained:
-        zero = dict.fromkeys(queue.plan.covered_resources, "0")
         found["flavors"] += [
-            {"name": r.name, "nominalQuota": zero, "retiringSince": since_text(r.since)}
+            {
+                "name": r.name,
+                "nominalQuota": {k: r.quota.get(k, "0") for k in queue.plan.covered_resources},
+                "retiringSince": since_text(r.since),
+            }
             for r in queue.retained
         ]
     if queue.plan.local_queues:

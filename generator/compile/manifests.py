@@ -31,7 +31,7 @@ from generator.compile.engines import (
 )
 from generator.compile.profiles import Assignment
 from generator.compile.queues import Flavor, Queue, QueueFlavor
-from generator.compile.retention import RETIRING_PREFIX, since_text
+from generator.compile.retention import RETIRING_PREFIX, Retained, since_text
 from generator.model import (
     PROFILE_KEY,
     PROFILES_FEATURE_NAME,
@@ -276,7 +276,10 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
                         for qf in queue.flavors
                     ),
                     *(
-                        {"name": r.name, "resources": _retained_resources(plan.covered_resources, cohort)}
+                        {
+                            "name": r.name,
+                            "resources": _retained_resources(plan.covered_resources, cohort, r),
+                        }
                         for r in queue.retained
                     ),
                 ],
@@ -289,11 +292,13 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
     return {"apiVersion": kueue_api(version), "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
 
-def _retained_resources(covered: tuple[str, ...], cohort: bool) -> list[dict[str, str]]:
-    """Zero quota: nothing new is admitted on the flavor, and Kueue keeps counting what runs
-    there; in a cohort nothing is borrowed onto it or lent from it either."""
+def _retained_resources(covered: tuple[str, ...], cohort: bool, retained: Retained) -> list[dict[str, str]]:
+    """What its Workloads hold, no more: Kueue admits nothing new there and, the usage being
+    within nominal, no peer reclaims it (Kueue preempts across queues only where usage is above
+    nominal); in a cohort nothing is borrowed onto it or lent from it either (without a cohort
+    Kueue allows no limits, and there is no one to borrow from)."""
     limits = {"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {}
-    return [{"name": r, "nominalQuota": "0", **limits} for r in covered]
+    return [{"name": r, "nominalQuota": retained.quota.get(r, "0"), **limits} for r in covered]
 
 
 def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]]:

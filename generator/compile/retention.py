@@ -15,8 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, Carried, DropPolicy, QueuePlan, Settings
+from generator.validate.quantities import parse
 
 __all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
+
+
+def _canonical(quantity: str) -> str:
+    """A quantity as Kubernetes prints it (``0`` for any zero, so retained entries compare)."""
+    try:
+        return "0" if parse(quantity) == 0 else quantity
+    except ValueError:
+        return "0"
 
 
 def since_text(moment: datetime) -> str:
@@ -30,10 +39,13 @@ def _whole_second(moment: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Retained:
-    """A flavor a queue keeps at zero quota: its name and since when it retires."""
+    """A flavor a queue keeps until idle: its name, since when it retires, and its quota per
+    covered resource: what its Workloads hold there (the live render's reading of Kueue's
+    reservation), offline the quota the previous render gave it; never more is admitted."""
 
     name: str
     since: datetime
+    quota: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -77,10 +89,18 @@ class Retention:
                 continue  # the previous render does not say what it was: dropped the normal way
             if end is not None:
                 self.expiries.append(end)
-            found.append(Retained(name, start))
+            found.append(Retained(name, start, self._quota(plan, name)))
             if name not in rendered:
                 self.flavor_specs[name] = spec
         return found
+
+    def _quota(self, plan: QueuePlan, name: str) -> dict[str, str]:
+        """What the queue's Workloads reserve on the flavor (live), else its previous quota."""
+        if self.previous.usage is not None:
+            held = self.previous.usage.get(plan.name, {}).get(name, {})
+        else:
+            held = self.previous.quotas.get(plan.name, {}).get(name, {})
+        return {r: _canonical(held.get(r, "0")) for r in plan.covered_resources}
 
     def _flavor_spec(self, name: str, rendered: dict[str, Any]) -> dict[str, Any] | None:
         if name in rendered:

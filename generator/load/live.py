@@ -37,7 +37,17 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         )
         for name, flavors in previous.queues.items()
     }
-    return replace(previous, idle=idle, live=live_nodes(workloads, queues))
+    usage = {name: reservations(queue) for name, queue in queues.items()}
+    return replace(previous, idle=idle, live=live_nodes(workloads, queues), usage=usage)
+
+
+def reservations(queue: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> the total Kueue reserves there (status.flavorsReservation)."""
+    found: dict[str, dict[str, str]] = {}
+    for entry in (queue.get("status") or {}).get("flavorsReservation") or ():
+        resources = entry.get("resources") or ()
+        found[str(entry.get("name"))] = {str(r.get("name")): str(r.get("total", "0")) for r in resources}
+    return found
 
 
 def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]) -> LiveNodes:

@@ -11,8 +11,8 @@ from typing import Any
 from generator.commands.plan.shape import QuotaField
 from generator.model import (
     DEFAULT_DROP_POLICY,
-    HOSTNAME_KEY,
     FLAVOR_KEY_PREFIX,
+    HOSTNAME_KEY,
     PROFILE_KEY,
     RETIRING_PREFIX,
     DropPolicy,
