@@ -8,15 +8,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from generator.load.files import read_inventory
 from generator.load.live import _no_quota
 from generator.load.previous import previous_of
 from generator.model import RETIRING_PREFIX
+from generator.pipeline import compile
 from generator.validate.quantities import parse
 from tests.conftest import NOW, REPO, tasgen, tree
 from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
@@ -171,37 +174,42 @@ def test_a_re_render_carries_the_time_and_changes_nothing(example: tuple[Path, P
     assert run.exit_code == 0, run.output
 
 
-def test_retain_for_ends_the_retention(example: tuple[Path, Path]) -> None:
+def test_retain_for_never_ends_a_retention_offline(example: tuple[Path, Path]) -> None:
+    """Time alone never turns a render into a drain: after retainFor, check stays green and an
+    offline render still keeps the flavor (the memo reused: the result does not change)."""
     inventory, out = example
     _set_policy(inventory, None, "48h")
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
+    before = tree(out)
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
-    just_before = "2026-12-03T05:59:59Z"
-    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", just_before)
-    assert run.exit_code == 0, run.output
-    # at LATER + 48h it is dropped the normal way; check says so before anyone renders
-    expired = "2026-12-03T06:00:00Z"
+    expired = "2026-12-09T06:00:00Z"
     run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", expired)
-    assert run.exit_code == 1 and "[stale-render]" in run.output
+    assert run.exit_code == 0, run.output
     _render(inventory, out, expired)
-    for queue in _queues(out).values():
-        assert H100_5CE2 not in [f["name"] for f in _flavors(queue)]
-        assert _retiring(queue) == {}
-    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
-    assert "gpustack-5ce26b67c9cf" not in _names(out, "kueue/topologies.yaml")
+    assert tree(out) == before
+    _render(inventory, out, expired, "--no-cache")
+    assert tree(out) == before
 
 
-def test_the_memo_does_not_outlive_retain_for(example: tuple[Path, Path]) -> None:
-    """A remembered render is reused only until the next retainFor end (its window)."""
+def test_retain_for_ends_the_retention_in_a_live_render(example: tuple[Path, Path]) -> None:
+    """In a live render (the cluster read: here what it showed, a busy flavor), retainFor ends
+    the retention: the flavor leaves the queues (the gate drains it), its nodes stay pinned."""
     inventory, out = example
     _set_policy(inventory, None, "48h")
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
-    _render(inventory, out, "2026-12-02T00:00:00Z")  # recalled: nothing changes
-    assert H100_5CE2 in _names(out, "kueue/resourceflavors.yaml")
-    _render(inventory, out, "2026-12-03T06:00:00Z")  # with the memo on
-    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
+    texts = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*.yaml")}
+    files = read_inventory(inventory)
+    busy = {"training": {H100_5CE2: {"nvidia.com/gpu": "4"}}, "inference": {}}
+    shown = replace(previous_of(texts), usage=busy, idle={q: frozenset() for q in ("training", "inference")})
+    for moment, kept in (("2026-12-03T05:59:59Z", True), ("2026-12-03T06:00:00Z", False)):
+        result = compile(files, datetime.fromisoformat(moment.replace("Z", "+00:00")), carried=shown)
+        assert result.planned is not None and not result.failed
+        queues = [m.body for m in result.planned.manifests if m.kind == "ClusterQueue"]
+        for queue in queues:
+            names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
+            assert (H100_5CE2 in names) is kept, (moment, names)
 
 
 def test_a_flavor_that_comes_back_is_a_flavor_again(example: tuple[Path, Path]) -> None:
@@ -396,7 +404,10 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
     for queue in queues.values():
         assert queue["drain"]["action"] == "retain" and queue["flavorsRemoved"] == [], queue
         assert queue["flavorsRetained"] == [H100_5CE2]
-        assert f"no eviction; {H100_5CE2} kept until idle at the quota its Workloads hold" in queue["drain"]["reason"]
+        assert (
+            f"no eviction; {H100_5CE2} kept until idle at the quota its Workloads hold"
+            in queue["drain"]["reason"]
+        )
     # what render writes from the same base is what plan compared
     out = root / "rendered"
     _render(root / "inventories", out, LATER)

@@ -5,7 +5,9 @@ What the previous render gave each queue is an input (:class:`generator.model.Ca
 the decision is a pure function of the inventory, the previous rendered/, the time and, with a
 live cluster, which flavors are idle: a flavor goes into retention at the first render that
 drops it (the time it is annotated with is that render's ``now``, carried from then on), and
-leaves when ``gate.retainFor`` has passed since then or the cluster shows it idle.
+leaves when the cluster shows it idle or, in a live render only, when ``gate.retainFor`` has
+passed since then: an offline render (a pull request's) never drops a busy flavor because time
+passed, so that no one's unrelated change turns into a drain.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class Retention:
     #: ResourceFlavor / Topology name -> spec, of retained flavors the new plan does not render
     flavor_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     topology_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: when a retention ends by retainFor (the render's result changes then)
+    #: unused: offline, time never ends a retention (only the live render does), so the
+    #: render's result does not change with time
     expiries: list[datetime] = field(default_factory=list)
 
     def policy(self, plan: QueuePlan) -> DropPolicy:
@@ -82,13 +85,11 @@ class Retention:
                 continue
             start = since.get(name) or _whole_second(self.now)
             end = start + self.settings.retain_for if self.settings.retain_for is not None else None
-            if end is not None and self.now >= end:
-                continue  # waited long enough: dropped the normal way
+            if end is not None and self.now >= end and self.previous.usage is not None:
+                continue  # waited long enough, in the scheduled live render: the gate drains it
             spec = self._flavor_spec(name, rendered)
             if spec is None or not self._topology(spec, topologies):
                 continue  # the previous render does not say what it was: dropped the normal way
-            if end is not None:
-                self.expiries.append(end)
             found.append(Retained(name, start, self._quota(plan, name)))
             if name not in rendered:
                 self.flavor_specs[name] = spec
