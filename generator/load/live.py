@@ -37,17 +37,15 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         )
         for name, flavors in previous.queues.items()
     }
-    usage = reserved(workloads, queues)
+    usage = reserved(workloads)
     return replace(previous, idle=idle, live=live_nodes(workloads, queues), usage=usage)
 
 
-def reserved(
-    workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]
-) -> dict[str, dict[str, dict[str, str]]]:
+def reserved(workloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
     """ClusterQueue -> flavor -> resource -> what Kueue reserves there: the sum of the
     unfinished Workloads' admissions (``resourceUsage`` per PodSet, of the flavor each resource
-    is assigned), or the queue status's ``flavorsReservation`` where that says more. The
-    admissions come first: Kueue writes them at once and the queue's status some time later."""
+    is assigned). Not the queue status's ``flavorsReservation``: Kueue writes it some time after
+    an admission and after a Workload finishes, so it lags both ways."""
     from kubernetes.utils import parse_quantity  # noqa: PLC0415 - with the client
 
     from generator.gate import admissions  # noqa: PLC0415
@@ -64,12 +62,6 @@ def reserved(
                 if flavors.get(resource):
                     per = queue.setdefault(str(flavors[resource]), {})
                     per[resource] = per.get(resource, Decimal(0)) + _quantity(parse_quantity, amount)
-    for name, live in queues.items():
-        for entry in (live.get("status") or {}).get("flavorsReservation") or ():
-            per = totals.setdefault(name, {}).setdefault(str(entry.get("name")), {})
-            for r in entry.get("resources") or ():
-                amount = _quantity(parse_quantity, r.get("total", "0"))
-                per[str(r.get("name"))] = max(per.get(str(r.get("name")), Decimal(0)), amount)
     return {
         q: {f: {r: _text(v) for r, v in per.items()} for f, per in flavors.items()}
         for q, flavors in totals.items()
