@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.compile.manifests import stored_form
-from generator.validate.quantities import format_units, parse
+from generator.kube.quantities import format_units, parse
 
 #: (text as parsed, canonical text) from k8s.io/apimachinery v0.35.3 pkg/api/resource's own
 #: tests (TestQuantityString, TestQuantityParseEmit), restricted to the forms tasgen writes,

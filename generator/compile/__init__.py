@@ -13,11 +13,21 @@ from typing import Any
 from generator.compile import gate_wiring, manifests, pins, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Flavor, Queue, QueueFlavor, Unstated, build_queues
+from generator.compile.queues import Flavor, Queue, QueueBuilder, QueueFlavor, Unstated, build_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
-from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
-from generator.rules.compile import PATH_SIZE, SHARD_SIZE
+from generator.model import (
+    PROFILE_KEY,
+    Carried,
+    Finding,
+    KueueVersion,
+    Level,
+    Manifest,
+    Source,
+    Where,
+    flavor_key,
+)
+from generator.rules.compile import PATH_SIZE, PREVIOUS_RENDER_UNREAD, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.checks import Context
 from generator.validate.checks.hierarchy import conflicts
@@ -86,6 +96,8 @@ class Rendering:
     repo_path: str = DEFAULT_SYNC_PATH  # where the engines find rendered/ in the repository
     repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
     expiries: list[datetime] = field(default_factory=list)  # when a retained flavor's retainFor ends
+    #: every node's flavor labels as written, and the nodes kept on old ones (compile/pins.py)
+    pinned: pins.Pinned = field(default_factory=lambda: pins.Pinned({}))
 
 
 def render_objects(
@@ -107,9 +119,13 @@ def render_objects(
     retention = None
     if carried is not None and now is not None:
         retention = Retention(carried, now, inventory.settings)
-    queues, flavors, findings = build_queues(
+    queues, builder, findings = build_queues(
         inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention, _unstated(ctx)
     )
+    flavors = builder.flavors
+    pinned = _pins(ctx, assignment, builder, carried)
+    if carried is not None and carried.unread and retention is not None:
+        findings += _unread(ctx, retention, carried.unread)
     kept_flavors = retention.flavor_specs if retention else {}
     kept_topologies = retention.topology_specs if retention else {}
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
@@ -120,12 +136,11 @@ def render_objects(
     findings += [SHARD_SIZE.of(h) for h in oversized(sharding, counts, inventory, groups)]
     features = []
     if node_features:
-        pinned = _pins(queues, flavors, retention, carried, assignment)
-        features = manifests.feature_files(inventory, ready, assignment, folder_of, pinned)
+        features = manifests.feature_files(inventory, ready, pinned.rows, folder_of)
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [
         *manifests.topologies(assignment, version, kept_topologies),
-        *manifests.resource_flavors(flavors, version, kept_flavors),
+        *manifests.resource_flavors(flavors, version, kept_flavors, _legacy(flavors, carried)),
     ]
     serial = gate_wiring.render_serial(stamp, frozenset(m.name for m in kueue))
     for m in kueue:
@@ -167,23 +182,72 @@ def render_objects(
         repo_path=paths.repo_path,
         repo_path_where=config,
         expiries=retention.expiries if retention else [],
+        pinned=pinned,
     )
 
 
 def _pins(
-    queues: list[Queue],
-    flavors: Mapping[str, Flavor],
-    retention: Retention | None,
-    carried: Carried | None,
-    assignment: Assignment,
-) -> dict[str, str]:
-    """The nodes that keep a retained flavor's profile label (compile/pins.py)."""
-    retained = {r.name for q in queues for r in q.retained}
-    if retention is None or carried is None or not retained:
-        return {}
-    held = {flavors[name].profile.id for name in retained if name in flavors}
-    held |= pins.held_profiles(retention.flavor_specs[n] for n in retained if n in retention.flavor_specs)
-    return pins.pins(carried.profiles, assignment.profile_of, frozenset(held))
+    ctx: Context, assignment: Assignment, builder: QueueBuilder, carried: Carried | None
+) -> pins.Pinned:
+    """Every node's profile and flavor labels, the nodes whose flavors change kept on their
+    previous ones until the cluster shows them idle (compile/pins.py)."""
+    flavors_of: dict[str, list[str]] = {}
+    for name in sorted(builder.flavors):
+        for member in builder.members.get(name, ()):
+            flavors_of.setdefault(member.name, []).append(name)
+    made: dict[tuple[str, tuple[str, ...]], pins.Row] = {}
+    rows: dict[str, pins.Row] = {}
+    for node, profile in assignment.profile_of.items():
+        key = (profile.id, tuple(flavors_of.get(node, ())))
+        row = made.get(key)
+        if row is None:
+            row = made[key] = {PROFILE_KEY: profile.id, **{flavor_key(f): f for f in key[1]}}
+        rows[node] = row
+    if carried is None or not carried.rows:
+        return pins.Pinned(rows)
+    labels = {name: node.labels for name, node in ctx.inventory.nodes.items()}
+    return pins.pin(rows, carried.rows, labels, carried.flavors, carried.live)
+
+
+def _unread(ctx: Context, retention: Retention, unread: tuple[str, ...]) -> list[Finding]:
+    """The warning previous-render-unread, at the first WaitForIdle policy (a queue's, else the
+    GeneratorConfig's)."""
+    waiting = [
+        p
+        for p in sorted(ctx.inventory.plans.values(), key=lambda p: p.name)
+        if retention.policy(p) == "WaitForIdle"
+    ]
+    if not waiting:
+        return []
+    first = waiting[0]
+    settings = ctx.inventory.settings
+    if first.drop_policy is not None or settings.where is None:
+        where = first.where.at("spec", "dropPolicy") if first.drop_policy is not None else first.where
+    else:
+        where = settings.where.at("gate", "dropPolicy")
+    files = ", ".join(f"rendered/{f}" for f in unread)
+    message = (
+        f"queue {first.name!r} uses dropPolicy WaitForIdle but the previous render's {files} "
+        "cannot be read (missing or not YAML): nothing this render drops is retained and no node "
+        "is kept on its flavor; if the cluster runs an earlier render, the gate drains each dropped "
+        "flavor and moved nodes may be double-booked"
+    )
+    return [PREVIOUS_RENDER_UNREAD(where, message)]
+
+
+def _legacy(flavors: Mapping[str, Flavor], carried: Carried | None) -> frozenset[str]:
+    """Planned flavors that the previous render wrote without their flavor label: Kueue will
+    not change a topology-aware flavor's nodeLabels, so they keep selecting by identity and
+    profile (their nodes get the flavor label all the same)."""
+    if carried is None:
+        return frozenset()
+    found = set()
+    for name in flavors:
+        spec = carried.flavors.get(name)
+        labels = spec.get("nodeLabels") if isinstance(spec, dict) else None
+        if isinstance(labels, dict) and flavor_key(name) not in labels:
+            found.add(name)
+    return frozenset(found)
 
 
 def _gate_timeout(ctx: Context) -> int:
@@ -228,9 +292,12 @@ def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
         "flavors": [_flavor_summary(f) for f in queue.flavors],
     }
     if queue.retained:
-        zero = dict.fromkeys(queue.plan.covered_resources, "0")
         found["flavors"] += [
-            {"name": r.name, "nominalQuota": zero, "retiringSince": since_text(r.since)}
+            {
+                "name": r.name,
+                "nominalQuota": {k: r.quota.get(k, "0") for k in queue.plan.covered_resources},
+                "retiringSince": since_text(r.since),
+            }
             for r in queue.retained
         ]
     if queue.plan.local_queues:

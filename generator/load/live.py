@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.kube.quantities import is_zero
+from generator.kube.quantities import is_quantity, is_zero, parse
 from generator.load.cluster import LiveError, reading, shown
-from generator.model import Carried
+from generator.model import Carried, LiveNodes
 
 __all__ = ["LiveError", "with_idle"]
 
@@ -34,7 +35,66 @@ def with_idle(carried: Carried, kubeconfig: Path) -> Carried:
         )
         for name, flavors in carried.queues.items()
     }
-    return replace(carried, idle=idle)
+    usage = reserved(workloads)
+    return replace(carried, idle=idle, live=live_nodes(workloads, queues), usage=usage)
+
+
+def reserved(workloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
+    """ClusterQueue -> flavor -> resource -> what Kueue reserves there: the sum of the
+    unfinished Workloads' admissions (``resourceUsage`` per PodSet, of the flavor each resource
+    is assigned). Not the queue status's ``flavorsReservation``: Kueue writes it some time after
+    an admission and after a Workload finishes, so it lags both ways."""
+    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+
+    totals: dict[str, dict[str, dict[str, Decimal]]] = {}
+    for workload in workloads:
+        found = admissions.admission(workload)
+        if found is None:
+            continue
+        queue = totals.setdefault(str(found.get("clusterQueue")), {})
+        for assignment in found.get("podSetAssignments") or []:
+            flavors = assignment.get("flavors") or {}
+            for resource, amount in (assignment.get("resourceUsage") or {}).items():
+                if flavors.get(resource):
+                    per = queue.setdefault(str(flavors[resource]), {})
+                    per[resource] = per.get(resource, Decimal(0)) + _quantity(amount)
+    return {
+        q: {f: {r: _text(v) for r, v in per.items()} for f, per in flavors.items()}
+        for q, flavors in totals.items()
+    }
+
+
+def _quantity(value: object) -> Decimal:
+    """What a Workload's admission says it uses; Kueue writes only quantities there."""
+    return parse(str(value)) if is_quantity(value) else Decimal(0)
+
+
+def _text(amount: Decimal) -> str:
+    """A quantity Kubernetes reads back as ``amount``: whole numbers plain, fractions in
+    milli-units rounded up (Kueue's CPU quota is millicores)."""
+    if amount == amount.to_integral_value():
+        return str(int(amount))
+    return f"{int((amount * 1000).to_integral_value(rounding='ROUND_CEILING'))}m"
+
+
+def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]) -> LiveNodes:
+    """Which nodes unfinished Workloads hold, and which flavors may still admit."""
+    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+
+    busy: set[str] = set()
+    unplaced: set[str] = set()
+    for workload in workloads:
+        nodes, flavors = admissions.placed_nodes(workload)
+        busy |= nodes
+        unplaced |= flavors
+    admitting = {
+        str(entry.get("name"))
+        for queue in queues.values()
+        for group in (queue.get("spec") or {}).get("resourceGroups") or ()
+        for entry in group.get("flavors") or ()
+        if not _no_quota(queue, str(entry.get("name")))
+    }
+    return LiveNodes(frozenset(busy), frozenset(unplaced), frozenset(admitting))
 
 
 def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:

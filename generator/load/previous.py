@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.load.previous_profiles import PreviousProfiles
+from generator.load.previous_profiles import PreviousRows
 from generator.model import RETIRING_PREFIX, Carried
 from generator.parse import ParseError, parse_text
 
@@ -23,12 +23,14 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 def carried_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Carried(profiles=PreviousProfiles(texts))
+    unread = tuple(f for f in FILES if f not in texts or not _parses(texts[f]))
+    previous = Carried(rows=PreviousRows(texts), unread=unread)
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
             continue
         previous.queues[name] = flavors
+        previous.quotas[name] = _quotas(body)
         since = _since(body, flavors)
         if since:
             previous.since[name] = since
@@ -41,6 +43,14 @@ def carried_of(texts: Mapping[str, str]) -> Carried:
             if name is not None and isinstance(spec, dict):
                 found[name] = spec
     return previous
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_text(text)
+    except ParseError:
+        return False
+    return True
 
 
 def _objects(texts: Mapping[str, str], file: str, kind: str) -> list[dict[str, Any]]:
@@ -71,6 +81,26 @@ def _queue(body: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
             if isinstance(name, str) and name not in flavors:
                 flavors.append(name)
     return _name(body), tuple(flavors)
+
+
+def _quotas(body: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> nominalQuota, as the queue's spec states them."""
+    spec = body.get("spec")
+    groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
+    found: dict[str, dict[str, str]] = {}
+    for group in groups if isinstance(groups, list) else ():
+        entries = group.get("flavors") if isinstance(group, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            name = entry.get("name") if isinstance(entry, dict) else None
+            resources = entry.get("resources") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or not isinstance(resources, list):
+                continue
+            found[name] = {
+                str(r["name"]): str(r["nominalQuota"])
+                for r in resources
+                if isinstance(r, dict) and "name" in r and "nominalQuota" in r
+            }
+    return found
 
 
 def _since(body: dict[str, Any], flavors: tuple[str, ...]) -> dict[str, datetime]:
