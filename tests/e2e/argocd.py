@@ -27,6 +27,7 @@ from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 
 from tests import gobuild
+from tests.conftest import REPO
 from tests.e2e import flux, harness, kube
 from tests.e2e.fleet import load_fleet
 from tests.e2e.kubelet import Kubelet
@@ -38,6 +39,9 @@ ARGO_API = "argoproj.io/v1alpha1"
 #: How often the controllers look at git again and the ApplicationSet re-runs its generator
 #: (3 min each by default): short, to keep the tests short.
 RESYNC_S = 5
+#: what `tasgen init` writes to deploy/argocd/argocd-cm-health.yaml (the template holds no
+#: variable: tests/test_init.py checks that the scaffolded file is this text)
+HEALTH_PATCH = REPO / "templates" / "init" / "argocd-cm-health.yaml.j2"
 
 
 def build() -> Path:
@@ -63,6 +67,9 @@ def install(dyn: DynamicClient) -> None:
             obj["metadata"]["namespace"] = NAMESPACE
             kube.apply(dyn, obj)
     kube.apply(dyn, default_project())
+    # the health checks of Kueue's queues, as `tasgen init` tells a user to patch them in
+    health = yaml.safe_load(HEALTH_PATCH.read_text())
+    client.CoreV1Api(dyn.client).patch_namespaced_config_map("argocd-cm", NAMESPACE, health)
     # argocd-server, on its first start, also gives the installation its server key (the
     # applicationset-controller's webhook handler needs one).
     secret = {"stringData": {"server.secretkey": secrets.token_urlsafe(32)}}

@@ -18,8 +18,9 @@ from kubernetes.client.exceptions import ApiException
 
 from generator.compile.gate_wiring import NAME as GATE_JOB
 from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION
-from tests.e2e import argocd, busy, flux, harness, kube
+from tests.e2e import argocd, busy, flux, harness, keeping, kube
 from tests.e2e.conftest import describe
+from tests.e2e.fleet import Fleet, load_fleet
 
 pytestmark = pytest.mark.cluster
 
@@ -345,3 +346,210 @@ def test_argocd_a_gate_that_times_out_holds_the_queue_until_a_sync_after_the_dra
         lambda: kube.gone(env.dyn, kube.KUEUE_API, "ResourceFlavor", drop.flavor),
     )
     kube.wait_for(f"{drop.queue} Active", lambda: kube.queue_active(env.dyn, drop.queue))
+
+
+# --- a queue's health; what the fleet runs on stays ---------------------------------------------
+
+
+def working_fleet(env: argocd.ArgoEnv) -> Fleet:
+    """The fleet as the working copy renders it now (the tests above changed it)."""
+    return load_fleet(env.repo.work / "inventories", env.repo.work / "rendered")
+
+
+def kueue_api(fleet: Fleet) -> str:
+    (api,) = {str(q["apiVersion"]) for q in fleet.of_kind("ClusterQueue")}
+    return api
+
+
+def synced_to(app: dict[str, Any], revision: str) -> bool:
+    sync = app.get("status", {}).get("sync", {})
+    return bool(sync.get("revision") == revision and sync.get("status") == "Synced")
+
+
+def held_by_health(env: argocd.ArgoEnv, name: str, revision: str, queue: str) -> dict[str, Any] | None:
+    """The Application once it synced the revision and its health is Degraded by the queue."""
+    app = argocd.applications(env.dyn)[name]
+    status = app.get("status", {})
+    synced = (
+        status.get("sync", {}).get("revision") == revision
+        and status.get("sync", {}).get("status") == "Synced"
+    )
+    resources = {r["name"] for r in status.get("resources") or [] if r["kind"] == "ClusterQueue"}
+    if synced and queue in resources and status.get("health", {}).get("status") == "Degraded":
+        return app
+    return None
+
+
+def everything_settled(env: argocd.ArgoEnv, revision: str, names: set[str]) -> bool | None:
+    apps = argocd.applications(env.dyn)
+    return True if names <= set(apps) and all(settled_at(apps[n], revision) for n in names) else None
+
+
+def permit_queues(env: argocd.ArgoEnv, names: list[str]) -> None:
+    """What an administrator does to the live AppProject for queues the render does not hold."""
+    resource = env.dyn.resources.get(api_version=argocd.ARGO_API, kind="AppProject")
+    project = resource.get(name="tasgen", namespace=argocd.NAMESPACE).to_dict()
+    entries = [{"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "name": n} for n in names]
+    project["spec"]["clusterResourceWhitelist"] += entries
+    resource.replace(body=project, namespace=argocd.NAMESPACE)
+
+
+def test_argocd_queue_health_holds_for_an_inactive_queue_not_a_held_one(
+    env: argocd.ArgoEnv, first: First
+) -> None:
+    fleet = working_fleet(env)
+    api = kueue_api(fleet)
+    rendered = env.repo.work / "rendered"
+    # The AppProject names each ClusterQueue it permits: an administrator permits the probes.
+    permit_queues(env, ["probe-held", "probe-inactive"])
+    # A queue held on purpose (as the gate holds one) is Active=False in Kueue, and Healthy.
+    keeping.probe_queue(rendered, "probe-held", stop="Hold")
+    revision = env.repo.commit("a held queue")
+    kube.wait_for(
+        f"every Application settled at {revision[:8]}",
+        lambda: everything_settled(env, revision, set(APPS)),
+        SYNC_TIMEOUT_S,
+    )
+    held = keeping.active(env.dyn, api, "probe-held")
+    assert held is not None and (held["status"], held["reason"]) == ("False", "Stopped"), held
+    # (Argo CD 3 keeps no per-resource health in the Application: its own health is the judge)
+
+    # A queue Kueue keeps inactive (a flavor no one made) is Degraded, and its Application.
+    keeping.probe_queue(rendered, "probe-inactive", missing_flavor=True)
+    revision = env.repo.commit("a queue naming a missing flavor")
+    with flux.History(env.api, APPLICATIONS, "tasgen-queues", argocd.NAMESPACE) as history:
+        kube.wait_for(
+            "tasgen-queues Degraded by probe-inactive",
+            lambda: held_by_health(env, "tasgen-queues", revision, "probe-inactive"),
+            SYNC_TIMEOUT_S,
+        )
+        inactive = keeping.active(env.dyn, api, "probe-inactive")
+        assert inactive is not None and inactive["reason"] == "FlavorNotFound", inactive
+        flavor = kube.create(env.dyn, keeping.probe_flavor(api))
+        kube.wait_for(
+            f"every Application settled at {revision[:8]}",
+            lambda: everything_settled(env, revision, set(APPS)),
+            SYNC_TIMEOUT_S,
+        )
+        versions = history.versions()
+    assert not history.gaps
+    # it was Degraded at the revision, and Healthy only once Kueue had the flavor
+    at = [v for v in versions if synced_to(v, revision)]
+    healths = [v["status"].get("health", {}).get("status") for v in at]
+    assert "Healthy" in healths and "Degraded" in healths[: healths.index("Healthy")], healths
+    made = stamp(flavor["metadata"]["creationTimestamp"])
+    assert all(
+        stamp(v["status"]["health"]["lastTransitionTime"]) >= made
+        for v in at
+        if healthy_and_synced(v, revision)
+    )
+    # Kueue's quantities as the render writes them: nothing OutOfSync after the queues exist
+    assert all(a["status"]["sync"]["status"] == "Synced" for a in argocd.applications(env.dyn).values())
+    # back: the probes pruned, then the flavor deleted by hand
+    revision = env.repo.render_and_commit("no probe queues")
+    kube.wait_for(
+        f"every Application settled at {revision[:8]}",
+        lambda: everything_settled(env, revision, set(APPS)),
+        SYNC_TIMEOUT_S,
+    )
+    for name in ("probe-held", "probe-inactive"):
+        kube.wait_for(f"{name} pruned", lambda n=name: kube.gone(env.dyn, api, "ClusterQueue", n))
+    env.dyn.resources.get(api_version=api, kind="ResourceFlavor").delete(name=keeping.PROBE_FLAVOR)
+
+
+ESCALATION = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRoleBinding",
+    "metadata": {"name": "tasgen-gate-admin"},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+    "subjects": [{"kind": "ServiceAccount", "name": GATE_JOB, "namespace": GATE_NAMESPACE}],
+}
+
+
+def sync_refused(env: argocd.ArgoEnv, name: str, revision: str) -> dict[str, Any] | None:
+    """The Application once Argo CD reports the revision's objects not permitted."""
+    app = argocd.applications(env.dyn)[name]
+    status = app.get("status", {})
+    said = json.dumps([status.get("conditions") or [], status.get("operationState") or {}])
+    at = status.get("sync", {}).get("revision") == revision
+    return app if at and "not permitted in project" in said and "ClusterRoleBinding" in said else None
+
+
+def test_argocd_refuses_a_commit_that_binds_cluster_admin(env: argocd.ArgoEnv, first: First) -> None:
+    rendered = env.repo.work / "rendered"
+    (rendered / "gate" / "escalation.yaml").write_text(yaml.safe_dump(ESCALATION))
+    kustomization = rendered / "gate" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text() + "  - escalation.yaml\n")
+    revision = env.repo.commit("bind the gate to cluster-admin")
+    app = kube.wait_for(
+        "the gate's sync refused", lambda: sync_refused(env, "tasgen-gate", revision), SYNC_TIMEOUT_S
+    )
+    assert app["status"]["health"]["status"] != "Healthy" or app["status"]["sync"]["status"] != "Synced"
+    rbac = env.dyn.resources.get(api_version="rbac.authorization.k8s.io/v1", kind="ClusterRoleBinding")
+    with pytest.raises(ApiException) as missing:
+        rbac.get(name=ESCALATION["metadata"]["name"])
+    assert missing.value.status == 404
+    # back
+    (rendered / "gate" / "escalation.yaml").unlink()
+    revision = env.repo.render_and_commit("no escalation")
+    kube.wait_for(
+        f"every Application settled at {revision[:8]}",
+        lambda: everything_settled(env, revision, set(APPS)),
+        SYNC_TIMEOUT_S,
+    )
+    with pytest.raises(ApiException):
+        rbac.get(name=ESCALATION["metadata"]["name"])
+
+
+def rename(env: argocd.ArgoEnv, name: str) -> None:
+    """sync.argocd.name of the working copy's GeneratorConfig (its ApplicationSet, AppProject
+    and the prefix of its Applications)."""
+    path = env.repo.work / "inventories" / "config.yaml"
+    text = path.read_text()
+    anchor = "      targetRevision: main\n"
+    assert anchor in text
+    path.write_text(text.replace(anchor, f"{anchor}      name: {name}\n"))
+
+
+def apps_gone(env: argocd.ArgoEnv, names: set[str]) -> bool | None:
+    return True if not names & set(argocd.applications(env.dyn)) else None
+
+
+def test_argocd_renaming_and_deleting_the_application_set_delete_nothing_the_fleet_runs_on(
+    env: argocd.ArgoEnv, first: First
+) -> None:
+    fleet = working_fleet(env)
+    kept = keeping.kept_objects(fleet.rendered)
+    rendered = env.repo.work / "rendered"
+    old = argocd.applications(env.dyn)
+    assert set(old) == set(APPS)
+    # the ApplicationSet put no resources finalizer on its Applications
+    assert all(not a["metadata"].get("finalizers") for a in old.values())
+    with keeping.NodeLabels(env.api, fleet.node_feature_labels()) as nodes:
+        # sync.argocd.name renamed: a second ApplicationSet takes the objects over, and the old
+        # one is deleted (as the user's Application of rendered/argocd/ prunes it), its
+        # Applications with it (garbage collection of what it owns).
+        rename(env, "gpu")
+        revision = env.repo.render_and_commit("sync.argocd.name: gpu")
+        argocd.apply_wiring(env)
+        renamed = argocd.expected_applications(rendered, "gpu")
+        env.dyn.resources.get(api_version=argocd.ARGO_API, kind="ApplicationSet").delete(
+            name="tasgen", namespace=argocd.NAMESPACE
+        )
+        kube.wait_for("the old Applications gone", lambda: apps_gone(env, set(APPS)), SYNC_TIMEOUT_S)
+        assert keeping.missing(env.dyn, kept) == []
+        kube.wait_for(
+            f"gpu's Applications settled at {revision[:8]}",
+            lambda: everything_settled(env, revision, set(renamed)),
+            SYNC_TIMEOUT_S,
+        )
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
+
+        # Deleting the ApplicationSet deletes its Applications and nothing else.
+        env.dyn.resources.get(api_version=argocd.ARGO_API, kind="ApplicationSet").delete(
+            name="gpu", namespace=argocd.NAMESPACE
+        )
+        kube.wait_for("gpu's Applications gone", lambda: apps_gone(env, set(renamed)), SYNC_TIMEOUT_S)
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
