@@ -28,6 +28,18 @@ PROFILE_KEY = f"{API_GROUP}/profile"
 #: what the profiles' NodeFeature file is named after, as a source's is after the source
 #: (nodefeatures-<name>.yaml): so no TopologySource may be named so (rule source-name)
 PROFILES_FEATURE_NAME = "profiles"
+#: node label per flavor that selects the node, <prefix><12 hex of the flavor's name>, valued
+#: with the flavor's name: a flavor's nodeLabels select it, so every flavor change is a node
+#: label change (docs/explanation/gate.md, "One label per flavor")
+FLAVOR_KEY_PREFIX = f"{API_GROUP}/flavor-"
+#: the one label of a node released from its flavors but not yet given its new ones (a live
+#: render saw it idle while a flavor it leaves could still admit onto it)
+TRANSIT_KEY = f"{API_GROUP}/in-transit"
+
+
+def flavor_key(flavor: str) -> str:
+    """The node label that the flavor ``flavor`` selects its nodes by."""
+    return FLAVOR_KEY_PREFIX + hashlib.sha256(flavor.encode()).hexdigest()[:12]
 
 
 class Level(StrEnum):
@@ -303,6 +315,25 @@ class Carried:
     #: ClusterQueue -> its flavors that no unfinished Workload's admission names and that the
     #: live queue gives no quota; None without a cluster (offline: only retainFor ends a wait)
     idle: dict[str, frozenset[str]] | None = None
-    #: node -> the profile label its NodeFeature had (read lazily: only a render that retains
-    #: a flavor reads it, to keep that label on nodes moved out of it, compile/pins.py)
-    profiles: Mapping[str, str] = field(default_factory=dict)
+    #: node -> the labels its profile NodeFeature had (the profile and the flavor labels;
+    #: read lazily, at the first lookup), which a node moved out of a flavor keeps until the
+    #: cluster shows it idle (compile/pins.py)
+    rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: ClusterQueue -> flavor -> resource -> the nominalQuota the previous render gave it
+    quotas: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: with a live cluster: ClusterQueue -> flavor -> resource -> what Kueue reserves there
+    #: (status.flavorsReservation), what a retained flavor's quota is lowered to
+    usage: dict[str, dict[str, dict[str, str]]] | None = None
+    #: with a live cluster: the nodes that unfinished Workloads' topology assignments name,
+    #: the flavors that hold an admission without one (every node of theirs counts as busy),
+    #: and the flavors some live queue gives quota to (they may admit before the next sync)
+    live: LiveNodes | None = None
+
+
+@dataclass(frozen=True)
+class LiveNodes:
+    """What the cluster shows of nodes and flavors (render --kubeconfig), compile/pins.py."""
+
+    busy: frozenset[str] = frozenset()
+    unplaced: frozenset[str] = frozenset()
+    admitting: frozenset[str] = frozenset()

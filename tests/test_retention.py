@@ -8,15 +8,19 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from generator.load.files import read_inventory
 from generator.load.live import _no_quota
 from generator.load.previous import previous_of
 from generator.model import RETIRING_PREFIX
+from generator.pipeline import compile
+from generator.validate.quantities import parse
 from tests.conftest import NOW, REPO, tasgen, tree
 from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
 
@@ -96,7 +100,17 @@ def test_hold_and_drain_is_the_default_and_renders_as_before(tmp_path: Path) -> 
     assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
 
 
-def test_a_dropped_flavor_stays_at_zero_quota_after_the_new_ones(
+def _sums(queue: dict[str, Any], identity: str) -> dict[str, Any]:
+    """Resource -> the nominal quotas of the queue's flavors of one identity, added up."""
+    found: dict[str, Any] = {}
+    for flavor in _flavors(queue):
+        if identity in flavor["name"]:
+            for r in flavor["resources"]:
+                found[r["name"]] = found.get(r["name"], 0) + parse(r["nominalQuota"])
+    return found
+
+
+def test_a_dropped_flavor_stays_at_its_quota_after_the_new_ones(
     example: tuple[Path, Path], tmp_path: Path
 ) -> None:
     inventory, out = example
@@ -106,13 +120,19 @@ def test_a_dropped_flavor_stays_at_zero_quota_after_the_new_ones(
     new = _queues(_hold_and_drain(tmp_path, inventory))
     for name, queue in _queues(out).items():
         flavors = _flavors(queue)
-        # the new plan's flavors first, exactly as HoldAndDrain renders them: full quota at once
-        assert flavors[:-1] == _flavors(new[name])
+        # the new plan's flavors first, in HoldAndDrain's order
+        assert [f["name"] for f in flavors[:-1]] == [f["name"] for f in _flavors(new[name])]
         assert flavors[-1]["name"] == H100_5CE2
         cohort = "cohortName" in queue["spec"]
-        zero = {"nominalQuota": "0", **({"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {})}
+        limits = {"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {}
+        # offline, the retained flavor keeps the quota it had, no borrowing, no lending
+        (old,) = [f for f in _flavors(before[name]) if f["name"] == H100_5CE2]
+        had = {r["name"]: r["nominalQuota"] for r in old["resources"]}
         covered = queue["spec"]["resourceGroups"][0]["coveredResources"]
-        assert flavors[-1]["resources"] == [{"name": r, **zero} for r in covered]
+        assert flavors[-1]["resources"] == [{"name": r, "nominalQuota": had[r], **limits} for r in covered]
+        # and the new flavors of its identity give up as much: the identity's total is the plan's
+        assert _sums(queue, "h100") == _sums(new[name], "h100")
+        assert any(parse(v) > 0 for v in had.values())
         assert _retiring(queue) == {H100_5CE2: LATER}
         assert H100_5CE2 in [f["name"] for f in _flavors(before[name])]
     # its ResourceFlavor and Topology stay, and the retire step keeps them
@@ -154,37 +174,42 @@ def test_a_re_render_carries_the_time_and_changes_nothing(example: tuple[Path, P
     assert run.exit_code == 0, run.output
 
 
-def test_retain_for_ends_the_retention(example: tuple[Path, Path]) -> None:
+def test_retain_for_never_ends_a_retention_offline(example: tuple[Path, Path]) -> None:
+    """Time alone never turns a render into a drain: after retainFor, check stays green and an
+    offline render still keeps the flavor (the memo reused: the result does not change)."""
     inventory, out = example
     _set_policy(inventory, None, "48h")
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
+    before = tree(out)
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
-    just_before = "2026-12-03T05:59:59Z"
-    run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", just_before)
-    assert run.exit_code == 0, run.output
-    # at LATER + 48h it is dropped the normal way; check says so before anyone renders
-    expired = "2026-12-03T06:00:00Z"
+    expired = "2026-12-09T06:00:00Z"
     run = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", expired)
-    assert run.exit_code == 1 and "[stale-render]" in run.output
+    assert run.exit_code == 0, run.output
     _render(inventory, out, expired)
-    for queue in _queues(out).values():
-        assert H100_5CE2 not in [f["name"] for f in _flavors(queue)]
-        assert _retiring(queue) == {}
-    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
-    assert "gpustack-5ce26b67c9cf" not in _names(out, "kueue/topologies.yaml")
+    assert tree(out) == before
+    _render(inventory, out, expired, "--no-cache")
+    assert tree(out) == before
 
 
-def test_the_memo_does_not_outlive_retain_for(example: tuple[Path, Path]) -> None:
-    """A remembered render is reused only until the next retainFor end (its window)."""
+def test_retain_for_ends_the_retention_in_a_live_render(example: tuple[Path, Path]) -> None:
+    """In a live render (the cluster read: here what it showed, a busy flavor), retainFor ends
+    the retention: the flavor leaves the queues (the gate drains it), its nodes stay pinned."""
     inventory, out = example
     _set_policy(inventory, None, "48h")
     record_rack_b_r02(inventory)
     _render(inventory, out, LATER)
-    _render(inventory, out, "2026-12-02T00:00:00Z")  # recalled: nothing changes
-    assert H100_5CE2 in _names(out, "kueue/resourceflavors.yaml")
-    _render(inventory, out, "2026-12-03T06:00:00Z")  # with the memo on
-    assert H100_5CE2 not in _names(out, "kueue/resourceflavors.yaml")
+    texts = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*.yaml")}
+    files = read_inventory(inventory)
+    busy = {"training": {H100_5CE2: {"nvidia.com/gpu": "4"}}, "inference": {}}
+    shown = replace(previous_of(texts), usage=busy, idle={q: frozenset() for q in ("training", "inference")})
+    for moment, kept in (("2026-12-03T05:59:59Z", True), ("2026-12-03T06:00:00Z", False)):
+        result = compile(files, datetime.fromisoformat(moment.replace("Z", "+00:00")), carried=shown)
+        assert result.planned is not None and not result.failed
+        queues = [m.body for m in result.planned.manifests if m.kind == "ClusterQueue"]
+        for queue in queues:
+            names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
+            assert (H100_5CE2 in names) is kept, (moment, names)
 
 
 def test_a_flavor_that_comes_back_is_a_flavor_again(example: tuple[Path, Path]) -> None:
@@ -218,7 +243,15 @@ def test_a_second_drop_keeps_the_first_time_and_order(example: tuple[Path, Path]
     assert names[0].startswith("gpustack-nvidia-h100-80gb-hbm3-") and names[0] not in (H100_7DE0, H100_5CE2)
     assert names[2:] == [H100_7DE0, H100_5CE2]
     assert _retiring(training) == {H100_7DE0: second, H100_5CE2: LATER}
-    assert [r["nominalQuota"] for f in _flavors(training)[2:] for r in f["resources"]] == ["0"] * 6
+    # each keeps the quota it had; the new H100 flavor holds the rest of the identity's quota
+    gpus = {
+        f["name"]: r["nominalQuota"]
+        for f in _flavors(training)
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    }
+    assert gpus[H100_5CE2] == "30" and gpus[H100_7DE0] == "90"
+    assert gpus[names[0]] == "0"  # 120 declared, all held by the retained flavors offline
 
 
 def test_the_64_flavor_limit_counts_retained_flavors(example: tuple[Path, Path], tmp_path: Path) -> None:
@@ -247,7 +280,7 @@ def test_the_64_flavor_limit_counts_retained_flavors(example: tuple[Path, Path],
     run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", "2026-12-02T00:00:00Z")
     assert run.exit_code == 1
     assert "[flavor-limit]" in run.output and "'training'" in run.output
-    assert "1 retained at zero quota until idle" in run.output
+    assert "1 retained until idle" in run.output
     assert tree(out) == before
 
 
@@ -371,7 +404,10 @@ def test_plan_base_carries_on_the_base_revision_s_retention(tmp_path: Path) -> N
     for queue in queues.values():
         assert queue["drain"]["action"] == "retain" and queue["flavorsRemoved"] == [], queue
         assert queue["flavorsRetained"] == [H100_5CE2]
-        assert f"no eviction; {H100_5CE2} kept at zero quota until idle" in queue["drain"]["reason"]
+        assert (
+            f"no eviction; {H100_5CE2} kept until idle at the quota its Workloads hold"
+            in queue["drain"]["reason"]
+        )
     # what render writes from the same base is what plan compared
     out = root / "rendered"
     _render(root / "inventories", out, LATER)

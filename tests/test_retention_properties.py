@@ -1,8 +1,8 @@
 """Properties of WaitForIdle retention over random sequences of fleet changes (hypothesis): each
-render is the new plan's queue plus exactly the previous render's dropped flavors that neither
-retainFor nor the cluster ended, in the previous order, at zero quota, with their first time
-carried; quota is conserved; every flavor a queue names is rendered with its Topology; and a
-render is a fixed point of itself (so check agrees with render)."""
+render is the new plan's queue plus exactly the previous render's dropped flavors that the cluster
+did not show idle (offline, retainFor ends nothing), in the previous order, at the quota they
+had, with their first time carried; quota is conserved; every flavor a queue names is rendered
+with its Topology; and a render is a fixed point of itself (so check agrees with render)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from generator.load.files import InputFile
 from generator.load.previous import previous_of
 from generator.model import RETIRING_PREFIX, Carried
 from generator.pipeline import Compilation, compile
+from generator.validate.quantities import parse
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
 
@@ -93,7 +94,6 @@ def test_retention_keeps_exactly_what_nothing_ended(
     history: tuple[str | None, list[tuple[Fleet, int, int]]],
 ) -> None:
     retain_for, steps = history
-    limit = {None: None, "24h": timedelta(hours=24), "90m": timedelta(minutes=90)}[retain_for]
     now, texts = START, {}
     for fleet, hours, seed in steps:
         now += timedelta(hours=hours)
@@ -104,8 +104,8 @@ def test_retention_keeps_exactly_what_nothing_ended(
         fresh = _queues(_texts(compile(files, now, node_features=False)))  # the plan alone
         for name, queue in _queues(new).items():
             entries, planned = _entries(queue), _entries(fresh[name])
-            # the new plan's flavors first, with their full quota
-            assert entries[: len(planned)] == planned
+            # the new plan's flavors first (their quota lowered by what retained ones keep)
+            assert [e["name"] for e in entries[: len(planned)]] == [e["name"] for e in planned]
             kept = entries[len(planned) :]
             since = previous.since.get(name, {})
             idle = previous.idle.get(name, frozenset()) if previous.idle is not None else frozenset()
@@ -113,21 +113,30 @@ def test_retention_keeps_exactly_what_nothing_ended(
                 f
                 for f in previous.queues.get(name, ())
                 if f not in {e["name"] for e in planned}
-                and f not in idle
-                and (limit is None or now < since.get(f, now) + limit)
+                and f not in idle  # offline, retainFor never ends a retention
             ]
             assert [e["name"] for e in kept] == expected
             cohort = "cohortName" in queue["spec"]
-            zero = {"nominalQuota": "0", **({"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {})}
-            assert all(
-                {k: v for k, v in r.items() if k != "name"} == zero for e in kept for r in e["resources"]
-            )
+            limits = {"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {}
+            # offline, a retained flavor keeps the quota the previous render gave it
+            had = previous.quotas.get(name, {})
+            for e in kept:
+                for r in e["resources"]:
+                    want = had.get(e["name"], {}).get(r["name"], "0")
+                    want = "0" if parse(want) == 0 else want
+                    assert r == {"name": r["name"], "nominalQuota": want, **limits}
             annotations = queue["metadata"]["annotations"]
             retiring = {
                 k[len(RETIRING_PREFIX) :]: v for k, v in annotations.items() if k.startswith(RETIRING_PREFIX)
             }
             assert retiring == {f: since.get(f, now).strftime("%Y-%m-%dT%H:%M:%SZ") for f in expected}
-            assert _gpus(entries) == _gpus(planned)  # quota conserved
+            # per identity, the queue's GPU quota is its plan's unless the retained quota exceeds
+            # it (the fleet's one queue in a cohort has no peer there)
+            for identity in {_identity(e["name"]) for e in (*entries, *planned)}:
+                mine = [e for e in entries if _identity(e["name"]) == identity]
+                held = _gpus([e for e in kept if _identity(e["name"]) == identity])
+                wanted = _gpus([e for e in planned if _identity(e["name"]) == identity])
+                assert _gpus(mine) == max(wanted, held), identity
         flavors = {
             d["metadata"]["name"]: d for d in yaml.safe_load_all(new["kueue/resourceflavors.yaml"]) if d
         }
@@ -141,7 +150,40 @@ def test_retention_keeps_exactly_what_nothing_ended(
         texts = new
 
 
+def _identity(flavor: str) -> str:
+    """gpustack-<identity>-<hash>-<profile> without the profile."""
+    return flavor.rsplit("-", 1)[0]
+
+
 def _gpus(entries: list[dict[str, Any]]) -> int:
     return sum(
         int(r["nominalQuota"]) for e in entries for r in e["resources"] if r["name"] == "nvidia.com/gpu"
     )
+
+
+def test_live_a_retained_flavor_is_lowered_to_what_kueue_reserves_and_the_rest_goes_back() -> None:
+    """With the cluster read, a retained flavor's quota is Kueue's reservation on it (every
+    covered resource), and the queue's new flavors of its identity get the rest."""
+    before, after = Fleet(cohort="pool"), Fleet(cohort="pool", levels=(RACK,))  # a level removed
+    first = _texts(compile(_files(before, None), START, node_features=False))
+    old = {e["name"] for e in _entries(_queues(first)["training"]) if "h100" in e["name"]}
+    reserved = {"nvidia.com/gpu": "3"}
+    carried = replace(previous_of(first), usage={"training": dict.fromkeys(old, reserved)}, idle={})
+    new = _queues(_texts(compile(_files(after, None), START, node_features=False, carried=carried)))
+    entries = _entries(new["training"])
+    kept = [e for e in entries if e["name"] in old]
+    assert kept and all(
+        r
+        == {
+            "name": r["name"],
+            "nominalQuota": reserved.get(r["name"], "0"),
+            "borrowingLimit": "0",
+            "lendingLimit": "0",
+        }
+        for e in kept
+        for r in e["resources"]
+    )
+    fresh = _entries(_queues(_texts(compile(_files(after, None), START, node_features=False)))["training"])
+    h100 = [e for e in entries if "h100" in e["name"] and e["name"] not in old]
+    assert _gpus(h100) == _gpus([e for e in fresh if "h100" in e["name"]]) - 3 * len(kept)
+    assert _gpus(entries) == _gpus(fresh)  # conserved

@@ -12,10 +12,20 @@ from typing import Any
 from generator.compile import gate_wiring, manifests, pins, sync_wiring
 from generator.compile.manifests import FeatureFile
 from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Flavor, Queue, QueueFlavor, plan_queues
+from generator.compile.queues import Flavor, Planner, Queue, QueueFlavor, plan_queues
 from generator.compile.retention import Retention, since_text
 from generator.compile.shards import Sharding, crowded, objects_per_folder, oversized
-from generator.model import Carried, Finding, KueueVersion, Level, Manifest, Source, Where
+from generator.model import (
+    PROFILE_KEY,
+    Carried,
+    Finding,
+    KueueVersion,
+    Level,
+    Manifest,
+    Source,
+    Where,
+    flavor_key,
+)
 from generator.rules.compile import PATH_SIZE, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.checks import Context
@@ -85,6 +95,8 @@ class Plan:
     repo_path: str = DEFAULT_SYNC_PATH  # where the engines find rendered/ in the repository
     repo_path_where: Where | None = None  # GeneratorConfig's sync.path (or the config), if any
     expiries: list[datetime] = field(default_factory=list)  # when a retained flavor's retainFor ends
+    #: every node's flavor labels as written, and the nodes kept on old ones (compile/pins.py)
+    pinned: pins.Pinned = field(default_factory=lambda: pins.Pinned({}))
 
 
 def plan(
@@ -106,9 +118,11 @@ def plan(
     retention = None
     if carried is not None and now is not None:
         retention = Retention(carried, now, inventory.settings)
-    queues, flavors, findings = plan_queues(
+    queues, planner, findings = plan_queues(
         inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention
     )
+    flavors = planner.flavors
+    pinned = _pins(ctx, assignment, planner, carried)
     kept_flavors = retention.flavor_specs if retention else {}
     kept_topologies = retention.topology_specs if retention else {}
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
@@ -119,12 +133,11 @@ def plan(
     ]
     features = []
     if node_features:
-        pinned = _pins(queues, flavors, retention, carried, assignment)
-        features = manifests.feature_files(inventory, ready, assignment, folder_of, pinned)
+        features = manifests.feature_files(inventory, ready, pinned.rows, folder_of)
     queue_objects = manifests.cluster_queues(queues, version)
     kueue = [
         *manifests.topologies(assignment, version, kept_topologies),
-        *manifests.resource_flavors(flavors, version, kept_flavors),
+        *manifests.resource_flavors(flavors, version, kept_flavors, _legacy(flavors, carried)),
     ]
     serial = gate_wiring.render_serial(previous, frozenset(m.name for m in kueue))
     for m in kueue:
@@ -165,23 +178,44 @@ def plan(
         repo_path=paths.repo_path,
         repo_path_where=config,
         expiries=retention.expiries if retention else [],
+        pinned=pinned,
     )
 
 
-def _pins(
-    queues: list[Queue],
-    flavors: Mapping[str, Flavor],
-    retention: Retention | None,
-    carried: Carried | None,
-    assignment: Assignment,
-) -> dict[str, str]:
-    """The nodes that keep a retained flavor's profile label (compile/pins.py)."""
-    retained = {r.name for q in queues for r in q.retained}
-    if retention is None or carried is None or not retained:
-        return {}
-    held = {flavors[name].profile.id for name in retained if name in flavors}
-    held |= pins.held_profiles(retention.flavor_specs[n] for n in retained if n in retention.flavor_specs)
-    return pins.pins(carried.profiles, assignment.profile_of, frozenset(held))
+def _pins(ctx: Context, assignment: Assignment, planner: Planner, carried: Carried | None) -> pins.Pinned:
+    """Every node's profile and flavor labels, the nodes whose flavors change kept on their
+    previous ones until the cluster shows them idle (compile/pins.py)."""
+    flavors_of: dict[str, list[str]] = {}
+    for name in sorted(planner.flavors):
+        for member in planner.members.get(name, ()):
+            flavors_of.setdefault(member.name, []).append(name)
+    made: dict[tuple[str, tuple[str, ...]], pins.Row] = {}
+    rows: dict[str, pins.Row] = {}
+    for node, profile in assignment.profile_of.items():
+        key = (profile.id, tuple(flavors_of.get(node, ())))
+        row = made.get(key)
+        if row is None:
+            row = made[key] = {PROFILE_KEY: profile.id, **{flavor_key(f): f for f in key[1]}}
+        rows[node] = row
+    if carried is None or not carried.rows:
+        return pins.Pinned(rows)
+    labels = {name: node.labels for name, node in ctx.inventory.nodes.items()}
+    return pins.pin(rows, carried.rows, labels, carried.flavors, carried.live)
+
+
+def _legacy(flavors: Mapping[str, Flavor], carried: Carried | None) -> frozenset[str]:
+    """Planned flavors that the previous render wrote without their flavor label: Kueue will
+    not change a topology-aware flavor's nodeLabels, so they keep selecting by identity and
+    profile (their nodes get the flavor label all the same)."""
+    if carried is None:
+        return frozenset()
+    found = set()
+    for name in flavors:
+        spec = carried.flavors.get(name)
+        labels = spec.get("nodeLabels") if isinstance(spec, dict) else None
+        if isinstance(labels, dict) and flavor_key(name) not in labels:
+            found.add(name)
+    return frozenset(found)
 
 
 def _gate_timeout(ctx: Context) -> int:
@@ -226,9 +260,12 @@ def _queue_summary(queue: Queue, version: KueueVersion) -> dict[str, Any]:
         "flavors": [_flavor_summary(f) for f in queue.flavors],
     }
     if queue.retained:
-        zero = dict.fromkeys(queue.plan.covered_resources, "0")
         found["flavors"] += [
-            {"name": r.name, "nominalQuota": zero, "retiringSince": since_text(r.since)}
+            {
+                "name": r.name,
+                "nominalQuota": {k: r.quota.get(k, "0") for k in queue.plan.covered_resources},
+                "retiringSince": since_text(r.since),
+            }
             for r in queue.retained
         ]
     if queue.plan.local_queues:

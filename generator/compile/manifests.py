@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from generator.compile.engines import (
@@ -31,8 +31,16 @@ from generator.compile.engines import (
 )
 from generator.compile.profiles import Assignment
 from generator.compile.queues import Flavor, Queue, QueueFlavor
-from generator.compile.retention import RETIRING_PREFIX, since_text
-from generator.model import PROFILE_KEY, PROFILES_FEATURE_NAME, Inventory, KueueVersion, Manifest, Source
+from generator.compile.retention import RETIRING_PREFIX, Retained, since_text
+from generator.model import (
+    PROFILE_KEY,
+    PROFILES_FEATURE_NAME,
+    Inventory,
+    KueueVersion,
+    Manifest,
+    Source,
+    flavor_key,
+)
 from generator.util.columns import group
 from generator.validate.labels import READ_ONLY_PARENTS
 
@@ -79,26 +87,20 @@ class FeatureFile:
 def feature_files(
     inventory: Inventory,
     ready: Iterable[Source],
-    assignment: Assignment,
+    profile_rows: Mapping[str, Mapping[str, str]],
     folder_of: Mapping[str, str],
-    pinned: Mapping[str, str] | None = None,
 ) -> list[FeatureFile]:
     """Every NodeFeature file: per labels folder, one per Ready writing source and one of
-    profiles; rows in node order. ``pinned``: node -> the profile label it keeps instead of
-    its assigned one (a retained flavor's, compile/pins.py)."""
+    profiles; rows in node order. ``profile_rows``: node -> its profile and flavor labels
+    (compile/pins.py)."""
     namespace = inventory.settings.node_feature_namespace
     files: list[FeatureFile] = []
     for source in ready:
         assert source.snapshot is not None
         rows = node_labels(source.snapshot.nodes)
         files += _by_folder(rows, folder_of, source_features(source.name), namespace, source.name)
-    by_profile = {profile: {PROFILE_KEY: profile} for profile in assignment.profiles()}
-    nodes = sorted(assignment.profile_of)
-    ids: Iterable[str] = map(attrgetter("id"), map(assignment.profile_of.__getitem__, nodes))
-    if pinned:
-        by_profile.update({profile: {PROFILE_KEY: profile} for profile in set(pinned.values())})
-        ids = map(pinned.get, nodes, ids)
-    rows = zip(nodes, map(by_profile.__getitem__, ids), strict=True)
+    nodes = sorted(profile_rows)
+    rows = zip(nodes, map(profile_rows.__getitem__, nodes), strict=True)
     return files + _by_folder(rows, folder_of, PROFILE_FEATURES, namespace, None)
 
 
@@ -198,10 +200,13 @@ def resource_flavors(
     flavors: dict[str, Flavor],
     version: KueueVersion = "v1beta2",
     retained: Mapping[str, dict[str, Any]] | None = None,
+    legacy: frozenset[str] = frozenset(),
 ) -> list[Manifest]:
     """The planned flavors, and the retained ones the plan no longer has (``retained``: name
-    -> spec as the previous render wrote it), in name order."""
-    specs = {name: _flavor_spec(f) for name, f in flavors.items()}
+    -> spec as the previous render wrote it), in name order. ``legacy``: planned flavors
+    written without their flavor label (the previous render's were, and Kueue keeps a
+    topology-aware flavor's nodeLabels)."""
+    specs = {name: _flavor_spec(f, name not in legacy) for name, f in flavors.items()}
     specs |= {name: spec for name, spec in (retained or {}).items() if name not in specs}
     return [
         _catalog_object("kueue/resourceflavors.yaml", "ResourceFlavor", name, specs[name], version)
@@ -219,10 +224,11 @@ def _catalog_object(file: str, kind: str, name: str, spec: dict[str, Any], versi
     return Manifest(file, body)
 
 
-def _flavor_spec(flavor: Flavor) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "nodeLabels": dict(sorted({**dict(flavor.identity), PROFILE_KEY: flavor.profile.id}.items()))
-    }
+def _flavor_spec(flavor: Flavor, keyed: bool = True) -> dict[str, Any]:
+    labels = {**dict(flavor.identity), PROFILE_KEY: flavor.profile.id}
+    if keyed:
+        labels[flavor_key(flavor.name)] = flavor.name
+    spec: dict[str, Any] = {"nodeLabels": dict(sorted(labels.items()))}
     if flavor.node_taints:
         spec["nodeTaints"] = [dict(t) for t in flavor.node_taints]
     if flavor.tolerations:
@@ -270,7 +276,10 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
                         for qf in queue.flavors
                     ),
                     *(
-                        {"name": r.name, "resources": _retained_resources(plan.covered_resources, cohort)}
+                        {
+                            "name": r.name,
+                            "resources": _retained_resources(plan.covered_resources, cohort, r),
+                        }
                         for r in queue.retained
                     ),
                 ],
@@ -283,11 +292,13 @@ def cluster_queue(queue: Queue, version: KueueVersion = "v1beta2") -> dict[str, 
     return {"apiVersion": kueue_api(version), "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
 
-def _retained_resources(covered: tuple[str, ...], cohort: bool) -> list[dict[str, str]]:
-    """Zero quota: nothing new is admitted on the flavor, and Kueue keeps counting what runs
-    there; in a cohort nothing is borrowed onto it or lent from it either."""
+def _retained_resources(covered: tuple[str, ...], cohort: bool, retained: Retained) -> list[dict[str, str]]:
+    """What its Workloads hold, no more: Kueue admits nothing new there and, the usage being
+    within nominal, no peer reclaims it (Kueue preempts across queues only where usage is above
+    nominal); in a cohort nothing is borrowed onto it or lent from it either (without a cohort
+    Kueue allows no limits, and there is no one to borrow from)."""
     limits = {"borrowingLimit": "0", "lendingLimit": "0"} if cohort else {}
-    return [{"name": r, "nominalQuota": "0", **limits} for r in covered]
+    return [{"name": r, "nominalQuota": retained.quota.get(r, "0"), **limits} for r in covered]
 
 
 def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]]:

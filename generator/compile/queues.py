@@ -20,7 +20,7 @@ from typing import Any
 
 from generator.compile.profiles import Assignment, Profile
 from generator.compile.retention import Retained, Retention
-from generator.model import Finding, Hardware, KueueVersion, Node, QueuePlan
+from generator.model import FLAVOR_KEY_PREFIX, PROFILE_KEY, Finding, Hardware, KueueVersion, Node, QueuePlan
 from generator.rules.compile import (
     FLAVOR_COLLISION,
     FLAVOR_LIMIT,
@@ -89,6 +89,8 @@ class Planner:
         self.frozen_taints = version == "v1beta1"
         self.findings: list[Finding] = []
         self.flavors: dict[str, Flavor] = {}
+        #: flavor name -> its nodes (the nodes of its identity and profile)
+        self.members: dict[str, list[Node]] = {}
         self._hashed: dict[str, tuple[Any, ...]] = {}  # flavor name -> what its hash covers
         self.profiles = assignment.profiles()
         # Queues often share an identity (training and batch on the same GPUs): group its
@@ -113,7 +115,7 @@ class Planner:
         if queue.retained:
             needs = (
                 f"{count} flavors ({len(queue.flavors)} of its hardware identities x profiles and "
-                f"{len(queue.retained)} retained at zero quota until idle, dropPolicy WaitForIdle)"
+                f"{len(queue.retained)} retained until idle, dropPolicy WaitForIdle)"
             )
         wait = (
             "; wait until the retained flavors are idle (tasgen render --kubeconfig drops them) or "
@@ -166,6 +168,8 @@ class Planner:
             self._unmatched(plan, hw)
             return []
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
+        for part, (_, nodes) in zip(parts, groups, strict=True):
+            self.members.setdefault(part.flavor.name, nodes)
         self._split(plan, hw, identity, groups, parts)
         return parts
 
@@ -341,7 +345,7 @@ def plan_queues(
     assignment: Assignment,
     version: KueueVersion = "v1beta2",
     retention: Retention | None = None,
-) -> tuple[list[Queue], dict[str, Flavor], list[Finding]]:
+) -> tuple[list[Queue], Planner, list[Finding]]:
     """The queues and their flavors; with ``retention``, each WaitForIdle queue also keeps
     the flavors of the previous render that its plan drops (decided once every queue's new
     flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
@@ -353,9 +357,69 @@ def plan_queues(
         for queue in queues:
             kept = {qf.flavor.name for qf in queue.flavors}
             queue.retained = retention.of(queue.plan, kept, planner.flavors, topologies)
+        for queue in queues:
+            for retained in queue.retained:
+                identity = _identity_of(retained.name, planner.flavors, retention)
+                _conserve(queue, queues, identity, retained.quota)
     for queue in queues:
         planner.limits(queue)
-    return queues, planner.flavors, planner.findings
+    return queues, planner, planner.findings
+
+
+def _identity_of(name: str, flavors: dict[str, Flavor], retention: Retention) -> tuple[tuple[str, str], ...]:
+    """A retained flavor's hardware identity: its nodeLabels but the profile and flavor labels."""
+    if name in flavors:
+        return flavors[name].identity
+    spec = retention.flavor_specs.get(name) or retention.previous.flavors.get(name) or {}
+    found = spec.get("nodeLabels")
+    labels: dict[str, Any] = found if isinstance(found, dict) else {}
+    return tuple(
+        sorted(
+            (str(k), str(v))
+            for k, v in labels.items()
+            if k != PROFILE_KEY and not str(k).startswith(FLAVOR_KEY_PREFIX)
+        )
+    )
+
+
+def _conserve(
+    queue: Queue, queues: list[Queue], identity: tuple[tuple[str, str], ...], held: dict[str, str]
+) -> None:
+    """The quota a retained flavor keeps is taken from the new flavors of its identity, the
+    queue's own first, then its cohort peers', each group in proportion to their quotas: the
+    identity's total stays what the plans declare (unless the retained quota exceeds it)."""
+    cohort = queue.plan.cluster_queue.get("cohortName")
+    own = [qf for qf in queue.flavors if qf.flavor.identity == identity]
+    peers = [
+        qf
+        for other in queues
+        if cohort and other is not queue and other.plan.cluster_queue.get("cohortName") == cohort
+        for qf in other.flavors
+        if qf.flavor.identity == identity
+    ]
+    for resource, amount in held.items():
+        left = parse(amount)
+        for takers in (own, peers):
+            parts = [qf for qf in takers if resource in qf.quota]
+            if parts and left > 0:
+                left = _lower(parts, resource, left)
+
+
+def _lower(parts: list[QueueFlavor], resource: str, amount: Decimal) -> Decimal:
+    """Lowers the parts' quota of ``resource`` by ``amount`` in proportion to it, at most to
+    zero; returns what is left to take elsewhere."""
+    current = [parse(qf.quota[resource]) for qf in parts]
+    scale = scale_for(resource, [amount, *current])
+    weights = [to_units(c, scale) for c in current]
+    wanted = to_units(amount, scale)
+    total = max(0, sum(weights) - wanted)
+    units = largest_remainder(total, weights) or [0] * len(parts)
+    for qf, share in zip(parts, units, strict=True):
+        qf.quota[resource] = format_units(share, scale, resource)
+        lending = qf.lending_limit.get(resource)
+        if lending is not None and parse(lending) > parse(qf.quota[resource]):
+            qf.lending_limit[resource] = qf.quota[resource]  # Kueue: lending <= nominal
+    return amount - (Decimal(sum(weights) - total) / scale if scale else 0)
 
 
 def _dropped(hw: Hardware) -> str:

@@ -5,7 +5,9 @@ What the previous render gave each queue is an input (:class:`generator.model.Ca
 the decision is a pure function of the inventory, the previous rendered/, the time and, with a
 live cluster, which flavors are idle: a flavor goes into retention at the first render that
 drops it (the time it is annotated with is that render's ``now``, carried from then on), and
-leaves when ``gate.retainFor`` has passed since then or the cluster shows it idle.
+leaves when the cluster shows it idle or, in a live render only, when ``gate.retainFor`` has
+passed since then: an offline render (a pull request's) never drops a busy flavor because time
+passed, so that no one's unrelated change turns into a drain.
 """
 
 from __future__ import annotations
@@ -15,8 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, Carried, DropPolicy, QueuePlan, Settings
+from generator.validate.quantities import parse
 
 __all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
+
+
+def _canonical(quantity: str) -> str:
+    """A quantity as Kubernetes prints it (``0`` for any zero, so retained entries compare)."""
+    try:
+        return "0" if parse(quantity) == 0 else quantity
+    except ValueError:
+        return "0"
 
 
 def since_text(moment: datetime) -> str:
@@ -30,10 +41,13 @@ def _whole_second(moment: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Retained:
-    """A flavor a queue keeps at zero quota: its name and since when it retires."""
+    """A flavor a queue keeps until idle: its name, since when it retires, and its quota per
+    covered resource: what its Workloads hold there (the live render's reading of Kueue's
+    reservation), offline the quota the previous render gave it; never more is admitted."""
 
     name: str
     since: datetime
+    quota: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -46,7 +60,8 @@ class Retention:
     #: ResourceFlavor / Topology name -> spec, of retained flavors the new plan does not render
     flavor_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     topology_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: when a retention ends by retainFor (the render's result changes then)
+    #: unused: offline, time never ends a retention (only the live render does), so the
+    #: render's result does not change with time
     expiries: list[datetime] = field(default_factory=list)
 
     def policy(self, plan: QueuePlan) -> DropPolicy:
@@ -70,17 +85,23 @@ class Retention:
                 continue
             start = since.get(name) or _whole_second(self.now)
             end = start + self.settings.retain_for if self.settings.retain_for is not None else None
-            if end is not None and self.now >= end:
-                continue  # waited long enough: dropped the normal way
+            if end is not None and self.now >= end and self.previous.usage is not None:
+                continue  # waited long enough, in the scheduled live render: the gate drains it
             spec = self._flavor_spec(name, rendered)
             if spec is None or not self._topology(spec, topologies):
                 continue  # the previous render does not say what it was: dropped the normal way
-            if end is not None:
-                self.expiries.append(end)
-            found.append(Retained(name, start))
+            found.append(Retained(name, start, self._quota(plan, name)))
             if name not in rendered:
                 self.flavor_specs[name] = spec
         return found
+
+    def _quota(self, plan: QueuePlan, name: str) -> dict[str, str]:
+        """What the queue's Workloads reserve on the flavor (live), else its previous quota."""
+        if self.previous.usage is not None:
+            held = self.previous.usage.get(plan.name, {}).get(name, {})
+        else:
+            held = self.previous.quotas.get(plan.name, {}).get(name, {})
+        return {r: _canonical(held.get(r, "0")) for r in plan.covered_resources}
 
     def _flavor_spec(self, name: str, rendered: dict[str, Any]) -> dict[str, Any] | None:
         if name in rendered:

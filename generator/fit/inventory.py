@@ -1,11 +1,10 @@
 """The cluster a compiled inventory makes: its nodes with the labels they carry once the
-rendered NodeFeatures apply (the profile label and the levels their source states), and the
-rendered Kueue objects."""
+rendered NodeFeatures apply (the profile and flavor labels, pins included, and the levels their
+source states), and the rendered Kueue objects."""
 
 from __future__ import annotations
 
 from generator.fit.cluster import Cluster, NodeFacts, from_objects, node_facts
-from generator.model import PROFILE_KEY
 from generator.pipeline import Compilation
 
 
@@ -27,8 +26,6 @@ def cluster_of(compiled: Compilation) -> Cluster:
             continue  # Kueue's TAS cache leaves cordoned nodes out
         labels = dict(node.labels)
         labels.update(stated.get(name, {}))
-        profile = assignment.profile_of.get(name)
-        if profile is not None:
-            labels[PROFILE_KEY] = profile.id
+        labels.update(planned.pinned.rows.get(name, {}))
         nodes.append(node_facts(name, labels, node.allocatable, node.taints))
     return from_objects([m.body for m in planned.manifests], nodes)

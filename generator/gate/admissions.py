@@ -92,3 +92,53 @@ def holders(workloads: Iterable[Workload], queue: str, flavor: str) -> list[Work
 def any_holder(workloads: Iterable[Workload]) -> frozenset[str]:
     """Every flavor some Workload's admission names, whichever queue admitted it."""
     return frozenset(name for w in workloads for name in flavors_of(w))
+
+
+#: the level every tasgen Topology ends with: a topology assignment's lowest values are nodes
+_HOSTNAME = "kubernetes.io/hostname"
+
+
+def placed_nodes(workload: Workload) -> tuple[frozenset[str], frozenset[str]]:
+    """The nodes the Workload's admission places pods on, and the flavors of its PodSets whose
+    admission names no node (no topology assignment yet, or one not down to hostnames):
+    every node of those flavors may hold its pods. Kueue v0.17 writes ``levels`` and
+    ``slices`` (apis/kueue/v1beta2/workload_types.go, TopologyAssignment; a level's values
+    are one ``universal`` value or ``individual`` roots between an optional prefix and
+    suffix); v1beta1 spells it ``levels`` and ``domains``."""
+    found = admission(workload)
+    if found is None:
+        return frozenset(), frozenset()
+    nodes: set[str] = set()
+    unplaced: set[str] = set()
+    for assignment in found.get("podSetAssignments") or []:
+        if not isinstance(assignment, Mapping):
+            continue
+        named = _lowest_values(assignment.get("topologyAssignment"))
+        if named is None:
+            unplaced.update(str(f) for f in (assignment.get("flavors") or {}).values() if f)
+        else:
+            nodes.update(named)
+    return frozenset(nodes), frozenset(unplaced)
+
+
+def _lowest_values(assignment: object) -> list[str] | None:
+    """The hostnames a topology assignment names; None when it names none."""
+    if not isinstance(assignment, Mapping):
+        return None
+    levels = assignment.get("levels")
+    if not isinstance(levels, list) or not levels or levels[-1] != _HOSTNAME:
+        return None
+    last = len(levels) - 1
+    if isinstance(assignment.get("domains"), list):
+        return [str(d["values"][last]) for d in assignment["domains"] if isinstance(d, Mapping)]
+    found: list[str] = []
+    for piece in assignment.get("slices") or []:
+        count = int(piece.get("domainCount") or 0)
+        values = (piece.get("valuesPerLevel") or [])[last]
+        if values.get("universal") is not None:
+            found += [str(values["universal"])] * min(count, 1)
+            continue
+        each = values.get("individual") or {}
+        prefix, suffix = each.get("prefix") or "", each.get("suffix") or ""
+        found += [f"{prefix}{root}{suffix}" for root in each.get("roots") or []]
+    return found

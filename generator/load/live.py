@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.model import Carried
+from generator.model import Carried, LiveNodes
 
 #: how long transient API errors (5xx, 429, a dropped connection) are retried
 RETRY_SECONDS = 15
@@ -37,7 +37,37 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         )
         for name, flavors in previous.queues.items()
     }
-    return replace(previous, idle=idle)
+    usage = {name: reservations(queue) for name, queue in queues.items()}
+    return replace(previous, idle=idle, live=live_nodes(workloads, queues), usage=usage)
+
+
+def reservations(queue: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> the total Kueue reserves there (status.flavorsReservation)."""
+    found: dict[str, dict[str, str]] = {}
+    for entry in (queue.get("status") or {}).get("flavorsReservation") or ():
+        resources = entry.get("resources") or ()
+        found[str(entry.get("name"))] = {str(r.get("name")): str(r.get("total", "0")) for r in resources}
+    return found
+
+
+def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]) -> LiveNodes:
+    """Which nodes unfinished Workloads hold, and which flavors may still admit."""
+    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+
+    busy: set[str] = set()
+    unplaced: set[str] = set()
+    for workload in workloads:
+        nodes, flavors = admissions.placed_nodes(workload)
+        busy |= nodes
+        unplaced |= flavors
+    admitting = {
+        str(entry.get("name"))
+        for queue in queues.values()
+        for group in (queue.get("spec") or {}).get("resourceGroups") or ()
+        for entry in group.get("flavors") or ()
+        if not _no_quota(queue, str(entry.get("name")))
+    }
+    return LiveNodes(frozenset(busy), frozenset(unplaced), frozenset(admitting))
 
 
 def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:

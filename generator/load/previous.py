@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.load.files import ParseError, parse_text
-from generator.load.previous_profiles import PreviousProfiles
+from generator.load.previous_profiles import PreviousRows
 from generator.model import RETIRING_PREFIX, Carried
 
 QUEUES = "queues/clusterqueues.yaml"
@@ -23,12 +23,13 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 def previous_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Carried(profiles=PreviousProfiles(texts))
+    previous = Carried(rows=PreviousRows(texts))
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
             continue
         previous.queues[name] = flavors
+        previous.quotas[name] = _quotas(body)
         since = _since(body, flavors)
         if since:
             previous.since[name] = since
@@ -71,6 +72,26 @@ def _queue(body: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
             if isinstance(name, str) and name not in flavors:
                 flavors.append(name)
     return _name(body), tuple(flavors)
+
+
+def _quotas(body: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> nominalQuota, as the queue's spec states them."""
+    spec = body.get("spec")
+    groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
+    found: dict[str, dict[str, str]] = {}
+    for group in groups if isinstance(groups, list) else ():
+        entries = group.get("flavors") if isinstance(group, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            name = entry.get("name") if isinstance(entry, dict) else None
+            resources = entry.get("resources") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or not isinstance(resources, list):
+                continue
+            found[name] = {
+                str(r["name"]): str(r["nominalQuota"])
+                for r in resources
+                if isinstance(r, dict) and "name" in r and "nominalQuota" in r
+            }
+    return found
 
 
 def _since(body: dict[str, Any], flavors: tuple[str, ...]) -> dict[str, datetime]:

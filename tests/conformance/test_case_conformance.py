@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from generator.model import FLAVOR_KEY_PREFIX, flavor_key
 from tests.conformance import crds
 from tests.conftest import NOW, tasgen
 
@@ -113,7 +114,14 @@ def test_changing_tolerations_renames_the_flavor(tmp_path: Path, monkeypatch: py
         path.write_text(path.read_text().replace("tolerationSeconds: 300", "tolerationSeconds: 600"))
     after = _flavor(rendered_at(case, tmp_path / "b", monkeypatch))
     assert before["metadata"]["name"] != after["metadata"]["name"]
-    assert before["spec"]["nodeLabels"] == after["spec"]["nodeLabels"]
+    # the same nodes but for the flavor label, each flavor's own (compile/pins.py)
+    old, new = before["spec"]["nodeLabels"], after["spec"]["nodeLabels"]
+    assert {k: v for k, v in old.items() if not k.startswith(FLAVOR_KEY_PREFIX)} == {
+        k: v for k, v in new.items() if not k.startswith(FLAVOR_KEY_PREFIX)
+    }
+    assert old[flavor_key(before["metadata"]["name"])] == before["metadata"]["name"]
+    assert new[flavor_key(after["metadata"]["name"])] == after["metadata"]["name"]
+    assert flavor_key(after["metadata"]["name"]) not in old
 
 
 def rendered_at(case: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[Obj]:

@@ -311,7 +311,7 @@ def _queue_lines(report: Report) -> list[str]:
             lines.append(f"  stopPolicy: {policy.before} -> {policy.after}")
         lines += [f"  + {f.name}" for f in q.flavors_added]
         lines += [f"  - {f.name}" for f in q.flavors_removed]
-        lines += [f"  = {f}: retained at zero quota until idle" for f in q.flavors_retained]
+        lines += [f"  = {f}: retained until idle at the quota its Workloads hold" for f in q.flavors_retained]
         lines += [f"  ~ {f.name}: {', '.join(f.fields)} changed" for f in q.flavors_changed]
         if q.flavor_order:
             order = q.flavor_order

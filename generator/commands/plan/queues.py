@@ -191,7 +191,7 @@ def _totals(flavors: dict[str, FlavorFacts], only: str | None = None) -> Totals:
 def retention(retained: str) -> str:
     """What WaitForIdle does instead of a drain (``retained``: the flavors, as the format
     writes names)."""
-    return f"no eviction; {retained} kept at zero quota until idle"
+    return f"no eviction; {retained} kept until idle at the quota its Workloads hold"
 
 
 def eviction(queue: str, action: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from generator.commands.plan.shape import QuotaField
 from generator.model import (
     DEFAULT_DROP_POLICY,
+    FLAVOR_KEY_PREFIX,
     HOSTNAME_KEY,
     PROFILE_KEY,
     RETIRING_PREFIX,
@@ -145,7 +146,7 @@ def _queues(side: Side, bodies: list[dict[str, Any]]) -> None:
 
 
 def _flavor(entry: dict[str, Any], spec: dict[str, Any], since: str | None = None) -> FlavorFacts:
-    labels = dict(spec["nodeLabels"])
+    labels = {k: v for k, v in spec["nodeLabels"].items() if not k.startswith(FLAVOR_KEY_PREFIX)}
     profile = labels.pop(PROFILE_KEY)
     resources = {
         r["name"]: {k: str(v) for k, v in r.items() if k != "name"} for r in entry.get("resources", ())
