@@ -1,7 +1,7 @@
 """Every routine topology edit under WaitForIdle, live, with a Job J1 busy before the edit and a
 Job J2 submitted after it that asks for the same capacity: J1 is never evicted or preempted,
 no node is booked beyond what it has (J2's topology assignment never names a node J1's Pods
-fill), and once J1 ends the scheduled refresh (``tasgen render --kubeconfig``) and a sync let
+fill), and once J1 ends the scheduled refresh (``tasgen render --kubeconfig``) and syncs let
 new work onto the freed nodes through the flavor they now belong to
 (docs/explanation/gate.md; the scenes' machinery: tests/e2e/scene.py).
 
