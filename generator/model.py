@@ -324,6 +324,9 @@ class Carried:
     #: with a live cluster: ClusterQueue -> flavor -> resource -> what Kueue reserves there
     #: (status.flavorsReservation), what a retained flavor's quota is lowered to
     usage: dict[str, dict[str, dict[str, str]]] | None = None
+    #: the previous render's files of queues, flavors and Topologies that are missing or do not
+    #: parse (what a WaitForIdle render then cannot carry on: rule previous-render-unread)
+    unread: tuple[str, ...] = ()
     #: with a live cluster: the nodes that unfinished Workloads' topology assignments name,
     #: the flavors that hold an admission without one (every node of theirs counts as busy),
     #: and the flavors some live queue gives quota to (they may admit before the next sync)

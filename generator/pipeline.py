@@ -20,6 +20,7 @@ from generator.load.files import InputFile, LoadedFile, display_path, load_files
 from generator.load.locate import locate
 from generator.load.previous import previous_of
 from generator.model import Carried, Finding, Level, Problem
+from generator.rules.compile import PREVIOUS_RENDER_UNREAD
 from generator.rules.emit import OUTPUT_UNWRITABLE
 from generator.rules.load import CLUSTER_UNREADABLE
 from generator.util.gc import no_cycle_collection
@@ -135,7 +136,10 @@ def _render(
     except outtree.OutputError as e:
         problem = OUTPUT_UNWRITABLE.problem(out.label, 1, 1, str(e))
         return Result([*result.problems, problem], result.summary, inputs=files).reported(report)
-    if use_memo and result.summary is not None:
+    # A render that could not read the previous one says so; the next, from what it wrote, can:
+    # its result is not this one's, so this one is not remembered.
+    unread = any(p.rule == PREVIOUS_RENDER_UNREAD.id for p in result.problems)
+    if use_memo and result.summary is not None and not unread:
         window = memo.Window.around(now, result.expiries)
         written = digests if digests is not None else memo.files_digest(result.files)
         memo.remember(out.path, digest, window, written, result.problems, result.summary.as_data())

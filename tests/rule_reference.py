@@ -345,6 +345,12 @@ SCENARIOS: dict[str, Scenario] = {
         _kubeconfig_without_context,
         [*RENDER, "--kubeconfig", "kubeconfig"],
     ),
+    "previous-render-unread": Scenario(
+        "`tests/cases/valid/minimal` with `dropPolicy: WaitForIdle` on its queue, rendered into a new folder",
+        _minimal,
+        _edit("inventory/queue.yaml", "\nspec:\n", "\nspec:\n  dropPolicy: WaitForIdle\n"),
+        RENDER,
+    ),
     "node-list": Scenario(
         "`kubectl get nodes -o json` of two nodes, one with a label whose value is a boolean",
         _kubectl_nodes,

@@ -8,13 +8,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
+from generator.commands.fit import command as fit_command
 from generator.compile.manifests import PROFILE_FEATURES, feature_files
 from generator.compile.pins import TRANSIT_ROW, flavors_in, pin
 from generator.emit.tree import render_tree
+from generator.fit.inventory import cluster_of
 from generator.gate.admissions import placed_nodes
+from generator.load.files import read_inventory
 from generator.load.previous import previous_of
 from generator.load.previous_profiles import PreviousRows, rows_of
 from generator.model import PROFILE_KEY, TRANSIT_KEY, Inventory, LiveNodes, Settings, flavor_key
@@ -339,3 +343,31 @@ def test_offline_no_node_is_offered_to_a_flavor_it_was_not_on(
                 if was:
                     assert after[node] <= was, (node, was, after[node])
         texts = new
+
+
+def test_fit_sees_the_nodes_as_the_render_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tasgen fit reads rendered/ as render does: after the rack edit under WaitForIdle the four
+    nodes are kept on the retained flavor, which still selects them, and the new one does not."""
+    inventory, _ = _example(tmp_path, "    dropPolicy: WaitForIdle\n")
+    record_rack_b_r02(inventory)
+    monkeypatch.chdir(tmp_path)
+    now = datetime.fromisoformat(NOW)
+    old, new = (f"gpustack-nvidia-h100-80gb-hbm3-b46e62-{p}" for p in (OLD_PROFILE, NEW_PROFILE))
+
+    def selected(carried: Any) -> set[frozenset[str]]:
+        compiled = compile(read_inventory(inventory), now, node_features=False, carried=carried)
+        cluster = cluster_of(compiled)
+        return {
+            frozenset(
+                f
+                for f, flavor in cluster.flavors.items()
+                if all(n.labels.get(k) == v for k, v in flavor.node_labels.items())
+            )
+            for n in cluster.nodes
+            if n.name in RACK_B_R02
+        }
+
+    assert selected(fit_command._rendered()) == {frozenset({old})}
+    assert selected(None) == {frozenset({new})}  # what fit judged before: a first render

@@ -419,3 +419,25 @@ def test_the_time_is_written_in_utc_to_the_second(example: tuple[Path, Path]) ->
     record_rack_b_r02(inventory)
     _render(inventory, out, "2026-12-01T08:00:00.750+02:00")
     assert all(_retiring(q) == {H100_5CE2: LATER} for q in _queues(out).values())
+
+
+def test_an_unreadable_previous_render_under_wait_for_idle_is_a_warning(tmp_path: Path) -> None:
+    """No silent fallback: a render that cannot read the rendered/ it replaces says what that
+    means, at the queue's dropPolicy; the render after it (from what it wrote) does not."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "tests" / "cases" / "valid" / "minimal" / "inventory", inventory)
+    plan = inventory / "queue.yaml"
+    plan.write_text(plan.read_text().replace("\nspec:\n", "\nspec:\n  dropPolicy: WaitForIdle\n", 1))
+    line = plan.read_text().splitlines().index("  dropPolicy: WaitForIdle") + 1
+    out = tmp_path / "rendered"
+    first = _render(inventory, out)
+    assert f"queue.yaml:{line}:15: warning:" in first and "[previous-render-unread]" in first
+    assert "rendered/queues/clusterqueues.yaml" in first
+    assert "[previous-render-unread]" not in _render(inventory, out)
+    (out / "kueue" / "resourceflavors.yaml").write_text("{ not: yaml")
+    broken = _render(inventory, out)
+    assert "[previous-render-unread]" in broken and "rendered/kueue/resourceflavors.yaml" in broken
+    assert "rendered/queues/clusterqueues.yaml" not in broken
+    # a queue that drops flavors the normal way needs no previous render
+    plan.write_text(plan.read_text().replace("  dropPolicy: WaitForIdle\n", ""))
+    assert "[previous-render-unread]" not in _render(inventory, tmp_path / "fresh")

@@ -26,7 +26,7 @@ from generator.model import (
     Where,
     flavor_key,
 )
-from generator.rules.compile import PATH_SIZE, SHARD_SIZE
+from generator.rules.compile import PATH_SIZE, PREVIOUS_RENDER_UNREAD, SHARD_SIZE
 from generator.rules.semantic import OWNERSHIP_CONFLICT
 from generator.validate.checks import Context
 from generator.validate.checks.hierarchy import conflicts
@@ -123,6 +123,8 @@ def plan(
     )
     flavors = planner.flavors
     pinned = _pins(ctx, assignment, planner, carried)
+    if carried is not None and carried.unread and retention is not None:
+        findings += _unread(ctx, retention, carried.unread)
     kept_flavors = retention.flavor_specs if retention else {}
     kept_topologies = retention.topology_specs if retention else {}
     ready = [s for s in ctx.writing_sources() if not ctx.expired(s)]
@@ -201,6 +203,32 @@ def _pins(ctx: Context, assignment: Assignment, planner: Planner, carried: Carri
         return pins.Pinned(rows)
     labels = {name: node.labels for name, node in ctx.inventory.nodes.items()}
     return pins.pin(rows, carried.rows, labels, carried.flavors, carried.live)
+
+
+def _unread(ctx: Context, retention: Retention, unread: tuple[str, ...]) -> list[Finding]:
+    """The warning previous-render-unread, at the first WaitForIdle policy (a queue's, else the
+    GeneratorConfig's)."""
+    waiting = [
+        p
+        for p in sorted(ctx.inventory.plans.values(), key=lambda p: p.name)
+        if retention.policy(p) == "WaitForIdle"
+    ]
+    if not waiting:
+        return []
+    first = waiting[0]
+    settings = ctx.inventory.settings
+    if first.drop_policy is not None or settings.where is None:
+        where = first.where.at("spec", "dropPolicy") if first.drop_policy is not None else first.where
+    else:
+        where = settings.where.at("gate", "dropPolicy")
+    files = ", ".join(f"rendered/{f}" for f in unread)
+    message = (
+        f"queue {first.name!r} uses dropPolicy WaitForIdle but the previous render's {files} "
+        "cannot be read (missing or not YAML): nothing this render drops is retained and no node "
+        "is kept on its flavor; if the cluster runs an earlier render, the gate drains each dropped "
+        "flavor and moved nodes may be double-booked"
+    )
+    return [PREVIOUS_RENDER_UNREAD(where, message)]
 
 
 def _legacy(flavors: Mapping[str, Flavor], carried: Carried | None) -> frozenset[str]:

@@ -37,17 +37,50 @@ def with_idle(previous: Carried, kubeconfig: Path) -> Carried:
         )
         for name, flavors in previous.queues.items()
     }
-    usage = {name: reservations(queue) for name, queue in queues.items()}
+    usage = reserved(workloads)
     return replace(previous, idle=idle, live=live_nodes(workloads, queues), usage=usage)
 
 
-def reservations(queue: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """Flavor -> resource -> the total Kueue reserves there (status.flavorsReservation)."""
-    found: dict[str, dict[str, str]] = {}
-    for entry in (queue.get("status") or {}).get("flavorsReservation") or ():
-        resources = entry.get("resources") or ()
-        found[str(entry.get("name"))] = {str(r.get("name")): str(r.get("total", "0")) for r in resources}
-    return found
+def reserved(workloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
+    """ClusterQueue -> flavor -> resource -> what Kueue reserves there: the sum of the
+    unfinished Workloads' admissions (``resourceUsage`` per PodSet, of the flavor each resource
+    is assigned). Not the queue status's ``flavorsReservation``: Kueue writes it some time after
+    an admission and after a Workload finishes, so it lags both ways."""
+    from kubernetes.utils import parse_quantity  # noqa: PLC0415 - with the client
+
+    from generator.gate import admissions  # noqa: PLC0415
+
+    totals: dict[str, dict[str, dict[str, Decimal]]] = {}
+    for workload in workloads:
+        found = admissions.admission(workload)
+        if found is None:
+            continue
+        queue = totals.setdefault(str(found.get("clusterQueue")), {})
+        for assignment in found.get("podSetAssignments") or []:
+            flavors = assignment.get("flavors") or {}
+            for resource, amount in (assignment.get("resourceUsage") or {}).items():
+                if flavors.get(resource):
+                    per = queue.setdefault(str(flavors[resource]), {})
+                    per[resource] = per.get(resource, Decimal(0)) + _quantity(parse_quantity, amount)
+    return {
+        q: {f: {r: _text(v) for r, v in per.items()} for f, per in flavors.items()}
+        for q, flavors in totals.items()
+    }
+
+
+def _quantity(parse: Any, value: object) -> Decimal:
+    try:
+        return Decimal(parse(value))
+    except (ValueError, TypeError, InvalidOperation):
+        return Decimal(0)
+
+
+def _text(amount: Decimal) -> str:
+    """A quantity Kubernetes reads back as ``amount``: whole numbers plain, fractions in
+    milli-units rounded up (Kueue's CPU quota is millicores)."""
+    if amount == amount.to_integral_value():
+        return str(int(amount))
+    return f"{int((amount * 1000).to_integral_value(rounding='ROUND_CEILING'))}m"
 
 
 def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]) -> LiveNodes:

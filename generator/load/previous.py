@@ -23,7 +23,8 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 
 def previous_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
-    previous = Carried(rows=PreviousRows(texts))
+    unread = tuple(f for f in FILES if f not in texts or not _parses(texts[f]))
+    previous = Carried(rows=PreviousRows(texts), unread=unread)
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
@@ -42,6 +43,14 @@ def previous_of(texts: Mapping[str, str]) -> Carried:
             if name is not None and isinstance(spec, dict):
                 found[name] = spec
     return previous
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_text(text)
+    except ParseError:
+        return False
+    return True
 
 
 def _objects(texts: Mapping[str, str], file: str, kind: str) -> list[dict[str, Any]]:

@@ -152,6 +152,24 @@ PATH_SIZE = Rule(
         "fewer profiles per identity."
     ),
 )
+PREVIOUS_RENDER_UNREAD = Rule(
+    "previous-render-unread",
+    _S,
+    "Under dropPolicy WaitForIdle, the previous render's queues, flavors and Topologies are read.",
+    Level.WARNING,
+    why=(
+        "What a WaitForIdle queue keeps, and which nodes keep their flavor labels until idle, is "
+        "read from the rendered/ the render replaces. Without it (a fresh output folder, a file "
+        "that does not parse) nothing is retained or pinned: if the cluster runs an earlier render, "
+        "the gate drains each flavor this render drops (as HoldAndDrain), and nodes that change "
+        "flavor are offered to their new flavor while work admitted through the old one may run "
+        "there."
+    ),
+    fix=(
+        "Render into the rendered/ the cluster runs (the committed one, or restore the file the "
+        "message names); on a first render, nothing runs yet and the warning can be ignored."
+    ),
+)
 
 RULES = (
     NODE_AMBIGUOUS,
@@ -164,4 +182,5 @@ RULES = (
     QUEUE_EMPTY,
     SHARD_SIZE,
     PATH_SIZE,
+    PREVIOUS_RENDER_UNREAD,
 )

@@ -6,12 +6,12 @@ The example fleet with ``gate.dropPolicy: WaitForIdle``, synced from a git repos
 127.0.0.1. A Job of ``training`` runs on ``…5ce26b67c9cf`` (the four H100 nodes of rack
 b-r02, recorded nowhere yet); recording the rack in the DCIM snapshot moves those nodes into
 profile ``…7de0bea5615a`` and drops ``…5ce2…`` from ``training`` and ``inference``. The render
-keeps it in both queues at zero quota and keeps the nodes' profile label while it is retained;
-Kueue evicts nothing and admits new work on ``…7de0…`` elsewhere. Once the Job ends,
-``tasgen render --kubeconfig`` drops the flavor, the next sync removes it from the queues and
-moves the nodes, and the retire step deletes it. Every write is read back in the API server's
-order (flux.History); Kueue's TAS places the Jobs' Pods, tests/e2e/binder.py binds them and
-the kubelet stand-in runs them.
+keeps it in both queues at the quota it had and keeps the nodes' profile and flavor labels while
+they may be busy; Kueue evicts nothing and admits new work on ``…7de0…`` elsewhere. Once the Job
+ends, ``tasgen render --kubeconfig`` lowers the flavor to zero and takes the nodes out of it, the
+next live render drops it and moves the nodes, and the retire step deletes it. Every write is
+read back in the API server's order (flux.History); Kueue's TAS places the Jobs' Pods,
+tests/e2e/binder.py binds them and the kubelet stand-in runs them.
 """
 
 from __future__ import annotations
@@ -224,6 +224,22 @@ def flavor_gone(env: Env, kind: str, name: str) -> bool | None:
 # --- the scenario ---------------------------------------------------------------------------
 
 
+def refresh_until_dropped(engine: Engine) -> None:
+    """The scheduled refresh twice, each synced: the first lowers the idle OLD to what is still
+    reserved there (nothing: the live queues still give it quota, which could admit before the
+    sync) and takes the nodes out of it (in transit); the next drops it and moves the nodes."""
+    env = engine.env
+    lowered = render_live_and_commit(env, "refresh: lower idle retained flavors")
+    for q in QUEUES:
+        cq = named(rendered_objects(env, "ClusterQueue"), q)
+        assert (gpu_quota(cq, OLD) or {}).get("nominalQuota") == "0", cq["spec"]
+    engine.wait_synced(lowered)
+    idle = render_live_and_commit(env, "refresh: drop idle retained flavors")
+    for q in QUEUES:
+        assert OLD not in flavor_names(named(rendered_objects(env, "ClusterQueue"), q))
+    engine.wait_synced(idle)
+
+
 def retire_a_busy_flavor_without_evicting(engine: Engine, team: Path) -> None:
     """The example under WaitForIdle synced; the rack edit and the refresh, as docstring says."""
     env = engine.env
@@ -242,24 +258,29 @@ def retire_a_busy_flavor_without_evicting(engine: Engine, team: Path) -> None:
         held = stack.enter_context(flux.History(env.api, WORKLOADS, name, TEAM))
         syncs = {k: stack.enter_context(h) for k, h in engine.syncs().items()}
 
-        # The rack edit: OLD leaves both plans; the render keeps it, after the new flavors, at 0.
+        # The rack edit: OLD leaves both plans; the render keeps it, after the new flavors, at
+        # the quota it had (offline: never less than its Workloads may hold), borrowing nothing.
+        had = {q: gpu_quota(named(rendered_objects(env, "ClusterQueue"), q), OLD) for q in QUEUES}
         record_rack_b_r02(env.repo.work / "inventories")
         dropped = env.repo.render_and_commit("record rack b-r02")
         for q in QUEUES:
             cq = named(rendered_objects(env, "ClusterQueue"), q)
             assert flavor_names(cq)[-1] == OLD, cq["spec"]
+            kept = had[q]
+            assert kept is not None
             assert gpu_quota(cq, OLD) == {
                 "name": GPU,
-                "nominalQuota": "0",
+                "nominalQuota": kept["nominalQuota"],
                 "borrowingLimit": "0",
                 "lendingLimit": "0",
             }
         engine.wait_synced(dropped)
 
-        # Through the engine's apply: OLD in the live queues at zero quota, the Job untouched.
+        # Through the engine's apply: OLD in the live queues at that quota, the Job untouched.
         for q in QUEUES:
             live = gpu_quota(queue(env, q), OLD)
-            assert live is not None and live["nominalQuota"] == "0", q
+            kept = had[q]
+            assert live is not None and kept is not None and live["nominalQuota"] == kept["nominalQuota"], q
         # The nodes of rack b-r02 got their rack, and kept OLD's profile while it is retained.
         assert profile_labels(env, RACK_B_R02) == dict.fromkeys(RACK_B_R02, (OLD_PROFILE, "b-r02"))
         # New work lands on NEW, on nodes no Pod of the retained flavor uses.
@@ -270,10 +291,7 @@ def retire_a_busy_flavor_without_evicting(engine: Engine, team: Path) -> None:
         # The Job ends; the refresh workflow's live render drops OLD; the sync removes it.
         finish(team, "long")
         kube.wait_for("the first Job's Workload Finished", lambda: finished(workload_of(env, "long") or {}))
-        idle = render_live_and_commit(env, "refresh: drop idle retained flavors")
-        for q in QUEUES:
-            assert OLD not in flavor_names(named(rendered_objects(env, "ClusterQueue"), q))
-        engine.wait_synced(idle)
+        refresh_until_dropped(engine)
         for q in QUEUES:
             assert OLD not in flavor_names(queue(env, q))
         assert profile_labels(env, RACK_B_R02) == dict.fromkeys(RACK_B_R02, (NEW_PROFILE, "b-r02"))

@@ -1,7 +1,8 @@
 """render --kubeconfig against the real API server and Kueue: under WaitForIdle a flavor that a
-rack edit drops stays in the queue at zero quota while a Workload admitted on it exists, and
-leaves the render once that Workload has finished, queue by queue (docs/explanation/gate.md,
-WaitForIdle). What Kueue then does with the zero-quota flavor, and the engines' end-to-end,
+rack edit drops stays in the queue at the quota Kueue reserves there while a Workload admitted
+on it exists, and leaves the render once that Workload has finished and the live queue gives it
+no quota, queue by queue (docs/explanation/gate.md,
+WaitForIdle). What Kueue then does with the kept flavor, and the engines' end-to-end,
 are tests of their own."""
 
 from __future__ import annotations
@@ -140,20 +141,25 @@ def test_render_kubeconfig_keeps_a_busy_flavor_until_its_workload_finished(
     (flavor,) = [f for f in _objects(out, "kueue/resourceflavors.yaml") if f["metadata"]["name"] == H100_5CE2]
     _hold(dyn, flavor)
 
-    # The rack edit: both queues keep the flavor (the live queues still give it quota).
+    # The rack edit: both queues keep the flavor (the live queues still give it quota), each at
+    # what Kueue reserves there: training the Workload's GPU, inference nothing.
     record_rack_b_r02(inventory)
     _render(inventory, out, T1, cluster.kubeconfig)
     for queue in _rendered_queues(out).values():
         assert flavor_names(queue)[-1] == H100_5CE2 and _retiring(queue) == {H100_5CE2: T1}
     _sync(dyn, out)
+    held_quota = {"training": {"nvidia.com/gpu": "1"}, "inference": {}}
     for name in ("training", "inference"):
         live = _live(dyn, name)
         (entry,) = [f for f in live["spec"]["resourceGroups"][0]["flavors"] if f["name"] == H100_5CE2]
-        assert {r["nominalQuota"] for r in entry["resources"]} == {"0"}
+        assert {r["name"]: r["nominalQuota"] for r in entry["resources"]} == {
+            r["name"]: held_quota[name].get(r["name"], "0") for r in entry["resources"]
+        }, (name, entry)
+        assert {r.get("borrowingLimit") for r in entry["resources"]} == {"0"}
     held = _workload(dyn)
     assert admitted_on(held) == H100_5CE2 and not evicted(held)
 
-    # Next refresh: inference has nothing on it and leaves it; training's Workload still runs.
+    # Next refresh: inference has nothing on it and no quota: it leaves; training's Workload runs.
     _render(inventory, out, T2, cluster.kubeconfig)
     queues = _rendered_queues(out)
     assert H100_5CE2 not in flavor_names(queues["inference"]) and _retiring(queues["inference"]) == {}
@@ -164,11 +170,18 @@ def test_render_kubeconfig_keeps_a_busy_flavor_until_its_workload_finished(
     assert H100_5CE2 not in flavor_names(_live(dyn, "inference"))
     assert admitted_on(_workload(dyn)) == H100_5CE2 and not evicted(_workload(dyn))
 
-    # The job ends: the next render drops the flavor, its ResourceFlavor and its Topology.
+    # The job ends: the next live render lowers the flavor to zero (the live queue still gives
+    # it quota, which could admit before the sync), the one after drops it, its ResourceFlavor
+    # and its Topology.
     _finish(dyn)
     kube.wait_for(
         "training to release the reservation", lambda: load(_live(dyn, "training"), H100_5CE2) == 0 or None
     )
+    _render(inventory, out, T3, cluster.kubeconfig)
+    training = _rendered_queues(out)["training"]
+    (entry,) = [f for f in training["spec"]["resourceGroups"][0]["flavors"] if f["name"] == H100_5CE2]
+    assert {r["nominalQuota"] for r in entry["resources"]} == {"0"}
+    _sync(dyn, out)
     _render(inventory, out, T3, cluster.kubeconfig)
     queues = _rendered_queues(out)
     assert all(H100_5CE2 not in flavor_names(q) and _retiring(q) == {} for q in queues.values())

@@ -19,7 +19,9 @@ from generator.load import discovery
 from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
 from generator.load.git import GitError, read_globbed
 from generator.load.locate import locate
-from generator.model import Level, Problem
+from generator.load.previous import FILES, previous_of
+from generator.load.previous_profiles import PROFILES_FILE
+from generator.model import Carried, Level, Problem
 from generator.pipeline import Compilation, compile
 from generator.util.gc import no_cycle_collection
 
@@ -62,7 +64,7 @@ def execute(
 def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfig: Path | None) -> Outcome:
     """``files`` None: the GeneratorConfig's ``workloads`` globs, in the working tree."""
     with no_cycle_collection():
-        compiled = compile(read_inventory(inventory), now, node_features=False)
+        compiled = compile(read_inventory(inventory), now, node_features=False, carried=_rendered())
         if compiled.failed:
             problems = compiled.problems()
             return Outcome(FitReport(workloads=[], problems=_problem_data(problems)), problems, True)
@@ -72,6 +74,27 @@ def run(files: list[InputFile] | None, inventory: Path, now: datetime, kubeconfi
         problems = locate(checked.findings, checked.texts)
         report = FitReport(workloads=_verdicts(checked, now_fits), problems=_problem_data(problems))
         return Outcome(report, problems)
+
+
+#: the rendered/ that fit judges against, as render and plan default to it
+RENDERED = Path("rendered")
+
+
+def _rendered() -> Carried | None:
+    """What rendered/ (in the working directory) carries on: the flavors WaitForIdle queues
+    keep and the nodes kept on their flavors, so that fit judges the state render writes. None
+    when there is none (a first render carries nothing either)."""
+    if not RENDERED.is_dir():
+        return None
+    texts = {}
+    for path in sorted(RENDERED.rglob("*.yaml")):
+        relative = path.relative_to(RENDERED).as_posix()
+        if relative in FILES or relative.endswith("/" + PROFILES_FILE):
+            try:
+                texts[relative] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # unreadable: carried on as nothing, as render would
+    return previous_of(texts)
 
 
 def _configured(inventory: Path, compiled: Compilation) -> list[InputFile]:

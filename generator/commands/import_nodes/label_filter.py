@@ -1,7 +1,7 @@
 """Which Node labels `tasgen import-nodes` keeps: not the ones tasgen itself puts on Nodes
-(the profile key, and a writing source's levels on the nodes it selects, projected by NFD), and not volatile
-ones (a timestamp that changes on every refresh), so that importing right after a sync
-changes nothing and a refresh's diff shows only real changes."""
+(the profile and flavor labels, and a writing source's levels on the nodes it selects,
+projected by NFD), and not volatile ones (a timestamp that changes on every refresh), so that
+importing right after a sync changes nothing and a refresh's diff shows only real changes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.load.files import load_files, read_inventory
-from generator.model import PROFILE_KEY, Selector, Settings
+from generator.model import FLAVOR_KEY_PREFIX, PROFILE_KEY, TRANSIT_KEY, Selector, Settings
 from generator.validate import documents
 from generator.validate.labels import READ_ONLY_PARENTS, selects
 
@@ -29,6 +29,8 @@ class LabelFilter:
         """Whether a node with these (imported) labels keeps ``key``."""
         if key in self.owned or any(key in keys and selects(s, labels) for s, keys in self.written):
             return False
+        if key.startswith(FLAVOR_KEY_PREFIX) or key == TRANSIT_KEY:
+            return False  # the flavor labels of the profile NodeFeature, tasgen's own too
         return not any(key.startswith(v[:-1]) if v.endswith("*") else key == v for v in self.volatile)
 
 

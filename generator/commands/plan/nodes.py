@@ -9,6 +9,7 @@ nodes of a change are untouched), label by label only where it differs.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from generator.commands.plan.shape import DomainNodes, LabelChange, NodeChange, Nodes, SourceNodes
 from generator.commands.plan.side import Side
@@ -101,12 +102,20 @@ def _net(per_source: dict[str, dict[str, list[Change]]]) -> dict[str, dict[str, 
 
 
 def _profile_changes(base: Side, head: Side) -> dict[str, list[Change]]:
-    old, new = base.profile_of, head.profile_of
-    return {
-        node: [Change(key=PROFILE_KEY, before=old.get(node), after=new.get(node))]
-        for node in old.keys() | new.keys()
-        if old.get(node) != new.get(node)
-    }
+    """The profile and flavor labels as the two renders write them: a node kept on its flavor
+    until idle (compile/pins.py) shows no change, as the render writes none."""
+    if not base.rows and not head.rows:  # a side that was not compiled
+        old, new = base.profile_of, head.profile_of
+        return {
+            node: [Change(key=PROFILE_KEY, before=old.get(node), after=new.get(node))]
+            for node in old.keys() | new.keys()
+            if old.get(node) != new.get(node)
+        }
+    return _source_changes(_plain(base.rows), _plain(head.rows))
+
+
+def _plain(rows: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    return {node: dict(labels) for node, labels in rows.items()}
 
 
 def _by_domain(base: Side, head: Side, changes: dict[str, list[Change]]) -> tuple[DomainNodes, ...]:

@@ -50,8 +50,11 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
     locals_after = set(after.local_queues) if after else set()
     # What is written decides: the rendered ClusterQueue's spec, and the ResourceFlavors it
     # names (a flavor's taints change what it admits though the queue's text stays the same).
+    # A flavor that goes into retention keeps its quota offline: the spec may stay the same,
+    # the queue changes all the same (it now retires the flavor).
+    retained = (before.retained if before else ()) != (after.retained if after else ())
     changed = bool(
-        before and after and (before.body["spec"] != after.body["spec"] or flavors_changed)
+        before and after and (before.body["spec"] != after.body["spec"] or flavors_changed or retained)
     ) or bool(locals_before ^ locals_after)
     return Queue(
         name=name,

@@ -4,6 +4,7 @@ queues and their flavors, every node's profile, domains and tasgen-written label
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -63,6 +64,8 @@ class Side:
     profiles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # id -> level keys
     nodes: dict[str, Node] = field(default_factory=dict)
     profile_of: dict[str, str] = field(default_factory=dict)  # node -> profile id
+    #: node -> the profile and flavor labels its NodeFeature is written with (pins included)
+    rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     domain_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> values of its levels
     members: dict[str, list[str]] = field(default_factory=dict)  # profile id -> its nodes
     #: Ready writing source -> node -> the labels it states (read-only parents included: the
@@ -87,6 +90,7 @@ def side_of(compiled: Compilation | None) -> Side:
     side.source_declared = {name: s.declared_levels for name, s in ctx.inventory.sources.items()}
     side.source_of = dict(planned.assignment.source_of)
     _profiles(side, planned.assignment.profile_of)
+    side.rows = planned.pinned.rows
     _domains_and_labels(side, compiled)
     _queues(side, [m.body for m in planned.manifests])
     settings = ctx.inventory.settings

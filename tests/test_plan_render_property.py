@@ -1,0 +1,88 @@
+"""tasgen plan states what render writes (hypothesis): for generated fleets under WaitForIdle and
+random edits, the plan's node label changes and each queue's flavors added and removed equal the
+difference of the two rendered trees, read from the trees themselves (not through the plan's
+code); pins, transit and retained flavors included."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+
+from generator.commands.plan.report import build
+from generator.emit.tree import render_tree
+from generator.load.files import InputFile
+from generator.load.previous import previous_of
+from generator.pipeline import Compilation, compile
+from tests.conftest import NOW, examples
+from tests.plan.fleet import Fleet
+from tests.test_retention_properties import _files, histories
+
+NODE_NAME = "nfd.node.kubernetes.io/node-name"
+
+
+def _tree(result: Compilation) -> dict[str, str]:
+    assert not result.failed, result.problems()
+    assert result.planned is not None
+    return render_tree(result.planned.manifests, result.planned.features, result.planned.synced).files
+
+
+def _labels(tree: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Node -> every label the tree's NodeFeatures write on it."""
+    found: dict[str, dict[str, str]] = {}
+    for path, text in tree.items():
+        if path.startswith("labels/") and "nodefeatures-" in path:
+            for doc in yaml.safe_load_all(text):
+                if doc:
+                    found.setdefault(doc["metadata"]["labels"][NODE_NAME], {}).update(doc["spec"]["labels"])
+    return found
+
+
+def _queue_flavors(tree: dict[str, str]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for doc in yaml.safe_load_all(tree.get("queues/clusterqueues.yaml", "")):
+        if doc and doc["kind"] == "ClusterQueue":
+            groups = doc["spec"].get("resourceGroups") or [{"flavors": []}]
+            found[doc["metadata"]["name"]] = {f["name"] for f in groups[0]["flavors"]}
+    return found
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_the_plan_is_the_difference_of_the_two_renders(
+    history: tuple[str | None, list[tuple[Fleet, int, int]]],
+) -> None:
+    retain_for, steps = history
+    now, tree = datetime.fromisoformat(NOW), {}
+    base_files: list[InputFile] = []
+    for fleet, hours, _ in steps:
+        now += timedelta(hours=hours)
+        files = _files(fleet, retain_for)
+        previous = previous_of(tree)
+        head = compile(files, now, node_features=False, carried=previous)
+        new = _tree(compile(files, now, carried=previous))
+        if tree:
+            base = compile(base_files, now, node_features=False, carried=previous)
+            data = build(base, head, "base")
+            # node labels: the plan's changes are the trees' label differences
+            before, after = _labels(tree), _labels(new)
+            expected = {
+                node: {
+                    k: (before.get(node, {}).get(k), after.get(node, {}).get(k))
+                    for k in before.get(node, {}).keys() | after.get(node, {}).keys()
+                    if before.get(node, {}).get(k) != after.get(node, {}).get(k)
+                }
+                for node in before.keys() | after.keys()
+            }
+            expected = {n: c for n, c in expected.items() if c}
+            assert data.nodes.changes is not None  # 10 nodes: always named
+            stated = {c.node: {x.key: (x.before, x.after) for x in c.labels} for c in data.nodes.changes}
+            assert stated == expected
+            # flavors: what each queue adds and removes is the trees' difference
+            old, mine = _queue_flavors(tree), _queue_flavors(new)
+            for queue in data.queues:
+                was, now_has = old.get(queue.name, set()), mine.get(queue.name, set())
+                assert {f.name for f in queue.flavors_added} == now_has - was, queue.name
+                assert {f.name for f in queue.flavors_removed} == was - now_has, queue.name
+        tree, base_files = new, files
