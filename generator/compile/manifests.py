@@ -32,6 +32,7 @@ from generator.compile.engines import (
 from generator.compile.profiles import Assignment
 from generator.compile.queues import Flavor, Queue, QueueFlavor
 from generator.compile.retention import RETIRING_PREFIX, Retained, since_text
+from generator.kube.quantities import stored_form
 from generator.model import (
     PROFILE_KEY,
     PROFILES_FEATURE_NAME,
@@ -325,28 +326,6 @@ def _resources(qf: QueueFlavor, covered: tuple[str, ...]) -> list[dict[str, str]
             entry["lendingLimit"] = stored_form(qf.lending_limit[r])
         result.append(entry)
     return result
-
-
-_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
-
-
-def stored_form(quantity: str) -> str:
-    """A quantity as Kueue stores it: its webhook decodes the queue into Go's
-    resource.Quantity, whose canonical text keeps the largest power-of-1000 suffix that leaves
-    the number whole ("2000" -> "2k", "12000m" -> "12"). Written that way, a queue the engine
-    applies does not differ from the one it reads back. Takes what format_units writes: a
-    whole number, millis, or a whole number with the largest exact binary suffix (already
-    canonical)."""
-    if quantity.endswith("m"):
-        millis = int(quantity[:-1])
-        return quantity if millis % 1000 else stored_form(str(millis // 1000))
-    if not quantity.isdigit() or quantity == "0":
-        return quantity
-    number = int(quantity)
-    for exponent, suffix in _DECIMAL_SUFFIXES:
-        if number % 10**exponent == 0:
-            return f"{number // 10**exponent}{suffix}"
-    return quantity
 
 
 #: v1beta2 values of flavorFungibility that v1beta1 (before v0.17) spells differently

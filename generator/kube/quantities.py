@@ -190,3 +190,18 @@ def _decimal_text(value: Decimal) -> str:
     if value != value.to_integral_value():
         return f"{int(value * 1000)}m"
     return _with_suffix(int(value), DECIMAL)
+
+
+def stored_form(quantity: str) -> str:
+    """A quantity as Kueue stores it: its webhook decodes the queue into Go's
+    resource.Quantity, whose canonical text keeps the largest power-of-1000 suffix that leaves
+    the number whole ("2000" -> "2k", "12000m" -> "12"). Written that way, a queue the engine
+    applies does not differ from the one it reads back. Takes what format_units writes: a
+    whole number, millis, or a whole number with the largest exact binary suffix (already
+    canonical)."""
+    if quantity.endswith("m"):
+        millis = int(quantity[:-1])
+        return quantity if millis % 1000 else stored_form(str(millis // 1000))
+    if not quantity.isdigit() or quantity == "0":
+        return quantity
+    return _with_suffix(int(quantity), DECIMAL)
