@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml_rs
+from generator.parse import ParseError, parse_text
 
 Obj = Mapping[str, Any]
 
@@ -113,10 +113,10 @@ def config_documents(data: Mapping[str, str]) -> Iterator[Obj]:
     """The YAML mappings of a ConfigMap's values (configuration files); others are skipped."""
     for value in data.values():
         try:
-            loaded = yaml_rs.loads(value, parse_datetime=False)
-        except yaml_rs.YAMLDecodeError:
+            loaded = parse_text(value)  # the cluster's text is input too: the guarded reader
+        except ParseError:
             continue
-        for doc in loaded if isinstance(loaded, list) else [loaded]:
+        for doc in loaded:
             if isinstance(doc, dict):
                 yield doc
 

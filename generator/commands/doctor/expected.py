@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml_rs
+from generator.parse import ParseError, parse_text
 
 #: the label nfd-master reads a NodeFeature's node from
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
@@ -85,10 +85,13 @@ def read_render(output: Path, nodes: Iterable[str]) -> Expected:
             continue
         relative = (output.name / path.relative_to(output)).as_posix()
         try:
-            loaded = yaml_rs.loads(path.read_text(encoding="utf-8"), parse_datetime=False)
-        except (OSError, UnicodeDecodeError, yaml_rs.YAMLDecodeError) as e:
+            loaded = parse_text(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
             raise RenderError(f"{path}: cannot be read: {e}") from e
-        for doc in loaded if isinstance(loaded, list) else [loaded]:
+        except ParseError as e:
+            line, col = e.position or (1, 1)
+            raise RenderError(f"{path}:{line}:{col}: {e.message} [{e.rule.id}]") from e
+        for doc in loaded:
             if isinstance(doc, dict) and isinstance(doc.get("kind"), str):
                 documents.append((relative, doc))
     return expected_of(documents, nodes, str(output))
