@@ -143,9 +143,9 @@ def test_a_second_podset_is_placed_on_what_the_first_left() -> None:
 TAINT = ("dedicated", "serving", "NoSchedule")
 
 
-def _cycles_cluster(*, with_b: bool = True) -> Cluster:
+def _cycles_cluster(*, with_b: bool = True, gpus_on_a: int = 64) -> Cluster:
     """Flavor a: two racks of two nodes (64 CPUs, 8 GPUs each); flavor b: one tainted node;
-    one queue with a then b."""
+    one queue with a (``gpus_on_a`` GPUs of quota) then b."""
     nodes = [_node(f"{rack}{i}", rack, 8) for rack in ("a", "b") for i in (1, 2)]
     nodes = [NodeFacts(n.name, {**n.labels, "pool": "a"}, n.allocatable) for n in nodes]
     nodes.append(
@@ -161,9 +161,10 @@ def _cycles_cluster(*, with_b: bool = True) -> Cluster:
         "b": Flavor("b", {"pool": "b"}, node_taints=(TAINT,), topology="t"),
     }
     big = {"nvidia.com/gpu": Quota(64), "cpu": Quota(512000)}
+    on_a = {"nvidia.com/gpu": Quota(gpus_on_a), "cpu": Quota(512000)}
     queue = ClusterQueue(
         "q",
-        (Group(("cpu", "nvidia.com/gpu"), (("a", big), ("b", big)) if with_b else (("a", big),)),),
+        (Group(("cpu", "nvidia.com/gpu"), (("a", on_a), ("b", big)) if with_b else (("a", on_a),)),),
         namespace_selector={},
     )
     return Cluster(nodes, flavors, {"t": ("rack", "kubernetes.io/hostname")}, {"q": queue})
@@ -177,6 +178,48 @@ def test_the_lasting_message_is_the_second_attempts_when_the_first_flavor_cannot
     [verdict] = Engine(cluster).judge(cluster.queues["q"], [podset])
     assert not verdict.fits
     assert verdict.reason == "untolerated taint {dedicated serving NoSchedule <nil>} in flavor b"
+
+
+def test_the_podset_no_flavor_fits_is_named_not_the_earlier_one_the_retry_moves() -> None:
+    """A head that fits on a and 16 GPU workers over a's quota of 6, refused by b's taint:
+    Kueue's cycle puts the head on a and names the workers, with a's quota and b's taint; its
+    retry from b for the head (refused there by the taint) does not make the head the cause."""
+    cluster = _cycles_cluster(gpus_on_a=6)
+    head = PodSet("head", 1, {"cpu": 200})
+    workers = PodSet("workers", 16, {"nvidia.com/gpu": 1}, topology=TopologyRequest(preferred="rack"))
+    verdicts = Engine(cluster).judge(cluster.queues["q"], [head, workers])
+    assert [(v.fits, v.flavor) for v in verdicts] == [(True, "a"), (False, None)]
+    assert verdicts[1].reason == (
+        "insufficient quota for nvidia.com/gpu in flavor a, previously considered podsets requests "
+        "(0) + current podset request (16) > maximum capacity (6), "
+        "untolerated taint {dedicated serving NoSchedule <nil>} in flavor b"
+    )
+
+
+def test_the_later_podset_is_refused_with_the_earlier_ones_quota_counted() -> None:
+    """A leader of one GPU and six one-GPU workers on a's quota of 6: the leader takes one on
+    a, the workers find 1 + 6 > 6 there and b tainted."""
+    cluster = _cycles_cluster(gpus_on_a=6)
+    leader = PodSet("leader", 1, {"nvidia.com/gpu": 1})
+    workers = PodSet("worker", 6, {"nvidia.com/gpu": 1})
+    verdicts = Engine(cluster).judge(cluster.queues["q"], [leader, workers])
+    assert [(v.fits, v.flavor) for v in verdicts] == [(True, "a"), (False, None)]
+    assert verdicts[1].reason == (
+        "insufficient quota for nvidia.com/gpu in flavor a, previously considered podsets requests "
+        "(1) + current podset request (6) > maximum capacity (6), "
+        "untolerated taint {dedicated serving NoSchedule <nil>} in flavor b"
+    )
+
+
+def test_a_retry_that_moves_the_earlier_podset_admits_the_workload() -> None:
+    """As above, but the leader tolerates b's taint: Kueue's next cycle starts the leader at b
+    (LastTriedFlavorIdx) and the workers, from a again, now fit a's quota: admitted."""
+    cluster = _cycles_cluster(gpus_on_a=6)
+    tolerates = ({"key": "dedicated", "operator": "Equal", "value": "serving", "effect": "NoSchedule"},)
+    leader = PodSet("leader", 1, {"nvidia.com/gpu": 1}, tolerates)
+    workers = PodSet("worker", 6, {"nvidia.com/gpu": 1})
+    verdicts = Engine(cluster).judge(cluster.queues["q"], [leader, workers])
+    assert [(v.fits, v.flavor) for v in verdicts] == [(True, "b"), (True, "a")]
 
 
 def test_a_podset_that_asks_for_nothing_is_admitted_with_no_flavor() -> None:

@@ -71,16 +71,22 @@ class Engine:
         assigns flavors group by group (PodSets of one ``podset-group-name`` together, quota
         adding up over the workload), then places the TAS PodSets flavor by flavor, each on
         what the earlier ones left. A cycle that fails while a PodSet's flavor was not its
-        last one is retried at once from the next flavor (Kueue's LastTriedFlavorIdx); the
-        message that lasts is the last cycle's."""
+        last one is retried at once from the next flavor (Kueue's LastTriedFlavorIdx), until
+        one admits or none is left. Unadmitted, the verdicts are those of the first cycle that
+        ends a turn through the flavors (:meth:`_ends_turn`), not of the retries after it."""
         groups = _groups(podsets)
         start: dict[tuple[int, int], int] = {}
+        turn: list[Verdict] | None = None
         for _ in range(2 + sum(len(g.flavors) for g in queue.groups)):
-            verdicts, tried = self._cycle(queue, podsets, groups, start)
-            if all(v.fits for v in verdicts) or all(i == -1 for i in tried.values()):
+            verdicts, tried, ends = self._cycle(queue, podsets, groups, start)
+            if all(v.fits for v in verdicts):
                 return verdicts
+            if turn is None and ends:
+                turn = verdicts
+            if all(i == -1 for i in tried.values()):
+                break
             start = {k: i + 1 for k, i in tried.items()}
-        return verdicts
+        return turn if turn is not None else verdicts
 
     def _cycle(
         self,
@@ -88,9 +94,9 @@ class Engine:
         podsets: Sequence[PodSet],
         groups: list[list[int]],
         start: Mapping[tuple[int, int], int],
-    ) -> tuple[list[Verdict], dict[tuple[int, int], int]]:
-        """One scheduling cycle: the verdicts, and the flavor index each (group, resource
-        group) tried last (-1 after the last flavor)."""
+    ) -> tuple[list[Verdict], dict[tuple[int, int], int], bool]:
+        """One scheduling cycle: the verdicts, the flavor index each (group, resource group)
+        tried last (-1 after the last flavor), and whether its failure ends a turn."""
         verdicts: dict[int, Verdict] = {}
         usage: Counter[tuple[str, str]] = Counter()
         tried: dict[tuple[int, int], int] = {}
@@ -101,7 +107,7 @@ class Engine:
             if isinstance(found, Verdict):
                 # Kueue places nothing then; the groups before are shown where they would go
                 self._place_all(podsets, tas, tas_only, verdicts)
-                return self._failed(podsets, members, found, verdicts), tried
+                return self._failed(podsets, members, found, verdicts), tried, True
             if found is None or self.index(found) is None:
                 for i in members:  # no flavor (nothing asked for), or one without topology
                     verdicts[i] = Verdict(True, found)
@@ -109,8 +115,11 @@ class Engine:
                 tas.append((members, found))
         failure = self._place_all(podsets, tas, tas_only, verdicts)
         if failure is not None:
-            return self._failed(podsets, failure[0], failure[1], verdicts), tried
-        return [verdicts[i] for i in range(len(podsets))], tried
+            members, verdict = failure
+            flavor = next(f for m, f in tas if m == members)
+            ends = _ends_turn(queue, flavor)
+            return self._failed(podsets, members, verdict, verdicts), tried, ends
+        return [verdicts[i] for i in range(len(podsets))], tried, False
 
     def _assign(
         self,
@@ -350,6 +359,15 @@ def _resource_groups(queue: ClusterQueue, requests: Mapping[str, int]) -> list[G
         if group not in groups:
             groups.append(group)
     return groups
+
+
+def _ends_turn(queue: ClusterQueue, flavor: str) -> bool:
+    """Whether topology failing on ``flavor`` ends a turn through the queue's flavors: it is
+    the last of its resource group. A cycle whose flavor assignment fails ends one whatever
+    flavors are left for the PodSets before: no flavor fits the PodSet it names (Kueue's
+    retry from those PodSets' next flavors would name one of them only because it skips the
+    flavor that PodSet fits on)."""
+    return any(g.flavors and g.flavors[-1][0] == flavor for g in queue.groups)
 
 
 def _explicit(ps: PodSet) -> bool:

@@ -626,7 +626,7 @@ FRAMEWORKS = {
     "AppWrapper": "workload.codeflare.dev/appwrapper",
     "Pod": "pod",
 }
-#: the kinds of the scenarios besides KINDS (all of them in AWAITING_FIT for now)
+#: the kinds of the scenarios besides KINDS
 SCENARIO_KINDS = ("RayJob", "RayCluster", "TrainJob")
 POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 #: What LeaderWorkerSet's own defaulting webhook writes (it runs in LWS's controller, which
@@ -744,11 +744,10 @@ def as_kind(case: Case, kind: str) -> list[Obj]:
     raise ValueError(f"no such kind: {kind}")
 
 
-def integrations(everything: bool = False) -> list[str]:
+def integrations() -> list[str]:
     """The Kueue integrations the test submits through (batch/job is always on): only those,
-    since each kind's CRD costs the API server seconds to install; the scenarios' own kinds
-    with `everything` (see scenarios)."""
-    return [FRAMEWORKS[k] for k in (*KINDS, *(SCENARIO_KINDS if everything else ())) if k in FRAMEWORKS]
+    since each kind's CRD costs the API server seconds to install."""
+    return [FRAMEWORKS[k] for k in (*KINDS, *SCENARIO_KINDS) if k in FRAMEWORKS]
 
 
 def kind_of(index: int) -> str:
@@ -791,21 +790,7 @@ def _pod_template(requests: Mapping[str, str], annotations: Mapping[str, str], r
     return template
 
 
-#: Scenarios of several PodSets where fit and Kueue still disagree on some seeds (seed 16: Kueue
-#: places an earlier PodSet on the first flavor and names the later one that fits nowhere; fit
-#: moves the whole workload to the next flavor and names the earlier one there). Drawn on every
-#: seed, so that the others' sizes stay those of the seed, and submitted only with
-#: TASGEN_FIT_ALL_SCENARIOS=1 until fit agrees.
-AWAITING_FIT = frozenset({"js-two", "lws-leader", "lws-group", "pytorch", "rayjob", "raycluster", "trainjob"})
-
-
-def scenarios(rng: random.Random, lane: Lane, prefix: str, everything: bool = False) -> list[Case]:
-    """The scenarios the test submits: all with `everything`, else all but AWAITING_FIT."""
-    drawn = _scenarios(rng, lane, prefix)
-    return [c for c in drawn if everything or c.name.removeprefix(f"{prefix}-") not in AWAITING_FIT]
-
-
-def _scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
+def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
     """The workloads of Kueue v0.17's TAS end-to-end tests (test/e2e/tas: JobSet ranks and
     slices, LeaderWorkerSet groups, PyTorchJob, RayJob, StatefulSet, pod groups), on one of
     the lane's queues: its first flavor's top level stands for their block, the next for their
