@@ -112,3 +112,27 @@ def test_a_taint_cause_ends_at_a_semicolon() -> None:
 def test_no_swap_without_a_quota_cause_of_kueue_on_that_flavor() -> None:
     stated = kueue_causes(quota("memory", "1800Gi", "1Ti"), LANE, "gen-serve")
     assert quota_swaps([kueue_causes(TAINT, LANE, "gen-serve")], stated, LANE, "gen-serve", CASE) == []
+
+
+def test_a_fractional_quota_compares_with_whole_figures() -> None:
+    """cpu quotas split across flavors can be fractions (319.5): the queue's own quota, the
+    cohort's maximum and the request compare on one scale, as they do for seed 1355471758
+    (cpu 672 over a cohort maximum of 639 where the queue's own is 319.5)."""
+    cpu = Case("gen-16", "gen-serve", "gen-serve", 6, {"nvidia.com/gpu": "4", "cpu": "112"})
+    lane = Lane(
+        "gen",
+        None,  # type: ignore[arg-type]  # the fleet is not read here
+        Path("."),
+        {},
+        {"gen-serve": (B, A), "gen-train": (A, B)},
+        {
+            ("gen-serve", B): {"nvidia.com/gpu": Decimal(4), "cpu": Decimal("319.5")},
+            ("gen-train", B): {"cpu": Decimal("319.5")},
+        },
+        {("gen-serve", "gen-serve"): "gen-serve"},
+    )
+    kueue = [kueue_causes(quota("nvidia.com/gpu", "24", "4"), lane, "gen-serve")]
+    stated = kueue_causes(quota("cpu", "672", "639"), lane, "gen-serve")
+    assert stated in quota_swaps(kueue, stated, lane, "gen-serve", cpu)
+    below_own = kueue_causes(quota("cpu", "672", "319"), lane, "gen-serve")  # under its own 319.5
+    assert below_own not in quota_swaps(kueue, below_own, lane, "gen-serve", cpu)

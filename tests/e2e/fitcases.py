@@ -506,13 +506,13 @@ def kueue_causes(message: str, lane: Lane, queue: str | None) -> set[Cause]:
 
 
 def _whole(quantity: str) -> int | None:
-    """A quantity as an integer in its base unit (millicores for cpu would be a fraction:
-    compared in thousandths then)."""
-    return _whole_value(parse_quantity(quantity))
+    """A quantity as an integer number of thousandths of its unit: one scale for every value,
+    so that a fractional quota (319.5 cpu) and a whole one (639) compare as they should."""
+    return _thousandths(parse_quantity(quantity))
 
 
-def _whole_value(value: Decimal) -> int:
-    return int(value * 1000) if value != int(value) else int(value)
+def _thousandths(value: Decimal) -> int:
+    return int(value * 1000)
 
 
 def quota_swaps(
@@ -532,10 +532,10 @@ def quota_swaps(
         cohort = sum(
             (lane.nominal.get((q, flavor), {}).get(ours.subject, Decimal(0)) for q in lane.queues), Decimal(0)
         )
-        request = _whole_value(case.count * parse_quantity(case.requests[ours.subject]))
-        if ours.total != request or ours.fit is None or not _whole_value(own) <= ours.fit < request:
+        request = _thousandths(case.count * parse_quantity(case.requests[ours.subject]))
+        if ours.total != request or ours.fit is None or not _thousandths(own) <= ours.fit < request:
             continue
-        if ours.fit > _whole_value(cohort):
+        if ours.fit > _thousandths(cohort):
             continue
         valid.append(ours)
     for attempt in attempts:
