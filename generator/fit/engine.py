@@ -448,7 +448,7 @@ def _matches_flavor(ps: PodSet, keys: frozenset[str], labels: Mapping[str, str])
     return not terms or any(all(holds(e, labels) for e in term) for term in terms)
 
 
-def _node_filter(ps: PodSet, tolerations: Sequence[Mapping[str, Any]]) -> Any:
+def _node_filter(ps: PodSet) -> Any:
     def keep(node: NodeFacts) -> str | None:
         if not selects(ps.node_selector or {}, (), node.labels):
             return "nodeSelector"
@@ -579,7 +579,7 @@ def _levels_for(idx: domain_index.FlavorIndex, ps: PodSet) -> tuple[domain_index
     if not idx.node_level or (not ps.node_selector and ps.affinity is None):
         return idx.whole, Counter()
     key = (tuple(sorted((ps.node_selector or {}).items())), ps.affinity)
-    return idx.restricted(key, _node_filter(ps, ()))
+    return idx.restricted(key, _node_filter(ps))
 
 
 def _states(

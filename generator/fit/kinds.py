@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -622,7 +622,3 @@ def unmanaged(workload: Workload) -> Finding:
         f"{workload.kind} {workload.namespace}/{workload.name} has no {QUEUE_LABEL} label and its "
         "namespace no LocalQueue named default: Kueue does not manage it",
     )
-
-
-def iter_podsets(workload: Workload) -> Iterator[tuple[PodSet, dict[str, Where]]]:
-    yield from zip(workload.podsets, workload.annotations, strict=True)
