@@ -108,4 +108,6 @@ def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Pa
     )
     assert entry.returncode == 0, entry.stderr
     assert entry.stdout == tasgen("rules", "flavor-limit").output
-    assert "tests/cases/invalid/flavor-limit" in entry.stdout and "[flavor-limit]\n" in entry.stdout
+    # the example ships inside the wheel (rules/examples.json), and names no tests/ path it lacks
+    assert "## Example" in entry.stdout and "[flavor-limit]\n" in entry.stdout
+    assert "tests/" not in entry.stdout
