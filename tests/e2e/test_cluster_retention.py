@@ -216,5 +216,5 @@ def test_render_kubeconfig_of_a_cluster_without_kueue_access_fails_writing_nothi
     before = tree(out)
     run = tasgen("render", "-i", str(inventory), "-o", str(out), "--now", T1, "--kubeconfig", str(kubeconfig))
     assert run.exit_code == 1, run.output
-    assert "HTTP 401" in run.output and "[cluster-unreadable]" in run.output
+    assert "401 Unauthorized" in run.output and "[cluster-unreadable]" in run.output
     assert tree(out) == before
