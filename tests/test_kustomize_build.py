@@ -130,24 +130,20 @@ def test_generated_sharded_fleet_paths_build(kustomize: Path, tmp_path: Path) ->
     assert sum(counts[f] for f in shards) == 5100
 
 
-def test_flux_retire_patch_takes_only_the_retire_job_s_ttl(kustomize: Path, tmp_path: Path) -> None:
+def test_flux_gate_patch_gives_only_the_gate_job_a_ttl(kustomize: Path, tmp_path: Path) -> None:
     """kustomize-controller builds a path with its Kustomization's spec.patches added on top:
-    Flux's retire Job loses the TTL that rendered/retire/job.yaml has for Argo CD's hook (a
-    Job the TTL deleted, Flux would run again), and nothing else changes; the gate's
-    Kustomization patches nothing (its Job has no TTL for either engine)."""
+    Flux's gate Job gets the TTL that rendered/gate/job.yaml leaves out for Argo CD, and
+    nothing else changes."""
     (gate,) = [d for d in yaml.safe_load_all((REPO / "rendered" / "flux" / "gate.yaml").read_text()) if d]
-    assert "patches" not in gate["spec"]
-    (retire,) = [d for d in yaml.safe_load_all((REPO / "rendered" / "flux" / "retire.yaml").read_text()) if d]
-    shutil.copytree(REPO / "rendered" / "retire", tmp_path / "retire")  # kustomize wants a relative base
-    overlay = tmp_path / "flux-retire"
+    shutil.copytree(REPO / "rendered" / "gate", tmp_path / "gate")  # kustomize wants a relative base
+    overlay = tmp_path / "flux-gate"
     overlay.mkdir()
-    kustomization = {"resources": ["../retire"], "patches": retire["spec"]["patches"]}
+    kustomization = {"resources": ["../gate"], "patches": gate["spec"]["patches"]}
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    plain = {identity(o): o for o in build(kustomize, REPO / "rendered" / "retire")}
+    plain = {identity(o): o for o in build(kustomize, REPO / "rendered" / "gate")}
     patched = {identity(o): o for o in build(kustomize, overlay)}
     assert set(patched) == set(plain)
     (job,) = [key for key in plain if key[1] == "Job"]
-    assert plain[job]["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS
-    assert {**patched[job]["spec"], "ttlSecondsAfterFinished": JOB_TTL_SECONDS} == plain[job]["spec"]
-    assert "ttlSecondsAfterFinished" not in patched[job]["spec"]
+    assert "ttlSecondsAfterFinished" not in plain[job]["spec"]
+    assert patched[job]["spec"] == {**plain[job]["spec"], "ttlSecondsAfterFinished": JOB_TTL_SECONDS}
     assert {k: v for k, v in patched.items() if k != job} == {k: v for k, v in plain.items() if k != job}

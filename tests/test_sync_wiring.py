@@ -61,11 +61,6 @@ def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
     assert [bool(k["spec"].get("healthCheckExprs")) for k in chain] == [False, False, False, True, False]
     # The two Jobs are immutable: a new plan or keep list recreates them.
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False, True]
-    # ... and only that: no TTL on either Job under Flux (the retire step patches its hook's off).
-    assert [bool(k["spec"].get("patches")) for k in chain] == [False, False, False, False, True]
-    (patch,) = chain[4]["spec"]["patches"]
-    assert json.loads(patch["patch"]) == [{"op": "remove", "path": "/spec/ttlSecondsAfterFinished"}]
-    assert patch["target"] == {"kind": "Job", "name": "tasgen-retire"}
     # Flux waits for a Job as long as it may run: 2 pods x (timeout + 300 s start) + 60; the
     # gate's timeout is the config's (600 here), the retire step's 300.
     assert chain[2]["spec"]["timeout"] == "1860s"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.compile.engines import MANAGED_BY
-from generator.compile.gate_wiring import RETIRE_NAME, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from generator.compile.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from generator.compile.gate_wiring import NAME as GATE_JOB
 from generator.model import Manifest
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -189,15 +190,13 @@ def _flux_kustomization(
     if after:
         spec["dependsOn"] = [{"name": _flux_name(f)} for f in after]
     if folder == "gate":
-        # The Job is immutable: a new plan hash in its template makes Flux recreate it; the
-        # same plan leaves it alone, finished or not. It has no TTL: Flux would recreate a
-        # deleted Job, and run it again, at every reconciliation.
+        # The Job is immutable: a new plan hash in its template makes Flux recreate it.
         spec["force"] = True
         spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
+        spec["patches"] = [_gate_ttl_patch()]
     if folder == "retire":
         spec["force"] = True  # the same for the retire Job and its keep list's hash
         spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
-        spec["patches"] = [_no_ttl_patch(RETIRE_NAME)]
     meta = {
         "name": _flux_name(folder),
         "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),
@@ -206,13 +205,14 @@ def _flux_kustomization(
     return {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}
 
 
-def _no_ttl_patch(job: str) -> dict[str, Any]:
-    """The retire Job is an Argo CD Sync hook, which its TTL deletes after a run; Flux's has
-    none (see the gate's, above)."""
+def _gate_ttl_patch() -> dict[str, Any]:
+    """Flux's gate Job is deleted once it has finished for a while, and Flux recreates it on its
+    next reconciliation: a drain that outlasted the gate's timeout resumes by itself. (Argo CD's
+    is kept: there a deleted Job would leave the gate's Application OutOfSync.)"""
     # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer.
-    ops = [{"op": "remove", "path": "/spec/ttlSecondsAfterFinished"}]
+    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
     patch = json.dumps(ops, separators=(",", ":"))
-    return {"patch": patch, "target": {"kind": "Job", "name": job}}
+    return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
 
 
 def queue_health_exprs(kueue_api: str) -> list[dict[str, str]]:

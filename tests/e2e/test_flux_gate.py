@@ -1,9 +1,8 @@
 """The drain gate under real Flux: a commit that drops a flavor on which a workload holds a
 reservation, synced by source-controller and kustomize-controller from a git repository on
 127.0.0.1. The queue drains before its flavors change; a gate Job deleted mid-drain lets no new
-plan through (the gate's step waits for the Job, which has no TTL, and the queues' step is not
-applied until a re-applied Job has switched the queue); a revert during the drain converges
-without a switch.
+plan through (the admission policy refuses the queues' apply until the recreated gate has
+switched the queue); a revert during the drain converges without a switch.
 
 Order is asserted on what the API server wrote, in its order (flux.History), never on sleeps;
 only the kubelet is played (tests/e2e/kubelet.py).
@@ -320,7 +319,7 @@ def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(
 ) -> None:
     drop = drop_of(env, *INFERENCE_DROPS_L40S)
     rendered = env.repo.work / "rendered"
-    queues = flux.step_of(rendered, "queues")
+    gate, queues = flux.step_of(rendered, "gate"), flux.step_of(rendered, "queues")
     refused = refusal(env, drop.queue)
     with queue_history(env, drop.queue) as cq, flux.kustomization_history(env.api, queues) as kq:
         held = reservations.hold(drop)
@@ -334,29 +333,36 @@ def test_flux_gate_job_deleted_mid_drain_lets_no_new_plan_through(
         # Pod gets SIGTERM, to which the gate answers with GateTimeout and exit 1.
         client.BatchV1Api(env.api).delete_namespaced_job(*gate_job(env), propagation_policy="Background")
         assert stopped_run(env, stopped) == 1, env.runner.log(stopped)  # what it did meanwhile
-        # The Job has no ttlSecondsAfterFinished under Flux, so kustomize-controller counts it
-        # missing, not finished: the gate's step keeps waiting for it, and the queues' step is
-        # not applied (its history below shows no attempt at the revision).
+        # kustomize-controller counts the vanished Job (it has ttlSecondsAfterFinished) as
+        # finished and applies the queues' step: the admission policy refuses that.
+        message = kube.wait_for(
+            f"{queues} to fail at {revision[:8]}", lambda: refused_attempt(env, queues, revision)
+        )
+        assert refused.found_in(message), message
         assert_held(env, drop)
         assert reported_load(env, drop) > 0
 
         release(env, drop, held)
         kube.wait_for(f"{drop.flavor} idle", lambda: load(queue(env, drop.queue), drop.flavor) == 0)
         assert_held(env, drop)  # idle, but nobody but the gate switches it
-        # The operator applies the Job again, as git has it; the gate's step, still waiting,
-        # sees it complete, and the queues' step goes through.
+        # Flux recreates the Job when it next reconciles the gate's step (requested now rather
+        # than after its interval); then the queues' step goes through.
         seen = {*env.runner.done, stopped}
-        (job,) = rendered_objects(env, "Job", "gate")
-        kube.create(env.dyn, job)
-        rerun = kube.wait_for("the re-applied Job's run", lambda: gate_runs(env, env.runner.done, seen))
+        token = flux.request_reconcile(env.dyn, gate)
+        done = kube.wait_for(
+            f"{gate} to handle the request", lambda: handled(env, gate, token), SYNC_TIMEOUT_S
+        )
+        assert flux.ready_at(done, revision), done["status"]
+        rerun = kube.wait_for("the recreated Job's run", lambda: gate_runs(env, env.runner.done, seen))
+        token = flux.request_reconcile(env.dyn, queues)
+        kube.wait_for(f"{queues} to handle the request", lambda: handled(env, queues, token), SYNC_TIMEOUT_S)
         flux.wait_synced(env.dyn, revision, flux.steps(env), env.controllers, SYNC_TIMEOUT_S)
         assert not cq.gaps and not kq.gaps
         versions, attempts = cq.versions(), kq.versions()
 
     drain = assert_drained_then_switched(versions, drop)
-    # No attempt of the queues' step at the revision failed (none was refused: it was not
-    # applied before the re-applied gate had switched the queue).
-    assert premature_applies(until_applied(attempts, revision), revision, refused) == 0
+    # Every attempt of the queues' step before the gate finished was refused; there was one.
+    assert premature_applies(until_applied(attempts, revision), revision, refused) >= 1
     # The stopped run held the queue; the recreated one switched and restored it.
     assert [w["action"] for w in gate_writes(env, stopped, drop.queue)] == ["Hold"]
     writes = gate_writes(env, rerun, drop.queue)

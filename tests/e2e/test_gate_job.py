@@ -5,8 +5,8 @@ collector controllers (``harness.start(..., controllers=["job"])``); tests/e2e/k
 plays the kubelet, running each Pod's real command (``python -m generator.gate`` with the
 rendered arguments and plan) with a token of the rendered ServiceAccount. What is under test
 is the Job's spec as gate_manifests and retire_manifests render it: backoffLimit,
-podFailurePolicy, ttlSecondsAfterFinished (the retire Job's, for Argo CD's hook), and the RBAC
-the Pods run with.
+podFailurePolicy, ttlSecondsAfterFinished (the retire Job's; Flux adds the
+gate's), and the RBAC the Pods run with.
 """
 
 from __future__ import annotations
@@ -246,8 +246,9 @@ def test_gate_job_success_completes_and_ttl_deletes_the_job(
     api: client.ApiClient, kueue: Kueue, deploy: Callable[..., Deployed]
 ) -> None:
     """An idle flavor dropped: the gate switches the queue, exits 0, the Job completes. A short
-    TTL is set on the live Job (the rendered gate Job has none; the retire hook's has one), and
-    the TTL controller deletes the Job, the garbage collector its Pod, once it is over."""
+    TTL is set on the live Job (the rendered Job has none: Flux's Kustomization patches 900 s on,
+    test_kustomize_build), and the TTL controller deletes the Job, the garbage collector its
+    Pod, once it is over."""
     cq, f = _setup(kueue, {"a": 4, "b": 4})
     manifests, namespace = gate([cluster_queue(cq, {f["a"]: 4})])
     run = deploy(manifests, namespace)
