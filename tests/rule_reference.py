@@ -346,7 +346,8 @@ SCENARIOS: dict[str, Scenario] = {
         [*RENDER, "--kubeconfig", "kubeconfig"],
     ),
     "previous-render-unread": Scenario(
-        "The minimal case's inventory with `dropPolicy: WaitForIdle` on its queue, rendered into a new folder",
+        "The minimal case's inventory with `dropPolicy: WaitForIdle` on its queue, rendered into a "
+        "new folder",
         _minimal,
         _edit("inventory/queue.yaml", "\nspec:\n", "\nspec:\n  dropPolicy: WaitForIdle\n"),
         RENDER,
