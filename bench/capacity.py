@@ -25,12 +25,12 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench.fleet import write_fleet  # noqa: E402
 from bench.run import installed_env  # noqa: E402
-from generator.commands.capacity.command import report_of  # noqa: E402
-from generator.fit.capacity import Size  # noqa: E402
-from generator.fit.engine import Engine  # noqa: E402
-from generator.fit.inventory import cluster_of  # noqa: E402
-from generator.load.files import read_inventory  # noqa: E402
-from generator.pipeline import compile_inventory  # noqa: E402
+from tasgen.commands.capacity.command import report_of  # noqa: E402
+from tasgen.fit.capacity import Size  # noqa: E402
+from tasgen.fit.engine import Engine  # noqa: E402
+from tasgen.fit.inventory import cluster_of  # noqa: E402
+from tasgen.load.files import read_inventory  # noqa: E402
+from tasgen.pipeline import compile_inventory  # noqa: E402
 
 DEFAULT = ["100000:3", "100000:24", "10000:3"]
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench.fleet import write_fleet  # noqa: E402
 from bench.run import installed_env  # noqa: E402
-from generator.emit import yaml  # noqa: E402
+from tasgen.emit import yaml  # noqa: E402
 
 GPU = "nvidia.com/gpu"
 #: queue -> the levels its flavors' Topologies have (bench/fleet.py), and one none has

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from generator.emit import yaml
+from tasgen.emit import yaml
 
 RACK_SIZE = 16
 API = "topology.gpustack.ai/v1alpha1"

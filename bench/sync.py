@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parent))
 from bench import floor  # noqa: E402
 from bench.fleet import write_fleet  # noqa: E402
 from bench.run import NOW, installed_env  # noqa: E402
-from generator.util.gc import no_cycle_collection  # noqa: E402
+from tasgen.util.gc import no_cycle_collection  # noqa: E402
 from tests.gobuild import kustomize  # noqa: E402
 
 RACK = "rack-3"

@@ -17,19 +17,19 @@ from typing import Any, ClassVar, NoReturn
 import click
 from click.core import ParameterSource
 
-from generator.commands import fetch as fetching
-from generator.commands.fetch.credentials import ClusterSecrets, SecretsDir
-from generator.commands.fetch.report import fetch_report
-from generator.model import PLACEHOLDER_REPO_URL
-from generator.pipeline import Mode, Result, run
-from generator.reporters import REPORTERS, Reporter, step_summary
-from generator.rules import BY_ID, REGISTRY, catalogue, reference
-from generator.rules.import_nodes import NODE_LIST
-from generator.util import color
-from generator.util.folders import folder_problem
-from generator.validate.labels import is_dns_subdomain
-from generator.validate.schema import KINDS, SNAPSHOT, schema_of
-from generator.validate.snapshots import rfc3339
+from .commands import fetch as fetching
+from .commands.fetch.credentials import ClusterSecrets, SecretsDir
+from .commands.fetch.report import fetch_report
+from .model import PLACEHOLDER_REPO_URL
+from .pipeline import Mode, Result, run
+from .reporters import REPORTERS, Reporter, step_summary
+from .rules import BY_ID, REGISTRY, catalogue, reference
+from .rules.import_nodes import NODE_LIST
+from .util import color
+from .util.folders import folder_problem
+from .validate.labels import is_dns_subdomain
+from .validate.schema import KINDS, SNAPSHOT, schema_of
+from .validate.snapshots import rfc3339
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -175,7 +175,7 @@ class _Commands(click.Group):
     """Loads the drain gate's command only when it is asked for: it imports the Kubernetes
     API client, a second of start-up that validate/render/check do not need."""
 
-    LAZY: ClassVar[dict[str, str]] = {"gate": "generator.gate.command", "retire": "generator.gate.retire"}
+    LAZY: ClassVar[dict[str, str]] = {"gate": "tasgen.gate.command", "retire": "tasgen.gate.retire"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])
@@ -305,7 +305,7 @@ def preview_change(
     Exit: 0 whatever changes, 1 the working tree's inventory is invalid (problems printed as
     validate prints them, on standard error), 2 usage error (e.g. an unknown REF).
     """
-    from generator.commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
+    from .commands.plan import command as plan_command  # noqa: PLC0415 - not every render's start
 
     try:
         text, problems, code = plan_command.execute(
@@ -350,7 +350,7 @@ def fit(
     Exit: 0 every PodSet fits on an empty cluster, 1 one never fits (or a manifest is bad, or
     the inventory is invalid), 2 usage error.
     """
-    from generator.commands.fit import command as fit_command  # noqa: PLC0415 - not every render's start
+    from .commands.fit import command as fit_command  # noqa: PLC0415 - not every render's start
 
     try:
         text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
@@ -382,7 +382,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     Exit: 0 no error (warnings allowed), 1 an error found, the inventory invalid or the
     cluster unreadable, 2 usage error (an unusable kubeconfig too).
     """
-    from generator.commands.doctor import command as doctor_command  # noqa: PLC0415 - not every render's start
+    from .commands.doctor import command as doctor_command  # noqa: PLC0415 - not every render's start
 
     try:
         text, code = doctor_command.execute(inventory, output, kubeconfig, format_)
@@ -427,7 +427,7 @@ def capacity(
       tasgen capacity --size 8,8x4 --kubeconfig ~/.kube/config
     Exit: 0 reported, 1 the inventory is invalid, 2 usage error.
     """
-    from generator.commands.capacity import command as capacity_command  # noqa: PLC0415 - not every render's start
+    from .commands.capacity import command as capacity_command  # noqa: PLC0415 - not every render's start
 
     try:
         text, code = capacity_command.execute(inventory, sizes, kubeconfig, format_, _parse_now(now))
@@ -456,7 +456,7 @@ def init(directory: Path, repo_url: str, branch: str) -> None:
       git init fleet && tasgen init fleet --repo-url https://github.com/acme/fleet.git
     Exit 1, writing nothing, when any of these files exists.
     """
-    from generator.commands import init as init_command  # noqa: PLC0415 - not every render's start
+    from .commands import init as init_command  # noqa: PLC0415 - not every render's start
 
     for value, option in ((repo_url, "--repo-url"), (branch, "--branch")):
         if not value.strip() or not value.isprintable():
@@ -524,7 +524,7 @@ def import_nodes(sources: tuple[Any, ...], name: str | None, output: Path | None
     Example:
       kubectl get nodes -o json | tasgen import-nodes - -o inventories/nodes.yaml
     """
-    from generator.commands.import_nodes import label_filter, nodes  # noqa: PLC0415 - not every render's start
+    from .commands.import_nodes import label_filter, nodes  # noqa: PLC0415 - not every render's start
 
     given = click.get_current_context().get_parameter_source("inventory") is ParameterSource.COMMANDLINE
     if given and (problem := folder_problem(inventory)):  # without one, the default filter

@@ -28,10 +28,10 @@ from typing import Any
 
 import jsonschema_rs
 
-from generator.compile import Summary
-from generator.emit.outtree import OutputTree
-from generator.load.files import InputFile
-from generator.model import Level, Problem
+from .compile import Summary
+from .emit.outtree import OutputTree
+from .load.files import InputFile
+from .model import Level, Problem
 
 _VERSION = 2
 
@@ -83,7 +83,7 @@ def _code_digest() -> str:
     another version of any may render differently."""
     digest = hashlib.sha256()
     digest.update(f"{sys.version}\0{_library_versions()}\0".encode())
-    for entry in sorted(_files(resources.files("generator")), key=str):
+    for entry in sorted(_files(resources.files("tasgen")), key=str):
         digest.update(str(entry).encode() + b"\0" + entry.read_bytes())
     return digest.hexdigest()
 
@@ -141,7 +141,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 @cache
 def _schema() -> Any:
-    text = resources.files("generator").joinpath("schemas", "memo.json").read_text("utf-8")
+    text = resources.files("tasgen").joinpath("schemas", "memo.json").read_text("utf-8")
     return jsonschema_rs.validator_for(json.loads(text))
 
 

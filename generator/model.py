@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from generator.kube import selectors
-from generator.sourcetypes import SourceType
+from .kube import selectors
+from .sourcetypes import SourceType
 
 #: A path inside one YAML/JSON document, e.g. ``("nodes", 3, "labels", "zone")``.
 Pointer = tuple[str | int, ...]

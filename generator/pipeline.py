@@ -10,22 +10,22 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
-from generator import emit, memo, printable
-from generator.compile import Rendering, Summary, render_objects, source_statuses
-from generator.compile.gate_wiring import RenderStamp
-from generator.emit import outtree, repository
-from generator.emit.previous import render_stamp_of
-from generator.load import live
-from generator.load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
-from generator.load.locate import locate
-from generator.load.previous import carried_of
-from generator.model import Carried, Finding, Level, Problem
-from generator.rules.compile import PREVIOUS_RENDER_UNREAD
-from generator.rules.emit import OUTPUT_UNWRITABLE
-from generator.rules.load import CLUSTER_UNREADABLE
-from generator.util.gc import no_cycle_collection
-from generator.validate import validate
-from generator.validate.checks import Context
+from . import emit, memo, printable
+from .compile import Rendering, Summary, render_objects, source_statuses
+from .compile.gate_wiring import RenderStamp
+from .emit import outtree, repository
+from .emit.previous import render_stamp_of
+from .load import live
+from .load.files import InputFile, LoadedFile, display_path, load_files, read_inventory
+from .load.locate import locate
+from .load.previous import carried_of
+from .model import Carried, Finding, Level, Problem
+from .rules.compile import PREVIOUS_RENDER_UNREAD
+from .rules.emit import OUTPUT_UNWRITABLE
+from .rules.load import CLUSTER_UNREADABLE
+from .util.gc import no_cycle_collection
+from .validate import validate
+from .validate.checks import Context
 
 
 class Mode(StrEnum):

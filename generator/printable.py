@@ -7,9 +7,9 @@ can be neither printed nor applied (kubectl refuses the escape in a rendered fil
 
 from __future__ import annotations
 
-from generator.load.files import InputFile
-from generator.model import Problem
-from generator.rules.load import JSON_SYNTAX, YAML_SYNTAX
+from .load.files import InputFile
+from .model import Problem
+from .rules.load import JSON_SYNTAX, YAML_SYNTAX
 
 
 def one_line(value: str) -> str:

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
-from generator.model import Problem
-from generator.pipeline import Result
-from generator.printable import one_line
+from .model import Problem
+from .pipeline import Result
+from .printable import one_line
 
 Reporter = Callable[[Result, str, TextIO], None]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import click
 
-from generator.cli import cli
+from tasgen.cli import cli
 from tests.conftest import REPO
 
 CLI_PAGE = REPO / "docs" / "reference" / "cli.md"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generator.cli import cli
+from tasgen.cli import cli
 
 
 def examples(n: int) -> int:

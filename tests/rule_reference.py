@@ -31,11 +31,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-import generator.rules
-from generator.cli import cli
-from generator.printable import one_line
-from generator.rules import REGISTRY, Rule
-from generator.rules.reference import (
+import tasgen.rules
+from tasgen.cli import cli
+from tasgen.printable import one_line
+from tasgen.rules import REGISTRY, Rule
+from tasgen.rules.reference import (
     DOCS_PATH,
     EXAMPLES_FILE,
     Example,
@@ -445,8 +445,8 @@ def scenario_example(rule: Rule, scenario: Scenario, proof: str) -> Example:
 
 def module_of(rule: Rule) -> str:
     """Where the rule is declared (for messages that say where to add to it)."""
-    for info in pkgutil.iter_modules(generator.rules.__path__):
-        module = importlib.import_module(f"generator.rules.{info.name}")
+    for info in pkgutil.iter_modules(tasgen.rules.__path__):
+        module = importlib.import_module(f"tasgen.rules.{info.name}")
         if any(value is rule for value in vars(module).values()):
             return f"generator/rules/{info.name}.py"
     return "generator/rules/"

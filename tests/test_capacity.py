@@ -17,20 +17,18 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.commands.capacity import command
-from generator.commands.capacity.formats import FORMATS
-from generator.commands.capacity.report import CapacityReport
-from generator.fit.capacity import Size, flavor_slots
-from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts, Quota
-from generator.fit.engine import Engine
-from generator.fit.usage import now_cluster
-from generator.util.typed_json import to_json
+from tasgen.commands.capacity import command
+from tasgen.commands.capacity.formats import FORMATS
+from tasgen.commands.capacity.report import CapacityReport
+from tasgen.fit.capacity import Size, flavor_slots
+from tasgen.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts, Quota
+from tasgen.fit.engine import Engine
+from tasgen.fit.usage import now_cluster
+from tasgen.util.typed_json import to_json
 from tests.conftest import NOW, REPO, examples, tasgen
 from tests.typed_schema import disagreements
 
-SCHEMA = json.loads(
-    resources.files("generator").joinpath("schemas", "capacity-report.schema.json").read_text()
-)
+SCHEMA = json.loads(resources.files("tasgen").joinpath("schemas", "capacity-report.schema.json").read_text())
 GPU = "nvidia.com/gpu"
 HOST = "kubernetes.io/hostname"
 LEVELS = ("zone", "block", "rack")

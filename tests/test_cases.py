@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from generator.rules import REGISTRY
+from tasgen.rules import REGISTRY
 from tests.conftest import NOW, tasgen, tree
 
 CASES = Path(__file__).parent / "cases"

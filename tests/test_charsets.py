@@ -4,8 +4,8 @@ million code points cost milliseconds of every run), so a gap would let a charac
 
 from __future__ import annotations
 
-from generator.emit import yaml as writer
-from generator.parse import guard
+from tasgen.emit import yaml as writer
+from tasgen.parse import guard
 
 EVERY = "".join(map(chr, range(0x110000)))
 

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
-from generator.cli import cli
-from generator.validate.schema import KINDS
+from tasgen.cli import cli
+from tasgen.validate.schema import KINDS
 from tests.conftest import NOW, REPO, tasgen
 
 CASE = REPO / "tests" / "cases" / "invalid" / "hierarchy-ambiguous-parent"
@@ -197,7 +197,7 @@ def test_import_nodes_keeps_facts_sorted(tmp_path: Path) -> None:
 
 def test_import_nodes_reads_yaml_from_stdin() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
         input=yaml.safe_dump(_kubectl_nodes()),
         capture_output=True,
         text=True,
@@ -218,7 +218,7 @@ def test_import_nodes_reads_yaml_from_stdin() -> None:
 )
 def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
         input=text,
         capture_output=True,
         text=True,
@@ -233,7 +233,7 @@ def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: 
 def test_a_report_that_cannot_be_written_is_said_so_not_called_a_bug(args: list[str]) -> None:
     with open("/dev/full", "w") as full:  # every write fails: No space left on device
         done = subprocess.run(
-            [sys.executable, "-m", "generator.cli", *args],
+            [sys.executable, "-m", "tasgen.cli", *args],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
@@ -250,7 +250,7 @@ def test_a_closed_standard_stream_is_refused_before_anything_is_written(
 ) -> None:
     """`tasgen render >&-`: Python makes sys.stdout None; the render wrote rendered/ and then
     failed on the report with an internal error (a closed stderr gave exit 1 for usage errors)."""
-    command = [sys.executable, "-m", "generator.cli", "render", "-o", str(tmp_path / "out"), "--now", NOW]
+    command = [sys.executable, "-m", "tasgen.cli", "render", "-o", str(tmp_path / "out"), "--now", NOW]
     done = subprocess.run(
         ["bash", "-c", f'exec "$@" {closed}>&-', "tasgen", *command],
         capture_output=True,
@@ -266,7 +266,7 @@ def test_a_closed_standard_stream_is_refused_before_anything_is_written(
 
 def test_import_nodes_from_a_closed_standard_input_reads_nothing_and_says_so() -> None:
     done = subprocess.run(
-        ["bash", "-c", 'exec "$@" <&-', "tasgen", sys.executable, "-m", "generator.cli", "import-nodes", "-"],
+        ["bash", "-c", 'exec "$@" <&-', "tasgen", sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -24,7 +24,7 @@ def run(*options: str, terminal: bool, no_color: str | None = None) -> str:
     env["TERM"] = "xterm"
     if no_color is not None:
         env["NO_COLOR"] = no_color
-    command = [sys.executable, "-m", "generator.cli", *options, "validate", "-i", str(CASE)]
+    command = [sys.executable, "-m", "tasgen.cli", *options, "validate", "-i", str(CASE)]
     if not terminal:
         done = subprocess.run(
             command, capture_output=True, text=True, env=env, cwd=REPO, check=False, timeout=120

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.util.columns import group
+from tasgen.util.columns import group
 
 
 @given(st.lists(st.tuples(st.sampled_from("abcde"), st.integers())))

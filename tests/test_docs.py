@@ -12,8 +12,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from generator.commands import init
-from generator.rules import catalogue
+from tasgen.commands import init
+from tasgen.rules import catalogue
 from tests.conftest import REPO, tasgen
 
 README = (REPO / "README.md").read_text()

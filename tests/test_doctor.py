@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from generator.commands.doctor import components
-from generator.commands.doctor.checks import IN_USE_FINALIZER, Facts, engine_of, nfd_allows, run_checks
-from generator.commands.doctor.expected import Ref, expected_of, read_render
-from generator.commands.doctor.live import Live
-from generator.commands.doctor.report import DoctorFinding
+from tasgen.commands.doctor import components
+from tasgen.commands.doctor.checks import IN_USE_FINALIZER, Facts, engine_of, nfd_allows, run_checks
+from tasgen.commands.doctor.expected import Ref, expected_of, read_render
+from tasgen.commands.doctor.live import Live
+from tasgen.commands.doctor.report import DoctorFinding
 from tests.conftest import REPO, tasgen
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -683,8 +683,8 @@ def test_usage_errors(tmp_path: Path) -> None:
 
 
 def test_findings_are_printed_with_where_and_fix() -> None:
-    from generator.commands.doctor.formats import text  # noqa: PLC0415
-    from generator.commands.doctor.report import DoctorReport, summary_of  # noqa: PLC0415
+    from tasgen.commands.doctor.formats import text  # noqa: PLC0415
+    from tasgen.commands.doctor.report import DoctorReport, summary_of  # noqa: PLC0415
 
     findings = (DoctorFinding("node-missing", "error", "Node gpu-2", "absent", "join it"),)
     report = DoctorReport(1, "https://x", None, None, (), ("nodes",), findings, summary_of(findings))

@@ -10,12 +10,12 @@ from typing import Any
 
 import jsonschema
 
-from generator.commands.doctor.report import Component, DoctorFinding, DoctorReport, summary_of
-from generator.util.typed_json import from_json, to_json
+from tasgen.commands.doctor.report import Component, DoctorFinding, DoctorReport, summary_of
+from tasgen.util.typed_json import from_json, to_json
 from tests.typed_schema import disagreements
 
 SCHEMA: dict[str, Any] = json.loads(
-    resources.files("generator").joinpath("schemas", "doctor-report.schema.json").read_text()
+    resources.files("tasgen").joinpath("schemas", "doctor-report.schema.json").read_text()
 )
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.util.durations import MAX_NANOSECONDS, UNITS, duration, nanoseconds
+from tasgen.util.durations import MAX_NANOSECONDS, UNITS, duration, nanoseconds
 
 
 @pytest.mark.parametrize(

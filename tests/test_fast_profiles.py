@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.compile.profiles import assign, assign_disjoint, assign_one_by_one
-from generator.rules.compile import NODE_AMBIGUOUS
-from generator.validate.checks import Context
-from generator.validate.hierarchy import stated_values
+from tasgen.compile.profiles import assign, assign_disjoint, assign_one_by_one
+from tasgen.rules.compile import NODE_AMBIGUOUS
+from tasgen.validate.checks import Context
+from tasgen.validate.hierarchy import stated_values
 from tests.conftest import examples
 from tests.test_fast_rules import API, RACK, ZONE, _configmap_source, context
 
@@ -135,6 +135,6 @@ def test_both_ways_find_two_profiles_with_one_id(tmp_path: Path, monkeypatch: An
     ]
     ctx = context(documents, tmp_path)
     assert not assign(ctx).findings  # two profiles, two IDs
-    monkeypatch.setattr("generator.compile.profiles.profile_id", lambda keys: "one-id")
+    monkeypatch.setattr("tasgen.compile.profiles.profile_id", lambda keys: "one-id")
     for assigned in (assign_disjoint(ctx, ready(ctx)), assign_one_by_one(ctx, ready(ctx))):
         assert [f.rule for f in assigned.findings] == ["profile-collision"]

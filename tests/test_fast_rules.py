@@ -11,13 +11,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.emit import yaml
-from generator.load.files import load_files, read_inventory
-from generator.model import Inventory, Node, Selector, Settings, Source, Where
-from generator.validate import validate
-from generator.validate.checks import Context, base, hierarchy, nodes, snapshots
-from generator.validate.checks.snapshots import Verdict, label_problem, placed_labels
-from generator.validate.hierarchy import stated_values
+from tasgen.emit import yaml
+from tasgen.load.files import load_files, read_inventory
+from tasgen.model import Inventory, Node, Selector, Settings, Source, Where
+from tasgen.validate import validate
+from tasgen.validate.checks import Context, base, hierarchy, nodes, snapshots
+from tasgen.validate.checks.snapshots import Verdict, label_problem, placed_labels
+from tasgen.validate.hierarchy import stated_values
 from tests.conftest import NOW, examples
 
 API = "topology.gpustack.ai/v1alpha1"

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.compile.profiles import assign, assign_one_by_one
-from generator.emit import yaml
-from generator.load.files import read_inventory
-from generator.pipeline import compile_inventory
-from generator.validate.checks import nodes
+from tasgen.compile.profiles import assign, assign_one_by_one
+from tasgen.emit import yaml
+from tasgen.load.files import read_inventory
+from tasgen.pipeline import compile_inventory
+from tasgen.validate.checks import nodes
 from tests.conftest import NOW, examples
 from tests.test_fast_rules import API, at_once, context, node_by_node
 

@@ -16,19 +16,19 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from generator.cli import cli
-from generator.commands.fit import live
-from generator.fit import podsets as ps
-from generator.fit.cluster import Cluster, from_objects, node_facts
-from generator.fit.engine import Engine
-from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
-from generator.model import HOSTNAME_KEY
-from generator.rules.fit import RULES
+from tasgen.cli import cli
+from tasgen.commands.fit import live
+from tasgen.fit import podsets as ps
+from tasgen.fit.cluster import Cluster, from_objects, node_facts
+from tasgen.fit.engine import Engine
+from tasgen.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
+from tasgen.model import HOSTNAME_KEY
+from tasgen.rules.fit import RULES
 from tests.conftest import NOW, REPO, tasgen
 
 CASES = REPO / "tests" / "cases" / "fit"
 NAMES = sorted(p.name for p in CASES.iterdir() if (p / "workload.yaml").exists())
-SCHEMA = json.loads(resources.files("generator").joinpath("schemas", "fit-report.schema.json").read_text())
+SCHEMA = json.loads(resources.files("tasgen").joinpath("schemas", "fit-report.schema.json").read_text())
 
 
 def fit(*args: str) -> tuple[int, str]:

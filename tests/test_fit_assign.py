@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.fit import assign
-from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts, Quota
-from generator.fit.engine import Engine
-from generator.fit.podsets import PodSet, TopologyRequest
+from tasgen.fit import assign
+from tasgen.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts, Quota
+from tasgen.fit.engine import Engine
+from tasgen.fit.podsets import PodSet, TopologyRequest
 from tests.conftest import examples
 from tests.test_fit_index import fleets, podsets
 

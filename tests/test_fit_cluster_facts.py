@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.fit.kinds import ClusterFacts, workloads
-from generator.load.files import InputFile, load_file
+from tasgen.fit.kinds import ClusterFacts, workloads
+from tasgen.load.files import InputFile, load_file
 
 JOB = """
 apiVersion: batch/v1

@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.fit import engine, index
-from generator.fit.cluster import Cluster, Flavor, NodeFacts
-from generator.fit.podsets import PodSet, TopologyRequest
-from generator.model import HOSTNAME_KEY
+from tasgen.fit import engine, index
+from tasgen.fit.cluster import Cluster, Flavor, NodeFacts
+from tasgen.fit.podsets import PodSet, TopologyRequest
+from tasgen.model import HOSTNAME_KEY
 from tests.conftest import examples
 
 LEVELS = ("zone", "block", "rack")

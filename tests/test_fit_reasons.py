@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from generator.fit import reasons
-from generator.fit.cluster import Cluster, ClusterQueue
-from generator.fit.judge import judge
-from generator.fit.kinds import Workload
-from generator.fit.podsets import PodSet
-from generator.model import Where
+from tasgen.fit import reasons
+from tasgen.fit.cluster import Cluster, ClusterQueue
+from tasgen.fit.judge import judge
+from tasgen.fit.kinds import Workload
+from tasgen.fit.podsets import PodSet
+from tasgen.model import Where
 from tests.conftest import NOW, REPO, tasgen
 
 CASES = REPO / "tests" / "cases" / "fit"

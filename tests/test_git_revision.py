@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.load import git as git_module
-from generator.load.files import InputFile, read_inventory
-from generator.load.git import GitError, read_revision
+from tasgen.load import git as git_module
+from tasgen.load.files import InputFile, read_inventory
+from tasgen.load.git import GitError, read_revision
 
 #: link name -> target, relative to the link's folder
 LINKS = {

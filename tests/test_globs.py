@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.load.globs import glob_problem, matches, roots
+from tasgen.load.globs import glob_problem, matches, roots
 
 FILES = (
     "a.yaml", "b.yml", "x.json", "jobs/a.yaml", "jobs/b1.yaml", "jobs/c].yaml", "jobs/team/a.yaml",

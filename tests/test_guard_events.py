@@ -12,7 +12,7 @@ import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from generator.parse import ParseError, guard, parse_text
+from tasgen.parse import ParseError, guard, parse_text
 from tests.conftest import examples
 
 KEYS = st.sampled_from(["k", '"k"', "'k'", "[k]", "{k: v}", "? k"])

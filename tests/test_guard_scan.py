@@ -14,8 +14,8 @@ import yaml_rs
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from generator.parse import _document_count
-from generator.parse.guard import _plain, _scan
+from tasgen.parse import _document_count
+from tasgen.parse.guard import _plain, _scan
 from tests.conftest import examples
 
 SCALARS = st.one_of(

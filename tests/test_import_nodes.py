@@ -29,7 +29,7 @@ def node(name: str = "n-1", **fields: Any) -> dict[str, Any]:
 
 def import_nodes(text: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli", "import-nodes", "-", *args],
+        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-", *args],
         input=text,
         capture_output=True,
         text=True,
@@ -177,7 +177,7 @@ def test_output_in_a_read_only_folder_is_a_clear_error(nodes_json: str, tmp_path
     folder.mkdir()
     script = (
         f"mount -t tmpfs -o ro tmpfs {folder} && "
-        f"{sys.executable} -m generator.cli import-nodes - -o {folder}/nodes.yaml"
+        f"{sys.executable} -m tasgen.cli import-nodes - -o {folder}/nodes.yaml"
     )
     run = subprocess.run(
         ["unshare", "-rm", "sh", "-c", script],
@@ -209,7 +209,7 @@ def test_a_wrong_value_is_reported_where_the_input_has_it(tmp_path: Path) -> Non
         col = text.splitlines()[line - 1].index(needle) + len(needle.split(": ")[0]) + 3
         (tmp_path / "nodes.json").write_text(text)
         run = subprocess.run(
-            [sys.executable, "-m", "generator.cli", "import-nodes", str(tmp_path / "nodes.json")],
+            [sys.executable, "-m", "tasgen.cli", "import-nodes", str(tmp_path / "nodes.json")],
             capture_output=True,
             text=True,
             check=False,

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator.cli import cli
-from generator.commands.import_nodes import nodes
+from tasgen.cli import cli
+from tasgen.commands.import_nodes import nodes
 from tests.conftest import NOW, REPO, tasgen
 
 NODE_NAME = "nfd.node.kubernetes.io/node-name"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.commands import init as scaffold
-from generator.commands.plan.formats import MARKER
+from tasgen.commands import init as scaffold
+from tasgen.commands.plan.formats import MARKER
 from tests.conformance.crds import Catalog, go_module_dir
 from tests.conftest import REPO, tasgen, tree
 

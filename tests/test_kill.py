@@ -32,7 +32,7 @@ SEED = 7
 def cli(*args: str, cache: Path, quiet: bool = False) -> subprocess.Popen[bytes]:
     output = subprocess.DEVNULL if quiet else subprocess.PIPE
     return subprocess.Popen(
-        [sys.executable, "-m", "generator.cli", *args, "--now", NOW],
+        [sys.executable, "-m", "tasgen.cli", *args, "--now", NOW],
         stdout=output,
         stderr=output,
         cwd=REPO,
@@ -192,7 +192,7 @@ def test_two_renders_at_once_are_serialised(tmp_path: Path) -> None:
 
 
 def logged_render(inventory: Path, out: Path, log: Path) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)]
+    argv = [sys.executable, "-m", "tasgen.cli", "render", "-i", str(inventory), "-o", str(out)]
     with log.open("wb") as sink:  # the child has its own copy of the descriptor
         return subprocess.Popen([*argv, "--now", NOW], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.kube import quantities, selectors, taints
-from generator.model import Requirement, Selector
+from tasgen.kube import quantities, selectors, taints
+from tasgen.model import Requirement, Selector
 
 # --- quantities ---------------------------------------------------------------------------
 

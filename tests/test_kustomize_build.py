@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from bench.fleet import write_fleet
-from generator.compile.gate_wiring import JOB_TTL_SECONDS
-from generator.compile.shards import DEFAULT_MAX_OBJECTS
+from tasgen.compile.gate_wiring import JOB_TTL_SECONDS
+from tasgen.compile.shards import DEFAULT_MAX_OBJECTS
 from tests import gobuild
 from tests.conftest import NOW, REPO, tasgen
 from tests.e2e.harness import ClusterError

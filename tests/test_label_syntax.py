@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.validate.labels import dns_names_valid, is_dns_subdomain, label_value_error, label_values_valid
+from tasgen.validate.labels import dns_names_valid, is_dns_subdomain, label_value_error, label_values_valid
 from tests.conftest import examples
 
 values = st.one_of(

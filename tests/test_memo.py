@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from generator import memo
+from tasgen import memo
 from tests.conftest import NOW, REPO, tasgen, tree
 
 Edit = Callable[[dict[str, Any]], Any]
@@ -111,7 +111,7 @@ def test_an_unreadable_inventory_file_is_a_positioned_problem(inventory: Path, t
     run = subprocess.run(
         [
             *(without_override if os.geteuid() == 0 else []),
-            *(sys.executable, "-m", "generator.cli", "render", "-i", "inventory", "-o", "rendered"),
+            *(sys.executable, "-m", "tasgen.cli", "render", "-i", "inventory", "-o", "rendered"),
         ],
         capture_output=True,
         text=True,

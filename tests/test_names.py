@@ -7,7 +7,7 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.util.names import distance, nearest
+from tasgen.util.names import distance, nearest
 
 
 def brute(a: str, b: str) -> int:

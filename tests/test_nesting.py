@@ -13,7 +13,7 @@ import yaml_rs
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from generator.parse import ParseError, guard, parse_text
+from tasgen.parse import ParseError, guard, parse_text
 from tests.conftest import examples
 
 #: how one level opens: its text after the current line, and the columns it adds

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from generator.emit import outtree
+from tasgen.emit import outtree
 from tests.conftest import NOW, REPO, render, tasgen, tree
 
 EXAMPLE = REPO / "inventories"
@@ -167,7 +167,7 @@ from pathlib import Path
 mnt, inventory, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[1]) / "rendered"
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
 def tasgen(*args):
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args, "-i", str(inventory),
+    return subprocess.run([sys.executable, "-m", "tasgen.cli", *args, "-i", str(inventory),
         "-o", str(out), "--now", "{now}"], capture_output=True, text=True)
 assert tasgen("render").returncode == 0
 training = inventory / "queues" / "training.yaml"
@@ -226,7 +226,7 @@ def test_a_read_only_folder_of_yours_is_kept_and_the_old_tree_still_goes(
     drop = "-dac_override,-dac_read_search,-fowner"
     as_user = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"] if os.geteuid() == 0 else []
     run = subprocess.run(
-        [*as_user, sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)],
+        [*as_user, sys.executable, "-m", "tasgen.cli", "render", "-i", str(inventory), "-o", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -308,7 +308,7 @@ def test_a_folder_in_rendered_that_cannot_be_read_is_a_clear_problem(inventory: 
     drop = "-dac_override,-dac_read_search"
     as_user = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"] if os.geteuid() == 0 else []
     run = subprocess.run(
-        [*as_user, sys.executable, "-m", "generator.cli", "check", "-i", str(inventory), "-o", str(out)],
+        [*as_user, sys.executable, "-m", "tasgen.cli", "check", "-i", str(inventory), "-o", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -323,7 +323,7 @@ def test_a_folder_in_rendered_that_cannot_be_read_is_a_clear_problem(inventory: 
 def traced_render(inventory: Path, out: Path, log: Path) -> list[str]:
     """tasgen render in a child process under strace, which records the calls the kernel
     saw (with the path behind each file descriptor): syncs and renames, in order."""
-    command = [sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)]
+    command = [sys.executable, "-m", "tasgen.cli", "render", "-i", str(inventory), "-o", str(out)]
     calls = "trace=syncfs,sync,fsync,fdatasync,rename,renameat,renameat2"
     strace = ["strace", "-f", "-y", "-qq", "-e", calls, "-o", str(log)]
     subprocess.run([*strace, *command, "--now", NOW, "--no-cache"], check=True, capture_output=True, cwd=REPO)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import venv
 import zipfile
 from pathlib import Path
@@ -69,12 +70,29 @@ def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Pa
     with zipfile.ZipFile(wheel) as archive:
         shipped = archive.namelist()
     # Templates and schemas are data of the package, not packages of their own.
-    assert "generator/templates/plan.md.j2" in shipped
-    assert "generator/templates/init/config.yaml.j2" in shipped
-    assert "generator/schemas/plan-report.schema.json" in shipped
+    assert "tasgen/templates/plan.md.j2" in shipped
+    assert "tasgen/templates/init/config.yaml.j2" in shipped
+    assert "tasgen/schemas/plan-report.schema.json" in shipped
     assert not any(n.endswith("__init__.py") and "/templates/" in n for n in shipped)
     assert not any(n.startswith("tests/") for n in shipped)
     assert _warnings(_pip(python, "install", str(wheel))) == []
+    # Another project's top-level `generator` package, installed beside tasgen: neither may
+    # shadow the other (tasgen's own folder is named generator/, its import package is not).
+    other = tmp_path / "other"
+    (other / "generator").mkdir(parents=True)
+    (other / "generator" / "__init__.py").write_text("OWNER = 'another project'\n")
+    (other / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "another-generator"\nversion = "1.0"\n'
+        '[tool.setuptools]\npackages = ["generator"]\n'
+    )
+    _pip(python, "install", "--no-deps", str(other))
+    # Every folder of generator/ that is a package ships, under tasgen/ and nowhere else.
+    folders = {
+        "/".join(("tasgen", *p.parent.relative_to(src / "generator").parts))
+        for p in (src / "generator").rglob("__init__.py")
+    }
+    assert {n.rsplit("/", 1)[0] for n in shipped if n.endswith("/__init__.py")} == folders
 
     # Run from elsewhere, so that nothing is imported from the checkout.
     out = tmp_path / "rendered"
@@ -88,7 +106,7 @@ def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Pa
     )
     assert run.returncode == 0, run.stdout + run.stderr
     located = subprocess.run(
-        [str(python), "-c", "import generator; print(generator.__file__)"],
+        [str(python), "-c", "import tasgen; print(tasgen.__file__)"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -97,6 +115,24 @@ def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Pa
     assert Path(located).is_relative_to(env_dir), located
     # The example's rendered/ is committed; the installed package must write it byte for byte.
     assert tree(out) == tree(REPO / "rendered")
+    owner = subprocess.run(
+        [str(python), "-c", "import generator; print(generator.OWNER); print(generator.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert owner[0] == "another project" and Path(owner[1]).is_relative_to(env_dir), owner
+    # The gate image's entry point, run as the image runs it.
+    gate = subprocess.run(
+        [str(python), "-m", "tasgen.gate", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert gate.returncode == 0 and "--plan" in gate.stdout, gate.stdout + gate.stderr
     # A rule's entry, its example read from the package's data (tests/ is not installed).
     entry = subprocess.run(
         [str(env_dir / "bin" / "tasgen"), "rules", "flavor-limit"],
@@ -111,3 +147,25 @@ def test_the_wheel_builds_quietly_and_the_installed_package_renders(tmp_path: Pa
     # the example ships inside the wheel (rules/examples.json), and names no tests/ path it lacks
     assert "## Example" in entry.stdout and "[flavor-limit]\n" in entry.stdout
     assert "tests/" not in entry.stdout
+
+
+def test_nothing_imports_the_package_by_its_folder_name() -> None:
+    """From the repository's top, where the folder generator/ is importable too, every tasgen
+    module imports as `tasgen` only: a second copy under `generator` would break isinstance."""
+    script = (
+        "import importlib, pkgutil, sys, tasgen, tasgen.cli\n"
+        "for m in pkgutil.walk_packages(tasgen.__path__, 'tasgen.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(sorted(n for n in sys.modules if n.split('.')[0] == 'generator'))\n"
+        "print(len([n for n in sys.modules if n.split('.')[0] == 'tasgen']))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    folder_named, imported = run.stdout.splitlines()
+    assert folder_named == "[]"
+    # Every module of the folder was imported (under its one name), __main__ modules aside.
+    modules = [p for p in (REPO / "generator").rglob("*.py") if p.name != "__main__.py"]
+    assert int(imported) == len(modules)

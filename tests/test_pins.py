@@ -12,17 +12,17 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from generator.commands.fit import command as fit_command
-from generator.compile.manifests import PROFILE_FEATURES, feature_files
-from generator.compile.pins import TRANSIT_ROW, flavors_in, pin
-from generator.emit.tree import render_tree
-from generator.fit.inventory import cluster_of
-from generator.gate.admissions import placed_nodes
-from generator.load.files import read_inventory
-from generator.load.previous import carried_of
-from generator.load.previous_profiles import PreviousRows, rows_of
-from generator.model import PROFILE_KEY, TRANSIT_KEY, Inventory, LiveNodes, Settings, flavor_key
-from generator.pipeline import Compilation, compile_inventory
+from tasgen.commands.fit import command as fit_command
+from tasgen.compile.manifests import PROFILE_FEATURES, feature_files
+from tasgen.compile.pins import TRANSIT_ROW, flavors_in, pin
+from tasgen.emit.tree import render_tree
+from tasgen.fit.inventory import cluster_of
+from tasgen.gate.admissions import placed_nodes
+from tasgen.load.files import read_inventory
+from tasgen.load.previous import carried_of
+from tasgen.load.previous_profiles import PreviousRows, rows_of
+from tasgen.model import PROFILE_KEY, TRANSIT_KEY, Inventory, LiveNodes, Settings, flavor_key
+from tasgen.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples, tasgen, tree
 from tests.edits import record_rack_b_r02
 from tests.plan.fleet import Fleet

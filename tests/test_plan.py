@@ -16,15 +16,15 @@ import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
-from generator.commands.plan import formats
-from generator.commands.plan.live import _live as live_figures
-from generator.commands.plan.live import _usage as usage_of
-from generator.commands.plan.shape import Drain, Report
-from generator.util.typed_json import from_json
+from tasgen.commands.plan import formats
+from tasgen.commands.plan.live import _live as live_figures
+from tasgen.commands.plan.live import _usage as usage_of
+from tasgen.commands.plan.shape import Drain, Report
+from tasgen.util.typed_json import from_json
 from tests.conftest import NOW, REPO, Run, tasgen, tree
 from tests.plan.fleet import BLOCK, H100, RACK, ROW, ZONE, Fleet, Repo
 
-SCHEMA = json.loads(resources.files("generator").joinpath("schemas", "plan-report.schema.json").read_text())
+SCHEMA = json.loads(resources.files("tasgen").joinpath("schemas", "plan-report.schema.json").read_text())
 
 
 @pytest.fixture
@@ -380,7 +380,7 @@ def test_an_invalid_working_tree_s_problems_go_to_standard_error(repo: Repo) -> 
         [
             sys.executable,
             "-m",
-            "generator.cli",
+            "tasgen.cli",
             "plan",
             "--base",
             "main",
@@ -467,7 +467,7 @@ def test_the_report_does_not_depend_on_hash_order(repo: Repo) -> None:
     plan(repo, Fleet(levels=(RACK,), training=("H100",), racks={**Fleet().racks, "h-3": "r1"}))
     outputs = {
         subprocess.run(
-            [sys.executable, "-m", "generator.cli", "plan", "--base", "main", "--now", NOW, "--format", f],
+            [sys.executable, "-m", "tasgen.cli", "plan", "--base", "main", "--now", NOW, "--format", f],
             env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)},
             capture_output=True,
             text=True,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.kube.quantities import parse
+from tasgen.kube.quantities import parse
 from tests.conftest import NOW, REPO, tasgen
 from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
 from tests.plan.fleet import Repo

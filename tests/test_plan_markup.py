@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from generator.commands.plan import formats
-from generator.commands.plan.formats import COMMENT_LIMIT, _cell, _code, markdown
-from generator.commands.plan.shape import Report
-from generator.util.typed_json import from_json
+from tasgen.commands.plan import formats
+from tasgen.commands.plan.formats import COMMENT_LIMIT, _cell, _code, markdown
+from tasgen.commands.plan.shape import Report
+from tasgen.util.typed_json import from_json
 from tests.conftest import NOW, examples, tasgen
 from tests.plan.fleet import Fleet, Repo
 

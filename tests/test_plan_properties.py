@@ -14,16 +14,16 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.commands.plan.formats import COMMENT_LIMIT, json_text, markdown
-from generator.commands.plan.report import build
-from generator.commands.plan.shape import Flavor, Queue, Report
-from generator.load.files import InputFile
-from generator.pipeline import Compilation, compile_inventory
-from generator.util.typed_json import from_json
+from tasgen.commands.plan.formats import COMMENT_LIMIT, json_text, markdown
+from tasgen.commands.plan.report import build
+from tasgen.commands.plan.shape import Flavor, Queue, Report
+from tasgen.load.files import InputFile
+from tasgen.pipeline import Compilation, compile_inventory
+from tasgen.util.typed_json import from_json
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
 
-SCHEMA = json.loads(resources.files("generator").joinpath("schemas", "plan-report.schema.json").read_text())
+SCHEMA = json.loads(resources.files("tasgen").joinpath("schemas", "plan-report.schema.json").read_text())
 SETTINGS = settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

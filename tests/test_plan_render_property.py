@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from generator.commands.plan.report import build
-from generator.emit.tree import render_tree
-from generator.load.files import InputFile
-from generator.load.previous import carried_of
-from generator.pipeline import Compilation, compile_inventory
+from tasgen.commands.plan.report import build
+from tasgen.emit.tree import render_tree
+from tasgen.load.files import InputFile
+from tasgen.load.previous import carried_of
+from tasgen.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples
 from tests.plan.fleet import Fleet
 from tests.test_retention_properties import _files, histories

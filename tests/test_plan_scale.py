@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bench.fleet import write_fleet
-from generator.commands.plan.formats import COMMENT_LIMIT, MARKER, markdown
-from generator.commands.plan.shape import Report
-from generator.util.typed_json import from_json
+from tasgen.commands.plan.formats import COMMENT_LIMIT, MARKER, markdown
+from tasgen.commands.plan.shape import Report
+from tasgen.util.typed_json import from_json
 from tests.conftest import NOW, tasgen
 from tests.plan.fleet import Fleet, Repo
 

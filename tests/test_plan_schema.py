@@ -13,12 +13,12 @@ from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
-from generator.commands.plan.shape import Report
-from generator.util.typed_json import Absent, Count, from_json, to_json
+from tasgen.commands.plan.shape import Report
+from tasgen.util.typed_json import Absent, Count, from_json, to_json
 from tests.typed_schema import disagreements
 
 SCHEMA: dict[str, Any] = json.loads(
-    resources.files("generator").joinpath("schemas", "plan-report.schema.json").read_text()
+    resources.files("tasgen").joinpath("schemas", "plan-report.schema.json").read_text()
 )
 
 

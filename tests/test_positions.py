@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from generator.load.locate import locate
-from generator.load.positions import PositionIndex, find_duplicate_key
-from generator.model import Finding, Where
-from generator.parse import ParseError, parse_text
+from tasgen.load.locate import locate
+from tasgen.load.positions import PositionIndex, find_duplicate_key
+from tasgen.model import Finding, Where
+from tasgen.parse import ParseError, parse_text
 
 TEXT = """\
 kind: A

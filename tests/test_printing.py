@@ -22,7 +22,7 @@ def set_revision(inventory: Path, revision: str) -> None:
 
 def render(inventory: Path, out: Path, *more: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """In a child process: standard output is a real pipe with its own encoding."""
-    argv = [sys.executable, "-m", "generator.cli", "render", "-i", str(inventory), "-o", str(out)]
+    argv = [sys.executable, "-m", "tasgen.cli", "render", "-i", str(inventory), "-o", str(out)]
     run = subprocess.run(
         [*argv, "--now", NOW, *more],
         capture_output=True,

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.compile.profiles import Profile, _collisions, profile_id
-from generator.compile.queues import flavor_name, largest_remainder
-from generator.load.files import read_inventory
-from generator.model import Inventory, Level, Selector, Settings, Source, Where
-from generator.pipeline import compile_inventory
-from generator.validate.checks import Context
-from generator.validate.hierarchy import normalize_levels
+from tasgen.compile.profiles import Profile, _collisions, profile_id
+from tasgen.compile.queues import flavor_name, largest_remainder
+from tasgen.load.files import read_inventory
+from tasgen.model import Inventory, Level, Selector, Settings, Source, Where
+from tasgen.pipeline import compile_inventory
+from tasgen.validate.checks import Context
+from tasgen.validate.hierarchy import normalize_levels
 from tests.conftest import NOW
 
 # The profile ID is a published contract (it names Topologies and flavors in clusters):

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from generator.emit import yaml
-from generator.kube.quantities import parse
-from generator.parse import parse_text
+from tasgen.emit import yaml
+from tasgen.kube.quantities import parse
+from tasgen.parse import parse_text
 from tests.conformance.crds import assert_conforms
 from tests.conftest import NOW, REPO, examples, tasgen, tree
 

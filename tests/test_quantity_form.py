@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.kube.quantities import format_units, parse, stored_form
+from tasgen.kube.quantities import format_units, parse, stored_form
 
 #: (text as parsed, canonical text) from k8s.io/apimachinery v0.35.3 pkg/api/resource's own
 #: tests (TestQuantityString, TestQuantityParseEmit), restricted to the forms tasgen writes,

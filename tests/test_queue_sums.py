@@ -12,8 +12,8 @@ from fractions import Fraction
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from generator.compile.queues import _allocatable
-from generator.kube.quantities import parse
+from tasgen.compile.queues import _allocatable
+from tasgen.kube.quantities import parse
 from tests.conftest import examples
 
 LONG = "0.05882352941176470588235294118"  # 1/17 to 29 digits: sums of it round at 28

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.cli import cli
-from generator.commands import init as scaffold
+from tasgen.cli import cli
+from tasgen.commands import init as scaffold
 from tests.conftest import tasgen
 from tests.test_init import ACTIONLINT, _tool
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.compile.gate_wiring import RENDER_ANNOTATION, RenderStamp, render_serial
+from tasgen.compile.gate_wiring import RENDER_ANNOTATION, RenderStamp, render_serial
 from tests.conftest import NOW, REPO, tasgen
 
 MINIMAL = REPO / "tests" / "cases" / "valid" / "minimal" / "inventory"

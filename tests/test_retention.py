@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.kube.quantities import parse
-from generator.load.files import read_inventory
-from generator.load.live import _no_quota
-from generator.load.previous import carried_of
-from generator.model import RETIRING_PREFIX
-from generator.pipeline import compile_inventory
+from tasgen.kube.quantities import parse
+from tasgen.load.files import read_inventory
+from tasgen.load.live import _no_quota
+from tasgen.load.previous import carried_of
+from tasgen.model import RETIRING_PREFIX
+from tasgen.pipeline import compile_inventory
 from tests.conftest import NOW, REPO, tasgen, tree
 from tests.edits import RACK_SNAPSHOT, record_rack_b_r02
 
@@ -311,8 +311,8 @@ def test_a_hand_edited_or_broken_previous_render_carries_nothing_on() -> None:
 def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, Path]) -> None:
     """With the cluster's word (Carried.idle), an idle retained flavor is dropped; the rest of
     the render is what the offline one is."""
-    from generator.load.files import read_inventory  # noqa: PLC0415
-    from generator.pipeline import compile_inventory  # noqa: PLC0415
+    from tasgen.load.files import read_inventory  # noqa: PLC0415
+    from tasgen.pipeline import compile_inventory  # noqa: PLC0415
 
     inventory, out = example
     record_rack_b_r02(inventory)

@@ -14,12 +14,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.emit.tree import render_tree
-from generator.kube.quantities import parse
-from generator.load.files import InputFile
-from generator.load.previous import carried_of
-from generator.model import RETIRING_PREFIX, Carried
-from generator.pipeline import Compilation, compile_inventory
+from tasgen.emit.tree import render_tree
+from tasgen.kube.quantities import parse
+from tasgen.load.files import InputFile
+from tasgen.load.previous import carried_of
+from tasgen.model import RETIRING_PREFIX, Carried
+from tasgen.pipeline import Compilation, compile_inventory
 from tests.conftest import NOW, examples
 from tests.plan.fleet import H100, RACK, ROW, ZONE, Fleet
 

@@ -13,8 +13,8 @@ from typing import get_type_hints
 
 import pytest
 
-from generator.rules import BY_ID, REGISTRY, Rule, Stage
-from generator.rules.reference import DOCS_PATH, Entry, entry_markdown, references
+from tasgen.rules import BY_ID, REGISTRY, Rule, Stage
+from tasgen.rules.reference import DOCS_PATH, Entry, entry_markdown, references
 from tests import rule_reference
 from tests.conftest import NOW, REPO, tasgen
 from tests.test_cases import CASES, ELSEWHERE

@@ -7,19 +7,19 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-import generator
-import generator.rules
-from generator.model import Level
-from generator.rules import BY_ID, REGISTRY, Rule, Stage
-from generator.validate.checks import CHECKS, typos
+import tasgen
+import tasgen.rules
+from tasgen.model import Level
+from tasgen.rules import BY_ID, REGISTRY, Rule, Stage
+from tasgen.validate.checks import CHECKS, typos
 from tests.conftest import REPO
 
 
 def test_ids_are_unique_and_every_declared_rule_is_registered() -> None:
     assert len(BY_ID) == len(REGISTRY)
     declared = set()
-    for module in pkgutil.iter_modules(generator.rules.__path__):
-        loaded = importlib.import_module(f"generator.rules.{module.name}")
+    for module in pkgutil.iter_modules(tasgen.rules.__path__):
+        loaded = importlib.import_module(f"tasgen.rules.{module.name}")
         declared |= {v for v in vars(loaded).values() if isinstance(v, Rule)}
     assert declared == set(REGISTRY)
 
@@ -37,7 +37,7 @@ def test_every_semantic_check_is_registered_with_a_rules_stage_rule() -> None:
 
 def test_a_rule_stamps_its_id_and_level() -> None:
     warning = BY_ID["queue-empty"]
-    finding = warning(generator.model.Where("f.yaml"), "m")
+    finding = warning(tasgen.model.Where("f.yaml"), "m")
     assert (finding.rule, finding.level) == ("queue-empty", Level.WARNING)
     assert BY_ID["yaml-syntax"].problem("f.yaml", 2, 3, "m").level is Level.ERROR
 
@@ -71,7 +71,7 @@ def test_no_stage_builds_a_finding_or_spells_a_rule_id() -> None:
 def test_messages_are_bounded() -> None:
     """A message quoting a 10 MB value is cut in the middle, keeping both ends."""
     finding = BY_ID["schema"](
-        generator.model.Where("f.yaml"), "revision: '" + "r" * 10_000_000 + "' is too long"
+        tasgen.model.Where("f.yaml"), "revision: '" + "r" * 10_000_000 + "' is too long"
     )
     assert len(finding.message) <= 500
     assert finding.message.startswith("revision: 'rrr") and finding.message.endswith("' is too long")

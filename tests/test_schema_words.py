@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from generator.validate.patterns import WORDS
+from tasgen.validate.patterns import WORDS
 from tests.conftest import NOW, REPO, tasgen
 
 SCHEMAS = sorted((REPO / "generator" / "schemas").glob("*.json"))

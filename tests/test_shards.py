@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.fleet import write_fleet
-from generator.compile.shards import Sharding, objects_per_folder, objects_per_group, oversized
-from generator.emit import yaml as tasgen_yaml
-from generator.model import Inventory, Settings, Where
+from tasgen.compile.shards import Sharding, objects_per_folder, objects_per_group, oversized
+from tasgen.emit import yaml as tasgen_yaml
+from tasgen.model import Inventory, Settings, Where
 from tests.conftest import NOW, examples, tasgen
 
 NODES = 1200

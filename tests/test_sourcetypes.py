@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, Obtained, of_spec, present
+from tasgen.sourcetypes import SOURCE_TYPES, WEBHOOK, Obtained, of_spec, present
 from tests.conftest import tasgen
 
 

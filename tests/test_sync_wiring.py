@@ -13,8 +13,8 @@ import celpy
 import pytest
 import yaml
 
-from generator.compile.engines import SYNC_OPTIONS
-from generator.compile.sync_wiring import (
+from tasgen.compile.engines import SYNC_OPTIONS
+from tasgen.compile.sync_wiring import (
     DEFAULT_RETRY,
     LAST_APPLIED_LIMIT,
     STEP_LABEL,
@@ -24,10 +24,10 @@ from generator.compile.sync_wiring import (
     flux_kustomizations,
     wiring,
 )
-from generator.emit import yaml as writer
-from generator.emit.apply import applied_size, server_side_where_needed
-from generator.model import Documents, Manifest
-from generator.validate.schema import schema_of
+from tasgen.emit import yaml as writer
+from tasgen.emit.apply import applied_size, server_side_where_needed
+from tasgen.model import Documents, Manifest
+from tasgen.validate.schema import schema_of
 from tests.conftest import NOW, REPO, Run, tasgen
 
 SHARDS = ("labels/shard-0", "labels/shard-2", "labels/shard-1")

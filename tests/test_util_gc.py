@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from generator.util.gc import no_cycle_collection
+from tasgen.util.gc import no_cycle_collection
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -9,9 +9,9 @@ import yaml_rs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.compile.manifests import FeatureFile
-from generator.emit import yaml
-from generator.emit.tree import feature_text
+from tasgen.compile.manifests import FeatureFile
+from tasgen.emit import yaml
+from tasgen.emit.tree import feature_text
 from tests.conftest import examples
 
 scalars = st.one_of(

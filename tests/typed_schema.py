@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin
 
-from generator.util.typed_json import NON_NEGATIVE, bare, dataclass_of, extras, fields_of, nullable
+from tasgen.util.typed_json import NON_NEGATIVE, bare, dataclass_of, extras, fields_of, nullable
 
 #: keywords that say nothing about a document's shape
 _NOTES = {"$schema", "$id", "$defs", "title", "description"}

@@ -10,13 +10,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from generator.compile import gate_wiring, manifests, pins, sync_wiring
-from generator.compile.manifests import FeatureFile
-from generator.compile.profiles import Assignment, assign
-from generator.compile.queues import Flavor, Queue, QueueBuilder, QueueFlavor, Unstated, build_queues
-from generator.compile.retention import Retention, since_text
-from generator.compile.shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
-from generator.model import (
+from ..model import (
     PROFILE_KEY,
     Carried,
     Finding,
@@ -27,10 +21,16 @@ from generator.model import (
     Where,
     flavor_key,
 )
-from generator.rules.compile import PATH_SIZE, PREVIOUS_RENDER_UNREAD, SHARD_SIZE
-from generator.rules.semantic import OWNERSHIP_CONFLICT
-from generator.validate.checks import Context
-from generator.validate.checks.hierarchy import conflicts
+from ..rules.compile import PATH_SIZE, PREVIOUS_RENDER_UNREAD, SHARD_SIZE
+from ..rules.semantic import OWNERSHIP_CONFLICT
+from ..validate.checks import Context
+from ..validate.checks.hierarchy import conflicts
+from . import gate_wiring, manifests, pins, sync_wiring
+from .manifests import FeatureFile
+from .profiles import Assignment, assign
+from .queues import Flavor, Queue, QueueBuilder, QueueFlavor, Unstated, build_queues
+from .retention import Retention, since_text
+from .shards import Sharding, crowded, objects_per_folder, objects_per_group, oversized
 
 DEFAULT_GATE_NAMESPACE = "tasgen-system"
 DEFAULT_GATE_IMAGE = "ghcr.io/tasgen/tasgen-gate:0.1.0"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from generator.compile.engines import MANAGED_BY
+from .engines import MANAGED_BY
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 #: The gate's record of the stop policy to restore (generator.gate.decision writes it; the

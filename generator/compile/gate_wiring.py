@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.compile.engines import COMPARE_OPTIONS, FLUX_PRUNE, MANAGED_BY, SYNC_OPTIONS, WAVE
-from generator.compile.gate_admission import ADMISSION_API, admission_objects
-from generator.model import Documents, Manifest
+from ..model import Documents, Manifest
+from .engines import COMPARE_OPTIONS, FLUX_PRUNE, MANAGED_BY, SYNC_OPTIONS, WAVE
+from .gate_admission import ADMISSION_API, admission_objects
 
 NAME = "tasgen-gate"
 PLAN_KEY = "clusterqueues.yaml"
@@ -150,7 +150,7 @@ def retire_manifests(
     retire = _Gate(name, namespace, image, RETIRE_TIMEOUT_SECONDS, "default")
     keep = keep_documents(kueue_objects, serial)
     args = ["--keep", KEEP_MOUNT, "--timeout", str(RETIRE_TIMEOUT_SECONDS)]
-    pod = _pod_spec(name, image, "generator.gate.retire", args, KEEP_MOUNT, f"{name}-keep")
+    pod = _pod_spec(name, image, "tasgen.gate.retire", args, KEEP_MOUNT, f"{name}-keep")
     configmap = retire.object("v1", "ConfigMap", namespace, name=f"{name}-keep")
     return [
         Manifest("retire/serviceaccount.yaml", retire.object("v1", "ServiceAccount", namespace)),
@@ -356,7 +356,7 @@ class _Gate:
             "--plan-configmap",
             f"{self.namespace}/{self.name}-plan",
         ]
-        return _pod_spec(self.name, self.image, "generator.gate", args, PLAN_MOUNT, f"{self.name}-plan")
+        return _pod_spec(self.name, self.image, "tasgen.gate", args, PLAN_MOUNT, f"{self.name}-plan")
 
 
 def _pod_spec(

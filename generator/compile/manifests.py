@@ -21,19 +21,8 @@ from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
-from generator.compile.engines import (
-    COMPARE_OPTIONS,
-    FLUX_PRUNE,
-    IGNORE_HEALTH,
-    MANAGED_BY,
-    SYNC_OPTIONS,
-    WAVE,
-)
-from generator.compile.profiles import Assignment
-from generator.compile.queues import Flavor, Queue, QueueFlavor
-from generator.compile.retention import RETIRING_PREFIX, Retained, since_text
-from generator.kube.quantities import stored_form
-from generator.model import (
+from ..kube.quantities import stored_form
+from ..model import (
     PROFILE_KEY,
     PROFILES_FEATURE_NAME,
     Inventory,
@@ -42,8 +31,19 @@ from generator.model import (
     Source,
     flavor_key,
 )
-from generator.util.columns import group
-from generator.validate.labels import READ_ONLY_PARENTS
+from ..util.columns import group
+from ..validate.labels import READ_ONLY_PARENTS
+from .engines import (
+    COMPARE_OPTIONS,
+    FLUX_PRUNE,
+    IGNORE_HEALTH,
+    MANAGED_BY,
+    SYNC_OPTIONS,
+    WAVE,
+)
+from .profiles import Assignment
+from .queues import Flavor, Queue, QueueFlavor
+from .retention import RETIRING_PREFIX, Retained, since_text
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 KUEUE_GROUP = "kueue.x-k8s.io"

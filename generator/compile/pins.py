@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.model import FLAVOR_KEY_PREFIX, PROFILE_KEY, TRANSIT_KEY, LiveNodes
+from ..model import FLAVOR_KEY_PREFIX, PROFILE_KEY, TRANSIT_KEY, LiveNodes
 
 Row = Mapping[str, str]
 TRANSIT_ROW: Row = {TRANSIT_KEY: "true"}

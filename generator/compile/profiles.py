@@ -16,10 +16,10 @@ from functools import cache
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
-from generator.model import HOSTNAME_KEY, Finding, Source
-from generator.rules.compile import NODE_AMBIGUOUS, PROFILE_COLLISION
-from generator.validate.checks import Context
-from generator.validate.hierarchy import populated_prefix
+from ..model import HOSTNAME_KEY, Finding, Source
+from ..rules.compile import NODE_AMBIGUOUS, PROFILE_COLLISION
+from ..validate.checks import Context
+from ..validate.hierarchy import populated_prefix
 
 #: how many node names a warning lists before it says "and N more"
 _SHOWN = 5

@@ -18,11 +18,9 @@ from itertools import compress, repeat
 from operator import eq
 from typing import Any
 
-from generator.compile.profiles import Assignment, Profile
-from generator.compile.retention import Retained, Retention
-from generator.kube.quantities import beyond_range, format_units, parse, scale_for, to_units
-from generator.model import FLAVOR_KEY_PREFIX, PROFILE_KEY, Finding, Hardware, KueueVersion, Node, QueuePlan
-from generator.rules.compile import (
+from ..kube.quantities import beyond_range, format_units, parse, scale_for, to_units
+from ..model import FLAVOR_KEY_PREFIX, PROFILE_KEY, Finding, Hardware, KueueVersion, Node, QueuePlan
+from ..rules.compile import (
     FLAVOR_COLLISION,
     FLAVOR_LIMIT,
     IDENTITY_UNMATCHED,
@@ -31,7 +29,9 @@ from generator.rules.compile import (
     QUOTA_SPLIT_UNSTATED,
     QUOTA_UNPLACEABLE,
 )
-from generator.util.columns import group
+from ..util.columns import group
+from .profiles import Assignment, Profile
+from .retention import Retained, Retention
 
 MAX_FLAVORS = 64  # Kueue's limit for one resource group
 #: Kueue's bound on flavor x resource pairs in one resource group (its webhook refuses more)

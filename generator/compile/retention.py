@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.kube.quantities import parse
-from generator.model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, Carried, DropPolicy, QueuePlan, Settings
+from ..kube.quantities import parse
+from ..model import DEFAULT_DROP_POLICY, RETIRING_PREFIX, Carried, DropPolicy, QueuePlan, Settings
 
 __all__ = ["RETIRING_PREFIX", "Retained", "Retention", "since_text"]
 

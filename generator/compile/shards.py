@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import not_
 
-from generator.model import HOSTNAME_KEY, Inventory, Manifest, Source, Where
-from generator.rules import Hit
+from ..model import HOSTNAME_KEY, Inventory, Manifest, Source, Where
+from ..rules import Hit
 
 DEFAULT_SHARDS = 1
 DEFAULT_MAX_OBJECTS = 2000

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.compile.engines import MANAGED_BY
-from generator.compile.gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
-from generator.compile.gate_wiring import NAME as GATE_JOB
-from generator.model import Manifest
+from ..model import Manifest
+from .engines import MANAGED_BY
+from .gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
+from .gate_wiring import NAME as GATE_JOB
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"

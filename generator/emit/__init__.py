@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.compile import Rendering
-from generator.emit import apply, repository
-from generator.emit.difference import unified
-from generator.emit.drift import drift
-from generator.emit.output import Changes, changes, first_difference, mutated_nodes
-from generator.emit.outtree import OutputTree
-from generator.emit.tree import render_tree
-from generator.model import Finding, Where
-from generator.rules.emit import STALE_RENDER
+from ..compile import Rendering
+from ..model import Finding, Where
+from ..rules.emit import STALE_RENDER
+from . import apply, repository
+from .difference import unified
+from .drift import drift
+from .output import Changes, changes, first_difference, mutated_nodes
+from .outtree import OutputTree
+from .tree import render_tree
 
 __all__ = ["Emission", "compare"]
 

@@ -10,11 +10,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from generator.compile.engines import SYNC_OPTIONS
-from generator.compile.sync_wiring import LAST_APPLIED_LIMIT
-from generator.emit import yaml
-from generator.model import Documents, Finding, Manifest, Where
-from generator.rules.emit import OBJECT_SIZE
+from ..compile.engines import SYNC_OPTIONS
+from ..compile.sync_wiring import LAST_APPLIED_LIMIT
+from ..model import Documents, Finding, Manifest, Where
+from ..rules.emit import OBJECT_SIZE
+from . import yaml
 
 SERVER_SIDE = "ServerSideApply=true"
 #: the API server's bound on a ConfigMap's data (keys and values), and etcd's default bound

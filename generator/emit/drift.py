@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from generator.model import Finding, Manifest, Where
-from generator.parse import ParseError, parse_text
-from generator.rules.emit import IMMUTABLE_FIELD
+from ..model import Finding, Manifest, Where
+from ..parse import ParseError, parse_text
+from ..rules.emit import IMMUTABLE_FIELD
 
 #: kind -> the spec fields that cannot change under one name
 IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "tolerations", "topologyName")}

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
-from generator.compile.manifests import NODE_NAME_LABEL
-from generator.emit.tree import Tree
-from generator.parse import ParseError, parse_text
+from ..compile.manifests import NODE_NAME_LABEL
+from ..parse import ParseError, parse_text
+from .tree import Tree
 
 FEATURE_FILES = "nodefeatures-"
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.emit.tree import HEADER
+from .tree import HEADER
 
 _HEADER = HEADER.encode()
 #: Sibling folders of a render: being built (later: the old tree), and complete (fallback).

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from generator.compile.gate_wiring import KEEP_KEY, RenderStamp
-from generator.parse import ParseError, parse_text
+from ..compile.gate_wiring import KEEP_KEY, RenderStamp
+from ..parse import ParseError, parse_text
 
 KEEP_FILE = "retire/configmap-keep.yaml"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from generator.model import Finding, Where
-from generator.rules.emit import SYNC_PATH
+from ..model import Finding, Where
+from ..rules.emit import SYNC_PATH
 
 
 def in_work_tree(out_path: Path) -> tuple[Path, str] | None:

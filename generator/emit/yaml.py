@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from generator.model import Documents
+from ..model import Documents
 
 # A letter first: some YAML 1.2 readers (yaml-rs) take "_0" for the integer 0, as YAML 1.1
 # allows "_" between digits; digits, signs and dots start numbers in every reader.

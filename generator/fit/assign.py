@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit.cluster import NodeFacts
-from generator.kube.selectors import Requirement, selects, terms_match
-from generator.kube.taints import untolerated
-from generator.model import HOSTNAME_KEY
+from ..kube.selectors import Requirement, selects, terms_match
+from ..kube.taints import untolerated
+from ..model import HOSTNAME_KEY
+from .cluster import NodeFacts
 
 INFINITE = 2**31 - 1
 

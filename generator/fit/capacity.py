@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from generator.fit.cluster import Cluster, ClusterQueue
-from generator.fit.engine import Engine, per_domain
-from generator.fit.index import FlavorIndex
+from .cluster import Cluster, ClusterQueue
+from .engine import Engine, per_domain
+from .index import FlavorIndex
 
 
 def is_gpu(resource: str) -> bool:

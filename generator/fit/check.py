@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.fit.cluster import Cluster
-from generator.fit.judge import Judgement, judge
-from generator.fit.kinds import ClusterFacts, workloads
-from generator.load.files import InputFile, load_file
-from generator.load.positions import PositionIndex
-from generator.model import Finding, Where
+from ..load.files import InputFile, load_file
+from ..load.positions import PositionIndex
+from ..model import Finding, Where
+from .cluster import Cluster
+from .judge import Judgement, judge
+from .kinds import ClusterFacts, workloads
 
 
 @dataclass

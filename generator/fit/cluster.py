@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.kube.quantities import kueue_units
-from generator.model import Taint
+from ..kube.quantities import kueue_units
+from ..model import Taint
 
 #: a toleration as the API spells it (key, operator, value, effect)
 Toleration = Mapping[str, Any]

@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit import assign, reasons
-from generator.fit import index as domain_index
-from generator.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
-from generator.fit.podsets import PodSet, TopologyRequest
-from generator.kube.quantities import kueue_text
-from generator.kube.selectors import holds, selects, terms_match
-from generator.kube.taints import untolerated
-from generator.model import Taint
+from ..kube.quantities import kueue_text
+from ..kube.selectors import holds, selects, terms_match
+from ..kube.taints import untolerated
+from ..model import Taint
+from . import assign, reasons
+from . import index as domain_index
+from .cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts
+from .podsets import PodSet, TopologyRequest
 
 INFINITE = 2**31 - 1
 

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from generator.fit.cluster import Cluster, Flavor, NodeFacts
-from generator.model import HOSTNAME_KEY, Taint
+from ..model import HOSTNAME_KEY, Taint
+from .cluster import Cluster, Flavor, NodeFacts
 
 #: a node kind: sorted allocatable items and taints
 Kind = tuple[tuple[tuple[str, int], ...], tuple[Taint, ...]]

@@ -4,8 +4,8 @@ source states), and the rendered Kueue objects."""
 
 from __future__ import annotations
 
-from generator.fit.cluster import Cluster, NodeFacts, from_objects, node_facts
-from generator.pipeline import Compilation
+from ..pipeline import Compilation
+from .cluster import Cluster, NodeFacts, from_objects, node_facts
 
 
 def cluster_of(compiled: Compilation) -> Cluster:

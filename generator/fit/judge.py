@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.fit import reasons
-from generator.fit.cluster import Cluster, ClusterQueue
-from generator.fit.engine import Engine, Verdict
-from generator.fit.kinds import Workload, unmanaged
-from generator.fit.podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
-from generator.fit.reasons import Cause
-from generator.kube.selectors import selects_raw
-from generator.model import Finding, Where
-from generator.rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
-from generator.util.names import nearest
+from ..kube.selectors import selects_raw
+from ..model import Finding, Where
+from ..rules.fit import FIT_NEVER, FIT_SLICE_REMAINDER
+from ..util.names import nearest
+from . import reasons
+from .cluster import Cluster, ClusterQueue
+from .engine import Engine, Verdict
+from .kinds import Workload, unmanaged
+from .podsets import PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE, PodSet
+from .reasons import Cause
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 

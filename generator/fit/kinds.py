@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from generator.fit.podsets import (
+from ..kube.selectors import Expression, expressions_of
+from ..model import Document, Finding, Pointer, Where
+from ..rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
+from .podsets import (
     GROUP,
     TOPOLOGY_ANNOTATIONS,
     PodSet,
@@ -20,10 +23,7 @@ from generator.fit.podsets import (
     pod_requests,
     topology_request,
 )
-from generator.fit.resources import resource_errors
-from generator.kube.selectors import Expression, expressions_of
-from generator.model import Document, Finding, Pointer, Where
-from generator.rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
+from .resources import resource_errors
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.kube.quantities import kueue_units
-from generator.kube.selectors import Expression
+from ..kube.quantities import kueue_units
+from ..kube.selectors import Expression
 
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"

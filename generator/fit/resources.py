@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
-from generator.kube.quantities import parse
-from generator.model import Pointer
+from ..kube.quantities import parse
+from ..model import Pointer
 
 #: what Kubernetes' quantity decoder takes before it looks closer (its ErrFormatWrong)
 _LOOSE = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"

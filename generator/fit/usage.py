@@ -14,13 +14,13 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from generator.fit.cluster import Cluster, NodeFacts
-from generator.fit.podsets import TOPOLOGY_ANNOTATIONS, pod_requests
-from generator.gate.admissions import admission
-from generator.gate.kube import Catalog
-from generator.kube.quantities import kueue_units
-from generator.load.cluster import reading
-from generator.model import HOSTNAME_KEY
+from ..gate.admissions import admission
+from ..gate.kube import Catalog
+from ..kube.quantities import kueue_units
+from ..load.cluster import reading
+from ..model import HOSTNAME_KEY
+from .cluster import Cluster, NodeFacts
+from .podsets import TOPOLOGY_ANNOTATIONS, pod_requests
 
 Live = tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, str]]]
 

@@ -1,7 +1,7 @@
-"""``python -m generator.gate``: the gate image's entry point, without the compiler's CLI (and
+"""``python -m tasgen.gate``: the gate image's entry point, without the compiler's CLI (and
 so without its dependencies)."""
 
-from generator.gate.command import gate
+from .command import gate
 
 if __name__ == "__main__":
     gate(prog_name="tasgen gate")

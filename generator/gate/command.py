@@ -18,11 +18,11 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
 
-from generator.gate.admissions import held_resources
-from generator.gate.decision import decide
-from generator.gate.kube import Deadline, PlanConfigMap, Queues, load_client, with_backoff
-from generator.gate.plan import PlanError, parse_plan, plan_hash, plan_version, read_texts, same_plan_texts
-from generator.gate.runner import Gate, JsonLog, Terminated
+from .admissions import held_resources
+from .decision import decide
+from .kube import Deadline, PlanConfigMap, Queues, load_client, with_backoff
+from .plan import PlanError, parse_plan, plan_hash, plan_version, read_texts, same_plan_texts
+from .runner import Gate, JsonLog, Terminated
 
 #: Exit codes. The Job fails at once on TIMEOUT and UNUSABLE (its podFailurePolicy): a new pod
 #: would meet the same queue or the same plan. CRASHED is retried: nothing about it is known.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from generator.kube.quantities import is_zero
+from ..kube.quantities import is_zero
 
 PREVIOUS_POLICY_ANNOTATION = "topology.gpustack.ai/previous-stop-policy"
 HOLD_AND_DRAIN = "HoldAndDrain"

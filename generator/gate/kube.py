@@ -20,7 +20,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from generator.gate.decision import CONDITION_TYPE, Condition
+from .decision import CONDITION_TYPE, Condition
 
 GROUP, VERSION, PLURAL, KIND = "kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue"
 #: the Kueue API versions the gate can speak: a plan rendered for kueueAPIVersion v1beta1 (a

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from generator.gate.kube import GROUP, KIND, VERSION, VERSIONS
-from generator.parse import ParseError, parse_text
+from ..parse import ParseError, parse_text
+from .kube import GROUP, KIND, VERSION, VERSIONS
 
 #: How deep a plan's documents may nest: a ClusterQueue is a few levels deep, and a deeper
 #: document would reach the recursion of a parser, a copy or the client's serialiser (a crash,

@@ -22,12 +22,12 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 from urllib3.exceptions import HTTPError
 
-from generator.gate.admissions import any_holder, flavors_of
-from generator.gate.command import kubeconfig_option
-from generator.gate.decision import QueueStatus, flavor_names
-from generator.gate.kube import GROUP, VERSIONS, Catalog, Conflict, Deadline, load_client, with_backoff
-from generator.gate.plan import load_yaml
-from generator.gate.runner import JsonLog
+from .admissions import any_holder, flavors_of
+from .command import kubeconfig_option
+from .decision import QueueStatus, flavor_names
+from .kube import GROUP, VERSIONS, Catalog, Conflict, Deadline, load_client, with_backoff
+from .plan import load_yaml
+from .runner import JsonLog
 
 KEEP_KEY = "keep.yaml"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "tasgen")

@@ -19,8 +19,8 @@ from typing import Any, TextIO
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from generator.gate.admissions import held_resources
-from generator.gate.decision import (
+from .admissions import held_resources
+from .decision import (
     HOLD_AND_DRAIN,
     TERMINAL,
     WAITING,
@@ -35,7 +35,7 @@ from generator.gate.decision import (
     stamped,
     trial_object,
 )
-from generator.gate.kube import Conflict, Deadline, Queues, condition_is, utcnow, with_backoff
+from .kube import Conflict, Deadline, Queues, condition_is, utcnow, with_backoff
 
 #: Writes one queue may make in a row before yielding to the others; a full transition needs
 #: at most three (hold, switch, restore) plus conflicts.

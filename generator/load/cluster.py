@@ -37,7 +37,7 @@ def reading(kubeconfig: Path | None) -> Iterator[ApiClient]:
     from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
     from urllib3.exceptions import HTTPError  # noqa: PLC0415
 
-    from generator.gate.kube import load_client  # noqa: PLC0415
+    from ..gate.kube import load_client  # noqa: PLC0415
 
     name = shown(kubeconfig)
     try:

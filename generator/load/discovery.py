@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.rules import Rule
-from generator.rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
+from ..rules import Rule
+from ..rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
 
 
 @dataclass(frozen=True)

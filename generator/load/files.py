@@ -11,11 +11,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.load import discovery
-from generator.model import Document, Finding, Where
-from generator.parse import ParseError, parse_text
-from generator.rules import Rule
-from generator.rules.load import DOCUMENT_SHAPE, FILE_UNREADABLE
+from ..model import Document, Finding, Where
+from ..parse import ParseError, parse_text
+from ..rules import Rule
+from ..rules.load import DOCUMENT_SHAPE, FILE_UNREADABLE
+from . import discovery
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

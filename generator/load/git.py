@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from generator.load.files import SUFFIXES, InputFile, display_path
-from generator.load.globs import matches, roots
-from generator.rules import Rule
-from generator.rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
+from ..rules import Rule
+from ..rules.load import FILE_UNREADABLE, SYMLINK_OUTSIDE
+from .files import SUFFIXES, InputFile, display_path
+from .globs import matches, roots
 
 _BLOB_MODES = (b"100644", b"100755")  # regular files (submodules are not inventory)
 _LINK_MODE = b"120000"  # a symbolic link: its blob is the target's path

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
-from generator.load.files import SUFFIXES
+from .files import SUFFIXES
 
 
 def glob_problem(glob: str) -> str | None:

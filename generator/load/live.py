@@ -13,9 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.kube.quantities import is_quantity, is_zero, parse
-from generator.load.cluster import LiveError, reading, shown
-from generator.model import Carried, LiveNodes
+from ..kube.quantities import is_quantity, is_zero, parse
+from ..model import Carried, LiveNodes
+from .cluster import LiveError, reading, shown
 
 __all__ = ["LiveError", "with_idle"]
 
@@ -26,7 +26,7 @@ RETRY_SECONDS = 15
 def with_idle(carried: Carried, kubeconfig: Path) -> Carried:
     """``carried`` with ``idle`` filled from the cluster; raises :class:`LiveError`."""
     workloads, queues = _read(kubeconfig)
-    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+    from ..gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
 
     held = admissions.held_flavors(workloads)
     idle = {
@@ -44,7 +44,7 @@ def reserved(workloads: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, s
     unfinished Workloads' admissions (``resourceUsage`` per PodSet, of the flavor each resource
     is assigned). Not the queue status's ``flavorsReservation``: Kueue writes it some time after
     an admission and after a Workload finishes, so it lags both ways."""
-    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+    from ..gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
 
     totals: dict[str, dict[str, dict[str, Decimal]]] = {}
     for workload in workloads:
@@ -79,7 +79,7 @@ def _text(amount: Decimal) -> str:
 
 def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str, Any]]) -> LiveNodes:
     """Which nodes unfinished Workloads hold, and which flavors may still admit."""
-    from generator.gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
+    from ..gate import admissions  # noqa: PLC0415 - with the client: only for --kubeconfig
 
     busy: set[str] = set()
     unplaced: set[str] = set()
@@ -100,7 +100,7 @@ def live_nodes(workloads: list[dict[str, Any]], queues: Mapping[str, Mapping[str
 def _read(kubeconfig: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     from kubernetes.client.exceptions import ApiException  # noqa: PLC0415 - only for --kubeconfig
 
-    from generator.gate import kube  # noqa: PLC0415
+    from ..gate import kube  # noqa: PLC0415
 
     deadline = kube.Deadline(RETRY_SECONDS)
     with reading(kubeconfig) as api:

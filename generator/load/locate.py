@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from generator.load.positions import (
+from ..model import Finding, Pointer, Problem, Where
+from ..rules.load import DUPLICATE_KEY
+from .positions import (
     Position,
     PositionIndex,
     find_duplicate_key,
     shift_into_block,
 )
-from generator.model import Finding, Pointer, Problem, Where
-from generator.rules.load import DUPLICATE_KEY
 
 _Scalar = tuple[int, Pointer]  # (document, pointer) of a scalar that embeds a snapshot
 

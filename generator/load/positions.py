@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from generator.model import Pointer
-from generator.util.lazyimport import on_first_use
+from ..model import Pointer
+from ..util.lazyimport import on_first_use
 
 if TYPE_CHECKING:
     import yaml

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.load.previous_profiles import PreviousRows
-from generator.model import RETIRING_PREFIX, Carried
-from generator.parse import ParseError, parse_text
+from ..model import RETIRING_PREFIX, Carried
+from ..parse import ParseError, parse_text
+from .previous_profiles import PreviousRows
 
 QUEUES = "queues/clusterqueues.yaml"
 FLAVORS = "kueue/resourceflavors.yaml"

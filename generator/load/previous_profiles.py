@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from generator.model import PROFILES_FEATURE_NAME
-from generator.parse import ParseError, parse_text
+from ..model import PROFILES_FEATURE_NAME
+from ..parse import ParseError, parse_text
 
 #: the name of a labels folder's file of profile NodeFeatures (compile/manifests.py)
 PROFILES_FILE = f"nodefeatures-{PROFILES_FEATURE_NAME}.yaml"

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml_rs
 
-from generator.parse import guard
-from generator.rules import Rule
-from generator.rules.load import DUPLICATE_KEY, JSON_SYNTAX, YAML_ALIAS_LIMIT, YAML_SYNTAX
+from ..rules import Rule
+from ..rules.load import DUPLICATE_KEY, JSON_SYNTAX, YAML_ALIAS_LIMIT, YAML_SYNTAX
+from . import guard
 
 # A document marker at the start of a line: tells a multi-document file from a single
 # document whose top level is a list (the parser returns a list for both).

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 import yaml_rs
 
-from generator.rules import Rule
-from generator.rules.load import (
+from ..rules import Rule
+from ..rules.load import (
     JSON_SYNTAX,
     MAPPING_KEY,
     NUMBER_RANGE,
@@ -35,7 +35,7 @@ from generator.rules.load import (
     YAML_TAG,
     YAML_TAG_MISMATCH,
 )
-from generator.util.lazyimport import on_first_use
+from ..util.lazyimport import on_first_use
 
 if TYPE_CHECKING:
     import yaml

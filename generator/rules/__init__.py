@@ -15,8 +15,8 @@ This package sits just above :mod:`generator.model`, so that every stage may imp
 
 from __future__ import annotations
 
-from generator.rules import compile, emit, fit, import_nodes, load, plan, schema, semantic
-from generator.rules.base import Hit, Rule, Stage
+from . import compile, emit, fit, import_nodes, load, plan, schema, semantic
+from .base import Hit, Rule, Stage
 
 #: every rule, in catalogue order (the order of the stages, then of declaration)
 REGISTRY: tuple[Rule, ...] = (

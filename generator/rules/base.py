@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
-from generator.model import Finding, Level, Problem, Where
+from ..model import Finding, Level, Problem, Where
 
 
 class Stage(StrEnum):

@@ -1,7 +1,7 @@
 """Rules of the compile stage: profiles, flavors, quotas and the sharded layout."""
 
-from generator.model import Level
-from generator.rules.base import Rule, Stage
+from ..model import Level
+from .base import Rule, Stage
 
 _S = Stage.COMPILE
 

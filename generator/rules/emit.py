@@ -1,7 +1,7 @@
 """Rules of the emit stage: what is already in rendered/."""
 
-from generator.model import Level
-from generator.rules.base import Rule, Stage
+from ..model import Level
+from .base import Rule, Stage
 
 _S = Stage.EMIT
 

@@ -1,8 +1,8 @@
 """Rules of ``tasgen fit``: workload manifests judged against the rendered queues
 (generator/fit/)."""
 
-from generator.model import Level
-from generator.rules.base import Rule, Stage
+from ..model import Level
+from .base import Rule, Stage
 
 _S = Stage.FIT_COMMAND
 

@@ -1,6 +1,6 @@
 """The rule of ``tasgen import-nodes``: what it reads is the node list kubectl prints."""
 
-from generator.rules.base import Rule, Stage
+from .base import Rule, Stage
 
 NODE_LIST = Rule(
     "node-list",

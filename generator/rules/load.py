@@ -1,6 +1,6 @@
 """Rules of the load stage: files and folders, bytes, YAML and JSON syntax."""
 
-from generator.rules.base import Rule, Stage
+from .base import Rule, Stage
 
 _S = Stage.LOAD
 

@@ -1,7 +1,7 @@
 """Rules of tasgen plan's comparison of two revisions (checks: generator/commands/plan/risks.py)."""
 
-from generator.model import Level
-from generator.rules.base import Rule, Stage
+from ..model import Level
+from .base import Rule, Stage
 
 _S = Stage.PLAN_COMMAND
 

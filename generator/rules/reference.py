@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import TypedDict
 
-from generator.rules.base import Rule
+from .base import Rule
 
 EXAMPLES_FILE = "examples.json"
 #: where an entry lives in tasgen's repository (a user's repository has only the command)
@@ -73,7 +73,7 @@ class Entry(TypedDict):
 @cache
 def references() -> dict[str, Reference]:
     """The generated examples of every rule, by rule ID."""
-    text = resources.files("generator.rules").joinpath(EXAMPLES_FILE).read_text(encoding="utf-8")
+    text = resources.files("tasgen.rules").joinpath(EXAMPLES_FILE).read_text(encoding="utf-8")
     data: dict[str, Reference] = json.loads(text)["rules"]
     return data
 

@@ -1,6 +1,6 @@
 """Rules of the schema stage: document headers, JSON Schemas, identities and snapshots."""
 
-from generator.rules.base import Rule, Stage
+from .base import Rule, Stage
 
 _S = Stage.SCHEMA
 

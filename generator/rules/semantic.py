@@ -1,8 +1,8 @@
 """Rules of the validate stage over the typed inventory (checks: generator/validate/checks)."""
 
-from generator.model import PROFILES_FEATURE_NAME, Level
-from generator.rules.base import Rule, Stage
-from generator.sourcetypes import SOURCE_TYPES
+from ..model import PROFILES_FEATURE_NAME, Level
+from ..sourcetypes import SOURCE_TYPES
+from .base import Rule, Stage
 
 _S = Stage.VALIDATE
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from generator import sourcetypes
-from generator.load.files import LoadedFile
-from generator.model import Document, Finding, Inventory, Level
-from generator.validate import documents
-from generator.validate.checks import Context, run_checks
-from generator.validate.checks.sources import selector_problems
-from generator.validate.snapshots import SnapshotFiles, load_snapshot
+from .. import sourcetypes
+from ..load.files import LoadedFile
+from ..model import Document, Finding, Inventory, Level
+from . import documents
+from .checks import Context, run_checks
+from .checks.sources import selector_problems
+from .snapshots import SnapshotFiles, load_snapshot
 
 
 @dataclass

@@ -14,7 +14,7 @@ from itertools import chain, count, repeat
 from operator import contains, itemgetter
 from typing import Any
 
-from generator.model import (
+from ..model import (
     Document,
     Finding,
     Hardware,
@@ -28,7 +28,7 @@ from generator.model import (
     Taint,
     Where,
 )
-from generator.rules.schema import (
+from ..rules.schema import (
     API_VERSION,
     DOCUMENT_HEADER,
     DUPLICATE_NODE,
@@ -36,10 +36,10 @@ from generator.rules.schema import (
     SINGLE_GENERATOR_CONFIG,
     UNKNOWN_KIND,
 )
-from generator.sourcetypes import of_spec
-from generator.util.durations import duration
-from generator.validate import schema
-from generator.validate.hierarchy import normalize_levels
+from ..sourcetypes import of_spec
+from ..util.durations import duration
+from . import schema
+from .hierarchy import normalize_levels
 
 #: v1beta1 spellings of ClusterQueue fields accepted in ``spec.clusterQueue``
 _V1BETA1_NAMES = {"cohort": "cohortName", "admissionChecks": "admissionChecksStrategy"}

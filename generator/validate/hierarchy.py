@@ -10,8 +10,8 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from generator.model import Node, Source
-from generator.validate.labels import READ_ONLY_PARENTS
+from ..model import Node, Source
+from .labels import READ_ONLY_PARENTS
 
 _FABRIC_TIER = re.compile(r"^fabric\.topograph\.run/tier-(\d+)$")
 

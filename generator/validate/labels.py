@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 
-from generator.model import API_GROUP, PROFILE_KEY
+from ..model import API_GROUP, PROFILE_KEY
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

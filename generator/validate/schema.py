@@ -19,10 +19,10 @@ import jsonschema_rs
 if TYPE_CHECKING:
     import jsonschema
 
-from generator.model import Finding, Where
-from generator.rules.schema import SCHEMA
-from generator.sourcetypes import SOURCE_TYPES
-from generator.validate.patterns import in_words
+from ..model import Finding, Where
+from ..rules.schema import SCHEMA
+from ..sourcetypes import SOURCE_TYPES
+from .patterns import in_words
 
 #: kind -> the apiVersion it is written with
 KINDS = {
@@ -37,7 +37,7 @@ SNAPSHOT = "Snapshot"
 
 @cache
 def schema_of(kind: str) -> dict[str, Any]:
-    text = resources.files("generator").joinpath("schemas", f"{kind}.json").read_text("utf-8")
+    text = resources.files("tasgen").joinpath("schemas", f"{kind}.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     if kind == "TopologySource":
         # Each source type describes its own part (generator/sourcetypes.py).

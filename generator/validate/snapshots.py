@@ -10,13 +10,13 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from generator.load.files import LoadedFile
-from generator.load.positions import embedded_position
-from generator.model import Document, Finding, Snapshot, Source, Where
-from generator.parse import ParseError, parse_text
-from generator.rules.schema import SNAPSHOT_EXPIRY, SNAPSHOT_MISSING, SNAPSHOT_PATH, SNAPSHOT_SHAPE
-from generator.sourcetypes import Obtained
-from generator.validate import schema
+from ..load.files import LoadedFile
+from ..load.positions import embedded_position
+from ..model import Document, Finding, Snapshot, Source, Where
+from ..parse import ParseError, parse_text
+from ..rules.schema import SNAPSHOT_EXPIRY, SNAPSHOT_MISSING, SNAPSHOT_PATH, SNAPSHOT_SHAPE
+from ..sourcetypes import Obtained
+from . import schema
 
 
 @dataclass

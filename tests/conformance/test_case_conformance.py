@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from generator.model import FLAVOR_KEY_PREFIX, flavor_key
+from tasgen.model import FLAVOR_KEY_PREFIX, flavor_key
 from tests.conformance import crds
 from tests.conftest import NOW, tasgen
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from generator.compile.sync_wiring import Paths, application_set
+from tasgen.compile.sync_wiring import Paths, application_set
 from tests.conformance import crds
 from tests.conformance.test_rendered_conformance import RENDERED, rendered_objects
 from tests.conftest import NOW, REPO, tasgen

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kubernetes.utils import parse_quantity
 
-from generator.emit import yaml
+from tasgen.emit import yaml
 from tests.e2e.fleet import NODE_NAME_LABEL, Fleet, Obj
 
 API = "topology.gpustack.ai/v1alpha1"

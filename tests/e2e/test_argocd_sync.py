@@ -16,8 +16,8 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import NAME as GATE_JOB
-from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION
+from tasgen.compile.gate_wiring import NAME as GATE_JOB
+from tasgen.compile.gate_wiring import PLAN_HASH_ANNOTATION
 from tests.e2e import argocd, busy, flux, harness, keeping, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet

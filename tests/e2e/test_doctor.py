@@ -23,7 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from generator.cli import cli
+from tasgen.cli import cli
 from tests.e2e import argocd, harness, kube
 from tests.e2e.fleet import INVENTORY_DIR, RENDERED_DIR, Fleet
 

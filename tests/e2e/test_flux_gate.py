@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.conftest import REPO
 from tests.e2e import flux, harness, kube
 from tests.e2e.busy import (  # what the tests drop: each starts from the example (fixture example)

@@ -12,9 +12,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import JOB_TTL_SECONDS
-from generator.compile.gate_wiring import NAME as GATE_JOB
-from generator.compile.gate_wiring import RETIRE_NAME as RETIRE_JOB
+from tasgen.compile.gate_wiring import JOB_TTL_SECONDS
+from tasgen.compile.gate_wiring import NAME as GATE_JOB
+from tasgen.compile.gate_wiring import RETIRE_NAME as RETIRE_JOB
 from tests.e2e import flux, harness, keeping, kube
 from tests.e2e.conftest import describe
 from tests.e2e.fleet import Fleet, load_fleet

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.gate.install import PLURAL, GateInstall, apply, patch, refused
 from tests.gate.support import (
     GROUP,

@@ -1,7 +1,7 @@
 """The drain gate on the real API server and Kueue (docs/explanation/gate.md).
 
 Each test builds its own flavors, queue and namespace with fresh names, runs ``python -m
-generator.gate`` as a subprocess (as the Job does), and reads the result back from the API.
+tasgen.gate`` as a subprocess (as the Job does), and reads the result back from the API.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.e2e import harness
 from tests.gate.support import (
     GROUP,

@@ -81,7 +81,7 @@ def test_gate_image_runs_as_non_root_with_consistent_pins(image: str, container:
     assert user.stdout.strip() == "65532", user
     check = buildah("run", container, "--", "pip", "check")
     assert check.returncode == 0 and "No broken requirements" in check.stdout, check
-    assert entrypoint(image) == ["python", "-m", "generator.gate"]
+    assert entrypoint(image) == ["python", "-m", "tasgen.gate"]
 
 
 def test_gate_image_drains_and_switches_on_the_real_control_plane(

@@ -2,7 +2,7 @@
 
 A control plane of this module's own, started with the Job, TTL-after-finished and garbage
 collector controllers (``harness.start(..., controllers=["job"])``); tests/e2e/kubelet.py
-plays the kubelet, running each Pod's real command (``python -m generator.gate`` with the
+plays the kubelet, running each Pod's real command (``python -m tasgen.gate`` with the
 rendered arguments and plan) with a token of the rendered ServiceAccount. What is under test
 is the Job's spec as gate_manifests and retire_manifests render it: backoffLimit,
 podFailurePolicy, ttlSecondsAfterFinished (the retire Job's; Flux adds the
@@ -22,8 +22,8 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import PLAN_KEY, gate_manifests, retire_manifests
-from generator.model import Manifest
+from tasgen.compile.gate_wiring import PLAN_KEY, gate_manifests, retire_manifests
+from tasgen.model import Manifest
 from tests.e2e.kubelet import Kubelet
 from tests.gate.support import (
     GROUP,

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import gate_manifests
+from tasgen.compile.gate_wiring import gate_manifests
 from tests.gate.support import (
     GROUP,
     VERSION,

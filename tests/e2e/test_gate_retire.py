@@ -17,8 +17,8 @@ import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import KEEP_KEY, RENDER_ANNOTATION, retire_manifests
-from generator.gate.kube import Catalog, Conflict
+from tasgen.compile.gate_wiring import KEEP_KEY, RENDER_ANNOTATION, retire_manifests
+from tasgen.gate.kube import Catalog, Conflict
 from tests.conftest import REPO
 from tests.e2e.test_gate_rbac import _token_client
 from tests.gate.support import (
@@ -218,7 +218,7 @@ def test_gate_retire_waits_while_a_managed_queue_is_being_switched(
     n, custom = setup["names"], setup["custom"]
     mine = unique("retire-mine")
     kueue.queue(mine, {n["free"]: 2}, managed=True)
-    command = [sys.executable, "-m", "generator.gate.retire", "--keep", str(setup["keep"])]
+    command = [sys.executable, "-m", "tasgen.gate.retire", "--keep", str(setup["keep"])]
     command += ["--kubeconfig", str(setup["kubeconfig"]), "--timeout", "120"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO) as run:
         assert run.stdout is not None

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.commands.fetch.snapshotfile import canonical
-from generator.parse import parse_text
+from tasgen.commands.fetch.snapshotfile import canonical
+from tasgen.parse import parse_text
 from tests.conftest import examples
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.commands.fetch import credentials
+from tasgen.commands.fetch import credentials
 from tests.conftest import NOW, Run, tasgen
 from tests.fetch.conftest import SNAPSHOT_FILE, SOURCE_FILE, TOKEN, point_source, snapshot
 from tests.fetch.endpoints import Authority, Endpoint, RawListener, trickle

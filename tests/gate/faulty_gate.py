@@ -1,4 +1,4 @@
-"""The real gate (``python -m generator.gate``'s command) with one fault at its k-th write to
+"""The real gate (``python -m tasgen.gate``'s command) with one fault at its k-th write to
 the real API server, for tests/e2e/test_gate_faults.py:
 
     python -m tests.gate.faulty_gate FAULT K NAMESPACE -- <the gate's options>
@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from kubernetes import config
 
-from generator.gate import kube
-from generator.gate.command import gate
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.gate import kube
+from tasgen.gate.command import gate
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.gate.support import Kueue, admitted_on, unique
 
 Write = Callable[..., dict[str, Any]]

@@ -14,8 +14,8 @@ import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from generator.compile.gate_wiring import gate_manifests
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.compile.gate_wiring import gate_manifests
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.gate.support import (
     GROUP,
     VERSION,

@@ -21,8 +21,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from generator.emit import yaml as emit_yaml
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.emit import yaml as emit_yaml
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
 from tests.e2e import kube
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -420,7 +420,7 @@ def gate_command(kubeconfig: Path, plan: Path, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "generator.gate",
+        "tasgen.gate",
         "--plan",
         str(plan),
         "--kubeconfig",

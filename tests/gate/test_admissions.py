@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.gate.admissions import any_holder, flavors_of, held_flavors, held_resources, holders
+from tasgen.gate.admissions import any_holder, flavors_of, held_flavors, held_resources, holders
 
 
 def _workload(name: str, queue: str, *assignments: dict[str, str], finished: bool = False) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 
 def gate(*args: str) -> tuple[int, list[dict[str, Any]], str]:
-    return command("generator.cli", "gate", *args)
+    return command("tasgen.cli", "gate", *args)
 
 
 def command(module: str, *args: str) -> tuple[int, list[dict[str, Any]], str]:
@@ -117,11 +117,11 @@ def test_a_socks_proxy_without_pysocks_is_a_configuration_error(tmp_path: Path) 
     configmap = yaml.safe_load((REPO / "rendered" / "retire" / "configmap-keep.yaml").read_text())
     (tmp_path / "keep.yaml").write_text(configmap["data"]["keep.yaml"])
     retire = ("retire", "--keep", str(tmp_path / "keep.yaml"), "--kubeconfig", str(kubeconfig))
-    code, lines, stderr = command("generator.cli", *retire)
+    code, lines, stderr = command("tasgen.cli", *retire)
     assert code == 2 and "Traceback" not in stderr, stderr
     assert needs in lines[-1]["message"]
     planned = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "plan", "--base", "HEAD", "--kubeconfig", str(kubeconfig)],
+        [sys.executable, "-m", "tasgen.cli", "plan", "--base", "HEAD", "--kubeconfig", str(kubeconfig)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -131,7 +131,7 @@ def test_a_socks_proxy_without_pysocks_is_a_configuration_error(tmp_path: Path) 
     assert planned.returncode == 2 and needs in planned.stderr and "internal error" not in planned.stderr
     shutil.copytree(REPO / "inventories", tmp_path / "inventories")  # its webhook source's secret
     fetched = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "fetch", "--kubeconfig", str(kubeconfig)],
+        [sys.executable, "-m", "tasgen.cli", "fetch", "--kubeconfig", str(kubeconfig)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -197,7 +197,7 @@ def test_an_alias_bomb_in_the_plan_is_a_positioned_error_before_any_expansion(tm
     kubeconfig.write_text(json.dumps(kubeconfig_at(closed_port())))
     options = ["--plan", str(plan), "--dry-run", "--timeout", "1", "--kubeconfig", str(kubeconfig)]
     run = subprocess.run(
-        [sys.executable, "-m", "generator.cli", "gate", *options],
+        [sys.executable, "-m", "tasgen.cli", "gate", *options],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from generator.gate.decision import (
+from tasgen.gate.decision import (
     HOLD_AND_DRAIN,
     PREVIOUS_POLICY_ANNOTATION,
     TERMINAL,

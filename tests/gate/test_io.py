@@ -12,9 +12,9 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from generator.gate import kube
-from generator.gate.kube import Conflict, Deadline, with_backoff
-from generator.gate.plan import PlanError, plan_version, read_plan
+from tasgen.gate import kube
+from tasgen.gate.kube import Conflict, Deadline, with_backoff
+from tasgen.gate.plan import PlanError, plan_version, read_plan
 from tests.gate.support import garbage_api_server
 
 CQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {}}}\nspec: {{}}\n"
@@ -147,7 +147,7 @@ def test_an_unexpected_error_is_one_log_line_and_exit_3(tmp_path: Path) -> None:
         plan.write_text(CQ.format("q1"))
         args = ["--plan", str(plan), "--kubeconfig", str(kubeconfig), "--timeout", "5"]
         proc = subprocess.run(
-            [sys.executable, "-m", "generator.gate", *args],
+            [sys.executable, "-m", "tasgen.gate", *args],
             capture_output=True,
             text=True,
             timeout=60,

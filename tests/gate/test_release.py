@@ -6,7 +6,7 @@ import tomllib
 
 import yaml
 
-from generator.compile import DEFAULT_GATE_IMAGE
+from tasgen.compile import DEFAULT_GATE_IMAGE
 from tests.conftest import REPO
 
 

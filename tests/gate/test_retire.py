@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.compile.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
-from generator.compile.gate_wiring import RENDER_ANNOTATION as COMPILER_RENDER_ANNOTATION
-from generator.emit.yaml import documents
-from generator.gate.retire import FLAVORS, RENDER_ANNOTATION, TOPOLOGIES, Keep, choose, read_keep
+from tasgen.compile.gate_wiring import KEEP_KEY, RETIRE_RULES, keep_documents, retire_manifests
+from tasgen.compile.gate_wiring import RENDER_ANNOTATION as COMPILER_RENDER_ANNOTATION
+from tasgen.emit.yaml import documents
+from tasgen.gate.retire import FLAVORS, RENDER_ANNOTATION, TOPOLOGIES, Keep, choose, read_keep
 from tests.conftest import REPO
 from tests.gate.test_command_errors import command
 
@@ -214,7 +214,7 @@ def test_retire_objects_share_the_keep_list_and_its_hash() -> None:
     assert found["retire/clusterrole.yaml"]["rules"] == RETIRE_RULES
     pod = found["retire/job.yaml"]["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "tasgen-retire" and pod["containers"][0]["image"] == "img:1"
-    assert pod["containers"][0]["command"] == ["python", "-m", "generator.gate.retire"]
+    assert pod["containers"][0]["command"] == ["python", "-m", "tasgen.gate.retire"]
     assert pod["volumes"][0]["configMap"]["name"] == found["retire/configmap-keep.yaml"]["metadata"]["name"]
     other = retire_manifests(
         [flavor("x") | {"kind": "ResourceFlavor", "apiVersion": "v"}], namespace="ns", image="i"
@@ -227,7 +227,7 @@ def test_retire_objects_share_the_keep_list_and_its_hash() -> None:
 
 
 def retire(*args: str) -> tuple[int, list[dict[str, Any]], str]:
-    return command("generator.gate.retire", *args)
+    return command("tasgen.gate.retire", *args)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.gate.command import SHUTDOWN_SECONDS, TIMEOUT
+from tasgen.gate.command import SHUTDOWN_SECONDS, TIMEOUT
 from tests.conftest import REPO
 
 #: Generous: the bound itself is SHUTDOWN_SECONDS; this only keeps a broken shutdown from
@@ -53,7 +53,7 @@ def test_sigterm_ends_the_gate_within_its_shutdown_bound_when_the_api_hangs(
     tmp_path: Path, silent: socket.socket
 ) -> None:
     kubeconfig = kubeconfig_for(tmp_path / "kubeconfig", silent.getsockname()[1])
-    command = [sys.executable, "-m", "generator.cli", "gate", "--plan", str(REPO / "rendered" / "queues")]
+    command = [sys.executable, "-m", "tasgen.cli", "gate", "--plan", str(REPO / "rendered" / "queues")]
     command += ["--timeout", "600", "--kubeconfig", str(kubeconfig)]
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from generator.compile.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
-from generator.gate.decision import PREVIOUS_POLICY_ANNOTATION
-from generator.gate.plan import parse_plan, plan_hash, read_plan, read_texts, same_plan_texts
-from generator.model import Manifest
+from tasgen.compile.gate_wiring import PLAN_HASH_ANNOTATION, PLAN_KEY, gate_manifests
+from tasgen.gate.decision import PREVIOUS_POLICY_ANNOTATION
+from tasgen.gate.plan import parse_plan, plan_hash, read_plan, read_texts, same_plan_texts
+from tasgen.model import Manifest
 from tests.gate.support import as_rendered
 
 WAVE = "argocd.argoproj.io/sync-wave"
@@ -145,7 +145,7 @@ def test_job_is_a_wave_3_resource_between_its_wave_2_inputs_and_a_wave_4_marker(
     assert set(waves.values()) == {"2"}
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "tasgen-gate"
-    assert pod["containers"][0]["command"] == ["python", "-m", "generator.gate"]
+    assert pod["containers"][0]["command"] == ["python", "-m", "tasgen.gate"]
     assert pod["containers"][0]["args"][:2] == ["--plan", "/etc/tasgen/plan"]
     assert "--timeout" in pod["containers"][0]["args"]
 

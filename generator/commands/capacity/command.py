@@ -8,8 +8,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from generator.commands.capacity.formats import FORMATS
-from generator.commands.capacity.report import (
+from ...fit.capacity import FlavorSlots, Size, flavor_slots, gpu_resource, is_gpu, whole_node
+from ...fit.capacity import Slots as Counted
+from ...fit.cluster import Cluster
+from ...fit.engine import Engine
+from ...fit.inventory import cluster_of
+from ...fit.kinds import workloads
+from ...load.cluster import LiveError
+from ...load.files import load_file, read_inventory
+from ...load.git import GitError, read_globbed
+from ...model import Problem
+from ...pipeline import Compilation, compile_inventory
+from ...util.gc import no_cycle_collection
+from .formats import FORMATS
+from .report import (
     CapacityReport,
     FlavorCapacity,
     LevelCapacity,
@@ -19,18 +31,6 @@ from generator.commands.capacity.report import (
     SizeSlots,
     Slots,
 )
-from generator.fit.capacity import FlavorSlots, Size, flavor_slots, gpu_resource, is_gpu, whole_node
-from generator.fit.capacity import Slots as Counted
-from generator.fit.cluster import Cluster
-from generator.fit.engine import Engine
-from generator.fit.inventory import cluster_of
-from generator.fit.kinds import workloads
-from generator.load.cluster import LiveError
-from generator.load.files import load_file, read_inventory
-from generator.load.git import GitError, read_globbed
-from generator.model import Problem
-from generator.pipeline import Compilation, compile_inventory
-from generator.util.gc import no_cycle_collection
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 #: sizes asked when neither --size nor the GeneratorConfig's workloads give any (and a whole node)
@@ -171,7 +171,7 @@ def workload_sizes(inventory: Path, compiled: Compilation) -> tuple[Size, ...]:
 
 def _live(kubeconfig: Path, cluster: Cluster) -> Cluster:
     # The API client costs a second of start-up: imported only when asked for.
-    from generator.fit import usage  # noqa: PLC0415
+    from ...fit import usage  # noqa: PLC0415
 
     try:
         return usage.now_cluster(cluster, *usage.read_live(kubeconfig))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from generator.commands.capacity.report import CapacityReport, FlavorCapacity, SizeSlots, Slots
-from generator.model import Problem
-from generator.printable import one_line
-from generator.reporters import problem_line
-from generator.util.typed_json import to_json
+from ...model import Problem
+from ...printable import one_line
+from ...reporters import problem_line
+from ...util.typed_json import to_json
+from .report import CapacityReport, FlavorCapacity, SizeSlots, Slots
 
 Format = Callable[[CapacityReport, list[Problem]], str]
 

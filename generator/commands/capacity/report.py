@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.util.typed_json import Count
+from ...util.typed_json import Count
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from decimal import InvalidOperation
 from typing import Any
 
-from generator.commands.doctor import components as c
-from generator.commands.doctor.expected import (
+from ...kube.quantities import parse
+from . import components as c
+from .expected import (
     GRANT_FIELDS,
     HEALTH_PREFIX,
     NFD_GROUP,
@@ -18,9 +19,8 @@ from generator.commands.doctor.expected import (
     Ref,
     label_namespace,
 )
-from generator.commands.doctor.live import Live
-from generator.commands.doctor.report import ERROR, WARNING, Component, DoctorFinding, Engine, Level
-from generator.kube.quantities import parse
+from .live import Live
+from .report import ERROR, WARNING, Component, DoctorFinding, Engine, Level
 
 #: the finalizer Kueue's controllers put on every ResourceFlavor, and its TAS controllers (only
 #: when TopologyAwareScheduling is on) on every Topology

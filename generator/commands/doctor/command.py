@@ -7,16 +7,16 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from generator.commands.doctor.checks import CHECKS, Facts, components, engine_of, run_checks
-from generator.commands.doctor.expected import RenderError, read_render
-from generator.commands.doctor.formats import FORMATS
-from generator.commands.doctor.live import read
-from generator.commands.doctor.report import DoctorReport, summary_of
-from generator.load.cluster import KubeconfigError, LiveError
-from generator.load.files import read_inventory
-from generator.pipeline import compile_inventory
-from generator.reporters import problem_line
-from generator.util.gc import no_cycle_collection
+from ...load.cluster import KubeconfigError, LiveError
+from ...load.files import read_inventory
+from ...pipeline import compile_inventory
+from ...reporters import problem_line
+from ...util.gc import no_cycle_collection
+from .checks import CHECKS, Facts, components, engine_of, run_checks
+from .expected import RenderError, read_render
+from .formats import FORMATS
+from .live import read
+from .report import DoctorReport, summary_of
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.parse import ParseError, parse_text
+from ...parse import ParseError, parse_text
 
 Obj = Mapping[str, Any]
 

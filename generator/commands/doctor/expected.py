@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.parse import ParseError, parse_text
+from ...parse import ParseError, parse_text
 
 #: the label nfd-master reads a NodeFeature's node from
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from generator.commands.doctor.report import DoctorReport
-from generator.printable import one_line
-from generator.util.typed_json import to_json
+from ...printable import one_line
+from ...util.typed_json import to_json
+from .report import DoctorReport
 
 Format = Callable[[DoctorReport], str]
 

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
-from generator.commands.doctor.components import config_maps_of
-from generator.commands.doctor.expected import POLICY_KINDS, RBAC_KINDS, Expected, Ref
-from generator.load.cluster import LiveError, reading, shown
+from ...load.cluster import LiveError, reading, shown
+from .components import config_maps_of
+from .expected import POLICY_KINDS, RBAC_KINDS, Expected, Ref
 
 Obj = Mapping[str, Any]
 #: the kinds whose live objects the checks compare with the render

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.util.typed_json import Count
+from ...util.typed_json import Count
 
 Level = Literal["error", "warning"]
 Engine = Literal["argocd", "flux"]

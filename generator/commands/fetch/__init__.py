@@ -14,15 +14,15 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from generator.commands.fetch import snapshotfile
-from generator.commands.fetch.credentials import CredentialError, SecretReader, of_webhook
-from generator.commands.fetch.sources import Hook, ca_pem, target, webhook_sources
-from generator.load.files import InputFile, display_path, read_inventory
-from generator.load.locate import locate
-from generator.model import Level, Problem
-from generator.parse import ParseError, parse_text
-from generator.pipeline import compile_inventory
-from generator.util.gc import no_cycle_collection
+from ...load.files import InputFile, display_path, read_inventory
+from ...load.locate import locate
+from ...model import Level, Problem
+from ...parse import ParseError, parse_text
+from ...pipeline import compile_inventory
+from ...util.gc import no_cycle_collection
+from . import snapshotfile
+from .credentials import CredentialError, SecretReader, of_webhook
+from .sources import Hook, ca_pem, target, webhook_sources
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
@@ -96,7 +96,7 @@ def _poll(inventory: Path, hook: Hook, options: Options, files: list[InputFile])
     if hook.findings:
         problems = locate(hook.findings, {f.shown: _text(f) for f in files})
         return Outcome(hook.name, Status.FAILED, reason="its TopologySource is invalid", problems=problems)
-    from generator.commands.fetch import https  # noqa: PLC0415 - http.client: slows every render's start
+    from . import https  # noqa: PLC0415 - http.client: slows every render's start
 
     try:
         committed = snapshotfile.Committed.read(target(inventory, hook), hook.url)

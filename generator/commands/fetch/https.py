@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from generator.commands.fetch.credentials import Credential
+from .credentials import Credential
 
 CHUNK = 64 * 1024
 USER_AGENT = "tasgen-fetch"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from generator.commands.fetch import Outcome, Status
-from generator.printable import one_line
-from generator.reporters import problem_line
+from ...printable import one_line
+from ...reporters import problem_line
+from . import Outcome, Status
 
 
 def fetch_report(outcomes: list[Outcome]) -> str:

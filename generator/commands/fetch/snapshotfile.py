@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.emit import yaml
+from ...emit import yaml
 
 ETAG_SUFFIX = ".etag"
 

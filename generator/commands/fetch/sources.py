@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator.load.files import SUFFIXES, InputFile, load_files
-from generator.model import Document, Finding
-from generator.rules.schema import SNAPSHOT_PATH
-from generator.rules.semantic import WEBHOOK_CREDENTIALS
-from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
-from generator.sourcetypes import Obtained, SourceType, present
-from generator.validate import schema
+from ...load.files import SUFFIXES, InputFile, load_files
+from ...model import Document, Finding
+from ...rules.schema import SNAPSHOT_PATH
+from ...rules.semantic import WEBHOOK_CREDENTIALS
+from ...sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
+from ...sourcetypes import Obtained, SourceType, present
+from ...validate import schema
 
 
 @dataclass

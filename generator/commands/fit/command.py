@@ -10,23 +10,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from generator.commands.fit.formats import FORMATS
-from generator.fit.check import Checked, check_files, positions
-from generator.fit.inventory import cluster_of
-from generator.fit.judge import Judgement
-from generator.fit.kinds import ClusterFacts
-from generator.fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
-from generator.load import discovery
-from generator.load.cluster import LiveError
-from generator.load.files import SUFFIXES, InputFile, display_path, read_inventory
-from generator.load.git import GitError, read_globbed
-from generator.load.locate import locate
-from generator.load.previous import FILES, carried_of
-from generator.load.previous_profiles import PROFILES_FILE
-from generator.model import Carried, Level, Problem
-from generator.pipeline import Compilation, compile_inventory
-from generator.util.folders import folder_problem
-from generator.util.gc import no_cycle_collection
+from ...fit.check import Checked, check_files, positions
+from ...fit.inventory import cluster_of
+from ...fit.judge import Judgement
+from ...fit.kinds import ClusterFacts
+from ...fit.report import FitReport, PodSetVerdict, ProblemData, WorkloadVerdict
+from ...load import discovery
+from ...load.cluster import LiveError
+from ...load.files import SUFFIXES, InputFile, display_path, read_inventory
+from ...load.git import GitError, read_globbed
+from ...load.locate import locate
+from ...load.previous import FILES, carried_of
+from ...load.previous_profiles import PROFILES_FILE
+from ...model import Carried, Level, Problem
+from ...pipeline import Compilation, compile_inventory
+from ...util.folders import folder_problem
+from ...util.gc import no_cycle_collection
+from .formats import FORMATS
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 
@@ -119,7 +119,7 @@ def _configured(inventory: Path, compiled: Compilation) -> list[InputFile]:
 
 
 def _facts(kubeconfig: Path) -> ClusterFacts:
-    live = importlib.import_module("generator.commands.fit.live")
+    live = importlib.import_module("tasgen.commands.fit.live")
     try:
         facts: ClusterFacts = live.cluster_facts(kubeconfig)
     except LiveError as e:
@@ -129,7 +129,7 @@ def _facts(kubeconfig: Path) -> ClusterFacts:
 
 def _live(kubeconfig: Path, cluster: object, judgement: Judgement) -> list[list[bool | None]]:
     # The API client costs a second of start-up: imported only when asked for.
-    live = importlib.import_module("generator.commands.fit.live")
+    live = importlib.import_module("tasgen.commands.fit.live")
     try:
         result: list[list[bool | None]] = live.fits_now(kubeconfig, cluster, judgement)
     except LiveError as e:

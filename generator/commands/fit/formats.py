@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from generator.fit.report import FitReport, PodSetVerdict, WorkloadVerdict
-from generator.model import Level, Problem
-from generator.printable import one_line
-from generator.reporters import annotation, problem_annotation, problem_line
+from ...fit.report import FitReport, PodSetVerdict, WorkloadVerdict
+from ...model import Level, Problem
+from ...printable import one_line
+from ...reporters import annotation, problem_annotation, problem_line
 
 Format = Callable[[FitReport, list[Problem]], str]
 

@@ -11,12 +11,12 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from generator.fit.cluster import Cluster
-from generator.fit.engine import Engine
-from generator.fit.judge import Judgement
-from generator.fit.kinds import ClusterFacts
-from generator.fit.usage import list_items, now_cluster, read_live
-from generator.load.cluster import reading
+from ...fit.cluster import Cluster
+from ...fit.engine import Engine
+from ...fit.judge import Judgement
+from ...fit.kinds import ClusterFacts
+from ...fit.usage import list_items, now_cluster, read_live
+from ...load.cluster import reading
 
 __all__ = ["cluster_facts", "fits_now", "now_cluster"]
 

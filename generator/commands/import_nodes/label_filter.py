@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.load.files import load_files, read_inventory
-from generator.model import FLAVOR_KEY_PREFIX, PROFILE_KEY, TRANSIT_KEY, Selector, Settings
-from generator.validate import documents
-from generator.validate.labels import READ_ONLY_PARENTS
+from ...load.files import load_files, read_inventory
+from ...model import FLAVOR_KEY_PREFIX, PROFILE_KEY, TRANSIT_KEY, Selector, Settings
+from ...validate import documents
+from ...validate.labels import READ_ONLY_PARENTS
 
 _KINDS = ("TopologySource", "GeneratorConfig")
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.commands.import_nodes.label_filter import LabelFilter
-from generator.emit import yaml
-from generator.kube.quantities import quantity_error
-from generator.kube.taints import EFFECTS
-from generator.load.positions import PositionIndex, find_duplicate_key
-from generator.model import API_VERSION
-from generator.parse import ParseError, parse_text
-from generator.rules.load import DUPLICATE_KEY
-from generator.validate.labels import is_dns_subdomain, label_key_error, label_value_error
+from ...emit import yaml
+from ...kube.quantities import quantity_error
+from ...kube.taints import EFFECTS
+from ...load.positions import PositionIndex, find_duplicate_key
+from ...model import API_VERSION
+from ...parse import ParseError, parse_text
+from ...rules.load import DUPLICATE_KEY
+from ...validate.labels import is_dns_subdomain, label_key_error, label_value_error
+from .label_filter import LabelFilter
 
 HEADER = (
     "# Node facts for tasgen, imported from `kubectl get nodes`: names, labels, allocatable and\n"

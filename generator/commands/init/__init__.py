@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from generator.load.files import load_file, read_inventory
+from ...load.files import load_file, read_inventory
 
 #: target path (relative to the repository) -> template (templates/init/)
 FILES = {
@@ -138,7 +138,7 @@ def _render(template: str, options: Options) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    folder = resources.files("generator").joinpath("templates", "init")
+    folder = resources.files("tasgen").joinpath("templates", "init")
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
         autoescape=False,  # YAML

@@ -8,13 +8,13 @@ import io
 from datetime import datetime
 from pathlib import Path
 
-from generator.commands.plan.formats import FORMATS
-from generator.commands.plan.run import Outcome, plan_change
-from generator.load.cluster import LiveError
-from generator.load.git import GitError
-from generator.pipeline import Result
-from generator.reporters import REPORTERS
-from generator.util.folders import folder_problem
+from ...load.cluster import LiveError
+from ...load.git import GitError
+from ...pipeline import Result
+from ...reporters import REPORTERS
+from ...util.folders import folder_problem
+from .formats import FORMATS
+from .run import Outcome, plan_change
 
 EXIT_CLEAN, EXIT_PROBLEMS = 0, 1
 
@@ -57,7 +57,7 @@ def execute(
 
 def _add_live(outcome: Outcome, kubeconfig: Path) -> None:
     # The API client costs a second of start-up: imported only when asked for.
-    live = importlib.import_module("generator.commands.plan.live")
+    live = importlib.import_module("tasgen.commands.plan.live")
     assert outcome.report is not None
     try:
         outcome.report = live.add_live_figures(outcome.report, outcome.desired, kubeconfig)

@@ -19,13 +19,13 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from generator.commands.plan.shape import Fit, FitRow
-from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
-from generator.fit.cluster import Cluster, Flavor, node_facts
-from generator.fit.engine import largest
-from generator.fit.index import build
-from generator.kube.quantities import kueue_units, parse
-from generator.kube.taints import untolerated
+from ...fit.cluster import Cluster, Flavor, node_facts
+from ...fit.engine import largest
+from ...fit.index import build
+from ...kube.quantities import kueue_units, parse
+from ...kube.taints import untolerated
+from .shape import Fit, FitRow
+from .side import FlavorFacts, QueueFacts, Side
 
 
 def is_gpu(resource: str) -> bool:

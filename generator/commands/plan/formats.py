@@ -13,9 +13,12 @@ from typing import Generic, TypeVar
 
 import jinja2
 
-from generator.commands.plan.fit import is_gpu
-from generator.commands.plan.queues import eviction, retention
-from generator.commands.plan.shape import (
+from ...printable import one_line
+from ...reporters import problem_line
+from ...util.typed_json import to_json
+from .fit import is_gpu
+from .queues import eviction, retention
+from .shape import (
     RETAIN,
     Fit,
     Identity,
@@ -29,9 +32,6 @@ from generator.commands.plan.shape import (
     Summary,
     WorkloadFit,
 )
-from generator.printable import one_line
-from generator.reporters import problem_line
-from generator.util.typed_json import to_json
 
 T = TypeVar("T")
 
@@ -125,7 +125,7 @@ def _markdown(report: Report, budget: Budget) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    folder = resources.files("generator").joinpath("templates")
+    folder = resources.files("tasgen").joinpath("templates")
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: folder.joinpath(name).read_text("utf-8")),
         autoescape=False,  # Markdown; cells are escaped by the cell filter

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generator.commands.plan.shape import (
+from ...model import HOSTNAME_KEY
+from .shape import (
     BeforeAfter,
     Move,
     ProfileChanged,
@@ -15,8 +16,7 @@ from generator.commands.plan.shape import (
     Profiles,
     SourceLevels,
 )
-from generator.commands.plan.side import Side
-from generator.model import HOSTNAME_KEY
+from .side import Side
 
 #: changed domains drawn per level and side before "and N more"
 SHOWN_DOMAINS = 6

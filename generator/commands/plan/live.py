@@ -14,14 +14,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from generator.commands.plan import shape as q
-from generator.commands.plan.queues import eviction
-from generator.commands.plan.shape import Action, Drain, Held, LiveDrain, LiveFlavor, Report
-from generator.gate.admissions import admission, admitted_to, held_resources, holders
-from generator.gate.decision import HOLD_AND_DRAIN, Kind, decide
-from generator.gate.kube import Catalog, Queues
-from generator.kube.quantities import format_units, parse, scale_for, to_units
-from generator.load.cluster import reading
+from ...gate.admissions import admission, admitted_to, held_resources, holders
+from ...gate.decision import HOLD_AND_DRAIN, Kind, decide
+from ...gate.kube import Catalog, Queues
+from ...kube.quantities import format_units, parse, scale_for, to_units
+from ...load.cluster import reading
+from . import shape as q
+from .queues import eviction
+from .shape import Action, Drain, Held, LiveDrain, LiveFlavor, Report
 
 #: the gate's next step -> the report's drain action
 _ACTIONS: dict[Kind, Action] = {

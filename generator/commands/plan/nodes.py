@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from generator.commands.plan.shape import DomainNodes, LabelChange, NodeChange, Nodes, SourceNodes
-from generator.commands.plan.side import Side
-from generator.model import PROFILE_KEY
-from generator.validate.labels import READ_ONLY_PARENTS
+from ...model import PROFILE_KEY
+from ...validate.labels import READ_ONLY_PARENTS
+from .shape import DomainNodes, LabelChange, NodeChange, Nodes, SourceNodes
+from .side import Side
 
 #: up to this many changed nodes, the report names them and lists their changes
 NAMED_NODES = 20

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from generator.commands.plan.shape import (
+from ...kube.quantities import format_units, parse, scale_for, to_units
+from .shape import (
     CREATED,
     DELETED,
     HELD,
@@ -26,8 +27,7 @@ from generator.commands.plan.shape import (
     QuotaField,
     Replaced,
 )
-from generator.commands.plan.side import FlavorFacts, QueueFacts, Side
-from generator.kube.quantities import format_units, parse, scale_for, to_units
+from .side import FlavorFacts, QueueFacts, Side
 
 Totals = dict[tuple[Any, str, QuotaField], str]  # (identity, resource, field) -> the quantity
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from generator.commands.plan.fit import compare_fit
-from generator.commands.plan.hierarchy import compare_profiles
-from generator.commands.plan.nodes import compare_nodes
-from generator.commands.plan.queues import compare_queues
-from generator.commands.plan.risks import plan_risks
-from generator.commands.plan.shape import HELD_EMPTY, HOLD_AND_DRAIN, STOPPED, Base, Queue, Report, Summary
-from generator.commands.plan.shape import Problem as Located
-from generator.commands.plan.side import Side, side_of
-from generator.commands.plan.workloads import WorkloadSides, compare_workloads, never_fit
-from generator.load.locate import locate
-from generator.model import Level, Problem
-from generator.pipeline import Compilation
-from generator.rules.fit import FIT_NEVER
+from ...load.locate import locate
+from ...model import Level, Problem
+from ...pipeline import Compilation
+from ...rules.fit import FIT_NEVER
+from .fit import compare_fit
+from .hierarchy import compare_profiles
+from .nodes import compare_nodes
+from .queues import compare_queues
+from .risks import plan_risks
+from .shape import HELD_EMPTY, HOLD_AND_DRAIN, STOPPED, Base, Queue, Report, Summary
+from .shape import Problem as Located
+from .side import Side, side_of
+from .workloads import WorkloadSides, compare_workloads, never_fit
 
 #: the report's shape; bumped only for a change that breaks its readers
 REPORT_VERSION: Literal[1] = 1

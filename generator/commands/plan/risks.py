@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from generator.commands.plan.side import Side
-from generator.model import HOSTNAME_KEY, Finding, Where
-from generator.rules.plan import LEVEL_ADDED_UNCARRIED, LEVEL_REMOVED
+from ...model import HOSTNAME_KEY, Finding, Where
+from ...rules.plan import LEVEL_ADDED_UNCARRIED, LEVEL_REMOVED
+from .side import Side
 
 
 def plan_risks(base: Side, head: Side) -> list[Finding]:

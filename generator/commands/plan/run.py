@@ -7,18 +7,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from generator.commands.plan.report import build
-from generator.commands.plan.shape import Report
-from generator.commands.plan.workloads import WorkloadSides
-from generator.fit.check import check_files
-from generator.fit.cluster import Cluster
-from generator.fit.inventory import cluster_of
-from generator.load.files import InputFile, LoadedFile, load_file, read_inventory
-from generator.load.git import read_files, read_globbed, read_revision
-from generator.load.previous import FILES, carried_of
-from generator.model import Problem
-from generator.pipeline import Compilation, compile_inventory
-from generator.util.gc import no_cycle_collection
+from ...fit.check import check_files
+from ...fit.cluster import Cluster
+from ...fit.inventory import cluster_of
+from ...load.files import InputFile, LoadedFile, load_file, read_inventory
+from ...load.git import read_files, read_globbed, read_revision
+from ...load.previous import FILES, carried_of
+from ...model import Problem
+from ...pipeline import Compilation, compile_inventory
+from ...util.gc import no_cycle_collection
+from .report import build
+from .shape import Report
+from .workloads import WorkloadSides
 
 
 @dataclass

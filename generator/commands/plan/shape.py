@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Generic, Literal, TypeVar
 
-from generator.util.typed_json import Absent, Count
+from ...util.typed_json import Absent, Count
 
 Identity = Mapping[str, str]  # hardware identity labels
 Names = tuple[str, ...]

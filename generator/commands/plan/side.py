@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
-from generator.commands.plan.shape import QuotaField
-from generator.model import (
+from ...model import (
     DEFAULT_DROP_POLICY,
     FLAVOR_KEY_PREFIX,
     HOSTNAME_KEY,
@@ -20,7 +19,8 @@ from generator.model import (
     Node,
     Where,
 )
-from generator.pipeline import Compilation
+from ...pipeline import Compilation
+from .shape import QuotaField
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.commands.plan.shape import PodSetFit, WorkloadChange, WorkloadChangeKind, WorkloadFit
-from generator.fit.check import Checked, positions
-from generator.fit.judge import Judged
+from ...fit.check import Checked, positions
+from ...fit.judge import Judged
+from .shape import PodSetFit, WorkloadChange, WorkloadChangeKind, WorkloadFit
 
 Key = tuple[str, str, str]  # kind, namespace, name
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.model import Finding
-from generator.rules import Rule
-from generator.validate.checks import (
+from ...model import Finding
+from ...rules import Rule
+from . import (
     hierarchy,
     limits,
     localqueues,
@@ -23,7 +23,7 @@ from generator.validate.checks import (
     taints,
     typos,
 )
-from generator.validate.checks.base import Check, Context
+from .base import Check, Context
 
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     *sources.CHECKS,

@@ -10,10 +10,10 @@ from itertools import compress, repeat
 from operator import attrgetter, eq
 from typing import Any, TypeVar
 
-from generator.model import Inventory, Node, Selector, Source
-from generator.rules import Hit
-from generator.util.columns import group
-from generator.validate.hierarchy import Stated, stated_of
+from ...model import Inventory, Node, Selector, Source
+from ...rules import Hit
+from ...util.columns import group
+from ..hierarchy import Stated, stated_of
 
 T = TypeVar("T")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from generator.model import Node, Source, Where
-from generator.rules import Hit, Rule
-from generator.rules.semantic import HIERARCHY_AMBIGUOUS_PARENT, HIERARCHY_PARENT_CHAIN, OWNERSHIP_CONFLICT
-from generator.validate.checks.base import Check, Context
-from generator.validate.hierarchy import first_gap
-from generator.validate.labels import READ_ONLY_PARENTS
+from ...model import Node, Source, Where
+from ...rules import Hit, Rule
+from ...rules.semantic import HIERARCHY_AMBIGUOUS_PARENT, HIERARCHY_PARENT_CHAIN, OWNERSHIP_CONFLICT
+from ..hierarchy import first_gap
+from ..labels import READ_ONLY_PARENTS
+from .base import Check, Context
 
 
 def _where(src: Source, node: Node, key: str) -> Where:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 
-from generator.kube.quantities import parse, quantity_error
-from generator.model import Hardware, Node
-from generator.rules import Hit, Rule
-from generator.rules.semantic import LENDING_LIMIT, PLAN_LIMIT_COHORT
-from generator.validate.checks.base import Check, Context
+from ...kube.quantities import parse, quantity_error
+from ...model import Hardware, Node
+from ...rules import Hit, Rule
+from ...rules.semantic import LENDING_LIMIT, PLAN_LIMIT_COHORT
+from .base import Check, Context
 
 
 def _cohort(ctx: Context) -> Iterable[Hit]:

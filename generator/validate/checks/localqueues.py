@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from generator.model import LocalQueue, QueuePlan, Selector
-from generator.rules import Hit, Rule
-from generator.rules.semantic import LOCAL_QUEUE, LOCAL_QUEUE_UNSELECTED, NAMESPACE_SELECTOR_MISSING
-from generator.validate.checks.base import Check, Context
-from generator.validate.documents import selector
+from ...model import LocalQueue, QueuePlan, Selector
+from ...rules import Hit, Rule
+from ...rules.semantic import LOCAL_QUEUE, LOCAL_QUEUE_UNSELECTED, NAMESPACE_SELECTOR_MISSING
+from ..documents import selector
+from .base import Check, Context
 
 #: the label the API server puts on every Namespace, with its name as value
 NAMESPACE_NAME_KEY = "kubernetes.io/metadata.name"

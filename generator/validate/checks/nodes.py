@@ -6,18 +6,18 @@ from collections.abc import Iterable
 from itertools import chain, repeat
 from operator import attrgetter, contains
 
-from generator.kube.quantities import quantity_error
-from generator.model import HOSTNAME_KEY, Node
-from generator.rules import Hit, Rule
-from generator.rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, NODE_TAINT, QUANTITY
-from generator.validate.checks.base import Check, Context
-from generator.validate.labels import (
+from ...kube.quantities import quantity_error
+from ...model import HOSTNAME_KEY, Node
+from ...rules import Hit, Rule
+from ...rules.semantic import LABEL_SYNTAX, NODE_HOSTNAME, NODE_NAME, NODE_TAINT, QUANTITY
+from ..labels import (
     dns_names_valid,
     is_dns_subdomain,
     label_key_error,
     label_value_error,
     label_values_valid,
 )
+from .base import Check, Context
 
 
 def _node_name(ctx: Context) -> Iterable[Hit]:

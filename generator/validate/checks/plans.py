@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from generator.kube.quantities import quantity_error
-from generator.load.globs import glob_problem
-from generator.model import PROFILE_KEY, Hardware, QueuePlan
-from generator.rules import Hit, Rule
-from generator.rules.semantic import (
+from ...kube.quantities import quantity_error
+from ...load.globs import glob_problem
+from ...model import PROFILE_KEY, Hardware, QueuePlan
+from ...rules import Hit, Rule
+from ...rules.semantic import (
     ARGOCD_PROJECT,
     FLAVOR_OVERLAP,
     GATE_NAMESPACE,
@@ -21,11 +21,11 @@ from generator.rules.semantic import (
     RETAIN_FOR,
     WORKLOAD_GLOB,
 )
-from generator.util.durations import duration
-from generator.validate.checks.base import Check, Context
-from generator.validate.checks.sources import selector_hits
-from generator.validate.documents import selector
-from generator.validate.labels import label_key_error, label_value_error, write_refusal
+from ...util.durations import duration
+from ..documents import selector
+from ..labels import label_key_error, label_value_error, write_refusal
+from .base import Check, Context
+from .sources import selector_hits
 
 
 def _identity(ctx: Context) -> Iterable[Hit]:

@@ -8,17 +8,17 @@ from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
-from generator.kube.quantities import parse, quantity_error
-from generator.model import PLACEHOLDER_REPO_URL, Hardware, Node, Source
-from generator.rules import Hit, Rule
-from generator.rules.semantic import (
+from ...kube.quantities import parse, quantity_error
+from ...model import PLACEHOLDER_REPO_URL, Hardware, Node, Source
+from ...rules import Hit, Rule
+from ...rules.semantic import (
     LEVEL_UNCARRIED,
     QUOTA_ABOVE_ALLOCATABLE,
     REPO_URL_PLACEHOLDER,
     SELECTOR_UNMATCHED,
     SOURCE_EXPIRING,
 )
-from generator.validate.checks.base import Check, Context
+from .base import Check, Context
 
 
 def _selector_unmatched(ctx: Context) -> Iterable[Hit]:

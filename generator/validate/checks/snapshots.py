@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable
 from itertools import chain, repeat
 from operator import attrgetter, contains
 
-from generator.model import Node, Source, Where
-from generator.rules import Hit, Rule
-from generator.rules.semantic import (
+from ...model import Node, Source, Where
+from ...rules import Hit, Rule
+from ...rules.semantic import (
     LABEL_NOT_WRITABLE,
     SNAPSHOT_LABEL_SYNTAX,
     SNAPSHOT_READ_ONLY_MISMATCH,
@@ -21,13 +21,13 @@ from generator.rules.semantic import (
     SNAPSHOT_UNSELECTED_NODE,
     SOURCE_EXPIRED,
 )
-from generator.validate.checks.base import Check, Context
-from generator.validate.labels import (
+from ..labels import (
     READ_ONLY_PARENTS,
     label_key_error,
     label_value_error,
     write_refusal,
 )
+from .base import Check, Context
 
 
 def _stated(ctx: Context) -> Iterable[tuple[Source, str, dict[str, str]]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from generator.model import HOSTNAME_KEY, PROFILE_KEY, PROFILES_FEATURE_NAME, Selector, Source, Where
-from generator.rules import Hit, Rule
-from generator.rules.semantic import (
+from ...model import HOSTNAME_KEY, PROFILE_KEY, PROFILES_FEATURE_NAME, Selector, Source, Where
+from ...rules import Hit, Rule
+from ...rules.semantic import (
     SNAPSHOT_PATH_SHARED,
     SOURCE_LEVELS,
     SOURCE_NAME,
@@ -15,10 +15,10 @@ from generator.rules.semantic import (
     SOURCE_TYPE,
     WEBHOOK_CREDENTIALS,
 )
-from generator.sourcetypes import SOURCE_TYPES, WEBHOOK, present
-from generator.sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
-from generator.validate.checks.base import Check, Context
-from generator.validate.labels import label_key_error, label_value_error, level_refusal
+from ...sourcetypes import SOURCE_TYPES, WEBHOOK, present
+from ...sourcetypes import WEBHOOK_CREDENTIALS as CREDENTIAL_REFS
+from ..labels import label_key_error, label_value_error, level_refusal
+from .base import Check, Context
 
 _KEYS = ", ".join(t.key for t in SOURCE_TYPES)
 

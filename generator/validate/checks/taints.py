@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from generator.kube.taints import BLOCKING, tolerates
-from generator.model import Hardware, Node, QueuePlan, Taint, Where
-from generator.rules import Hit, Rule
-from generator.rules.semantic import FLAVOR_SETTINGS_CONFLICT, PLAN_TOLERATIONS, TAINT_UNTOLERATED
-from generator.validate.checks.base import Check, Context
-from generator.validate.labels import label_key_error, label_value_error
+from ...kube.taints import BLOCKING, tolerates
+from ...model import Hardware, Node, QueuePlan, Taint, Where
+from ...rules import Hit, Rule
+from ...rules.semantic import FLAVOR_SETTINGS_CONFLICT, PLAN_TOLERATIONS, TAINT_UNTOLERATED
+from ..labels import label_key_error, label_value_error
+from .base import Check, Context
 
 #: taints the node lifecycle sets and lifts by itself (cordon, not-ready, pressure): a state
 #: of the moment, not a property of the hardware that a flavor should tolerate

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from generator.model import Finding, Source
-from generator.rules.semantic import HIERARCHY_PARENT_CHAIN, SNAPSHOT_UNDECLARED_LEVEL, SOURCE_LEVEL_TYPO
-from generator.util.names import nearest
-from generator.validate.checks.base import Context
+from ...model import Finding, Source
+from ...rules.semantic import HIERARCHY_PARENT_CHAIN, SNAPSHOT_UNDECLARED_LEVEL, SOURCE_LEVEL_TYPO
+from ...util.names import nearest
+from .base import Context
 
 #: The rule this pass raises: not a check of its own (it runs after the checks, on their findings).
 RAISES = (SOURCE_LEVEL_TYPO,)
