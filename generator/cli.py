@@ -22,7 +22,18 @@ from .commands.fetch.credentials import ClusterSecrets, SecretsDir
 from .commands.fetch.report import fetch_report
 from .model import PLACEHOLDER_REPO_URL
 from .pipeline import Mode, Result, run
-from .reporters import REPORTERS, Reporter, step_summary
+from .reporters import (
+    CAPACITY,
+    DOCTOR,
+    FIT,
+    PLAN,
+    PROBLEMS,
+    REPORTERS,
+    RULES,
+    Reporter,
+    ReportKind,
+    step_summary,
+)
 from .rules import BY_ID, REGISTRY, catalogue, reference
 from .rules.import_nodes import NODE_LIST
 from .util import color
@@ -82,17 +93,22 @@ def _inventory_option(help_text: str) -> Callable[[Any], Any]:
     )
 
 
+def _format_option(kind: ReportKind) -> Callable[[Any], Any]:
+    """--format, its choices, default and help as the report kind declares them."""
+    return click.option(
+        "--format",
+        "format_",
+        type=click.Choice(kind.names),
+        default=kind.default,
+        show_default=True,
+        help=kind.help(),
+    )
+
+
 def _common(function: Any) -> Any:
     options = [
         _inventory_option("The inventory folder."),
-        click.option(
-            "--format",
-            "format_",
-            type=click.Choice(sorted(REPORTERS)),
-            default="text",
-            show_default=True,
-            help="How problems are printed (github: PR annotations).",
-        ),
+        _format_option(PROBLEMS),
         _now_option(),
         click.option("--strict", is_flag=True, help="Warnings fail too (exit 1)."),
     ]
@@ -282,14 +298,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 @cli.command("plan")
 @click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
 @_inventory_option("The inventory folder (the working tree's; the base is read from git).")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-    help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
-)
+@_format_option(PLAN)
 @_now_option()
 @_kubeconfig_option("Read the live queues (read-only): what each drain would evict.")
 @_output_option
@@ -321,14 +330,7 @@ def preview_change(
 @cli.command()
 @click.argument("paths", metavar="[PATH]...", nargs=-1)
 @_inventory_option("The inventory folder.")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json", "github"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/fit-report.schema.json; github: PR annotations.",
-)
+@_format_option(FIT)
 @_now_option()
 @_kubeconfig_option("Also say whether each PodSet fits now, from the live usage (read-only; never fails).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
@@ -364,14 +366,7 @@ def fit(
 @_inventory_option("The inventory folder (its NodeInventory names the nodes).")
 @_output_option
 @_kubeconfig_option("The cluster to check [default: in-cluster, else $KUBECONFIG, else ~/.kube/config].")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/doctor-report.schema.json.",
-)
+@_format_option(DOCTOR)
 def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str) -> None:
     """Check a live cluster against what the render needs: Kueue, NFD, the gate's admission
     policy and RBAC, the sync engine, the inventory's nodes. Read-only: GET and LIST only.
@@ -405,14 +400,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     help="Pods of N GPUs (xP: P of them in one domain) [default: the GeneratorConfig's workloads' "
     "sizes, else 1, 8 and a whole node].",
 )
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/capacity-report.schema.json.",
-)
+@_format_option(CAPACITY)
 @_now_option()
 @_kubeconfig_option("Also count what is free now, from the live usage (read-only).")
 def capacity(
@@ -641,14 +629,7 @@ def schema(kind: str) -> None:
 
 @cli.command()
 @click.argument("rule_id", metavar="[RULE-ID]", required=False)
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the entry's fields (every rule's without RULE-ID).",
-)
+@_format_option(RULES)
 def rules(rule_id: str | None, format_: str) -> None:
     """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table, or
     one rule's reference: what it requires, why it matters, a failing example, the fix.
