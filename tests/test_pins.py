@@ -287,8 +287,8 @@ def _rendered_again(inventory: Path, out: Path, tmp_path: Path) -> dict[str, str
 
 def _tree(result: Compilation) -> dict[str, str]:
     assert not result.failed, result.problems()
-    assert result.planned is not None
-    return render_tree(result.planned.manifests, result.planned.features, result.planned.synced).files
+    assert result.rendering is not None
+    return render_tree(result.rendering.manifests, result.rendering.features, result.rendering.synced).files
 
 
 def _selection(texts: dict[str, str], inventory: dict[str, dict[str, str]]) -> dict[str, set[str]]:

@@ -56,7 +56,7 @@ class Engine:
 
     cluster: Cluster
     #: judge with the cluster's usage (what fits now) rather than on an empty cluster
-    now: bool = False
+    with_usage: bool = False
     _indexes: dict[str, domain_index.FlavorIndex | None] = field(default_factory=dict)
     _trees: dict[str, assign.Tree] = field(default_factory=dict)
 
@@ -318,7 +318,7 @@ class Engine:
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
             most = self.cluster.potential(queue, flavor, resource)
-            if self.now:
+            if self.with_usage:
                 most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
                 texts = [kueue_text(resource, v) for v in (before, value, most)]

@@ -43,7 +43,7 @@ def list_items(response: Any) -> list[dict[str, Any]]:
     return items
 
 
-def now_cluster(
+def cluster_in_use(
     cluster: Cluster,
     workloads: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
