@@ -62,11 +62,11 @@ def _custom(api: Any, plural: tuple[str, str, str, str]) -> list[dict[str, Any]]
 
 def fits_now(kubeconfig: Path, cluster: Cluster, judgement: Judgement) -> list[list[bool | None]]:
     """Per judged workload, per PodSet: whether it fits now (None when it never fits)."""
-    live = cluster_in_use(cluster, *read_live(kubeconfig))
-    engine = Engine(live, with_usage=True)
+    in_use = cluster_in_use(cluster, *read_live(kubeconfig))
+    engine = Engine(in_use, with_usage=True)
     out: list[list[bool | None]] = []
     for judged in judgement.judged:
-        queue = live.queues.get(judged.cluster_queue or "")
+        queue = in_use.queues.get(judged.cluster_queue or "")
         if queue is None:
             out.append([None for _ in judged.verdicts])
             continue
