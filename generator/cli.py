@@ -80,17 +80,22 @@ def _kubeconfig_option(help_text: str) -> Callable[[Any], Any]:
     )
 
 
-def _inventory_option(help_text: str) -> Callable[[Any], Any]:
-    """-i/--inventory, as every command that reads an inventory spells it."""
+def _folder_option(short: str, name: str, default: str, help_text: str) -> Callable[[Any], Any]:
+    """A folder option with its short form and default, as -i and -o are spelt everywhere."""
     return click.option(
-        "-i",
-        "--inventory",
-        "inventory",
-        default="inventories",
+        short,
+        f"--{name}",
+        name,
+        default=default,
         show_default=True,
         type=click.Path(file_okay=False, path_type=Path),
         help=help_text,
     )
+
+
+def _inventory_option(help_text: str) -> Callable[[Any], Any]:
+    """-i/--inventory, as every command that reads an inventory spells it."""
+    return _folder_option("-i", "inventory", "inventories", help_text)
 
 
 def _format_option(kind: ReportKind) -> Callable[[Any], Any]:
@@ -117,16 +122,8 @@ def _common(function: Any) -> Any:
     return function
 
 
-def _output_option(function: Any) -> Any:
-    return click.option(
-        "-o",
-        "--output",
-        "output",
-        default="rendered",
-        show_default=True,
-        type=click.Path(file_okay=False, path_type=Path),
-        help="The rendered folder that Argo CD or Flux syncs.",
-    )(function)
+#: -o/--output, the rendered folder, as render, check, plan and doctor spell it
+_output_option = _folder_option("-o", "output", "rendered", "The rendered folder that Argo CD or Flux syncs.")
 
 
 def _execute(

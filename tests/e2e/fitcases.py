@@ -641,6 +641,17 @@ LWS_DEFAULTS: Obj = {
 POD_GROUP_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 
 
+#: the kinds written as workers only: apiVersion and the field of their replica specs
+WORKERS_ONLY = {
+    "PyTorchJob": ("kubeflow.org/v1", "pytorchReplicaSpecs"),
+    "MPIJob": ("kubeflow.org/v2beta1", "mpiReplicaSpecs"),
+}
+
+
+def _object(api_version: str, kind: str, name: str, meta: Obj, spec: Obj) -> Obj:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, **meta}, "spec": spec}
+
+
 def as_kind(case: Case, kind: str) -> list[Obj]:
     """The case's one PodSet written as `kind`: the objects to create (a pod group is its
     pods). Kueue makes a Workload of one PodSet of `case.count` pods of each: a JobSet of one
@@ -656,74 +667,33 @@ def as_kind(case: Case, kind: str) -> list[Obj]:
     if kind == "Job":
         return [job]
     if kind == "JobSet":
-        return [
-            {
-                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                "kind": "JobSet",
-                "metadata": {"name": name, **meta},
-                "spec": {"replicatedJobs": [{"name": "main", "replicas": 1, "template": {"spec": job_spec}}]},
-            }
-        ]
+        replicated = [{"name": "main", "replicas": 1, "template": {"spec": job_spec}}]
+        return [_object("jobset.x-k8s.io/v1alpha2", kind, name, meta, {"replicatedJobs": replicated})]
     if kind == "StatefulSet":
         selector = {"app.kubernetes.io/name": name}
-        return [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "metadata": {"name": name, **meta},
-                "spec": {
-                    "replicas": count,
-                    "serviceName": name,
-                    "selector": {"matchLabels": selector},
-                    "template": _labelled(_always(template), selector),
-                },
-            }
-        ]
+        spec = {
+            "replicas": count,
+            "serviceName": name,
+            "selector": {"matchLabels": selector},
+            "template": _labelled(_always(template), selector),
+        }
+        return [_object("apps/v1", kind, name, meta, spec)]
     if kind == "LeaderWorkerSet":
-        return [
-            {
-                "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                "kind": "LeaderWorkerSet",
-                "metadata": {"name": name, **meta},
-                "spec": {
-                    "replicas": 1,
-                    "leaderWorkerTemplate": {
-                        "size": count,
-                        "workerTemplate": _always(template),
-                        "restartPolicy": "RecreateGroupOnPodRestart",
-                    },
-                    **LWS_DEFAULTS,
-                },
-            }
-        ]
-    if kind == "PyTorchJob":
-        return [
-            {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "PyTorchJob",
-                "metadata": {"name": name, **meta},
-                "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": count, "template": template}}},
-            }
-        ]
-    if kind == "MPIJob":
-        return [
-            {
-                "apiVersion": "kubeflow.org/v2beta1",
-                "kind": "MPIJob",
-                "metadata": {"name": name, **meta},
-                "spec": {"mpiReplicaSpecs": {"Worker": {"replicas": count, "template": template}}},
-            }
-        ]
+        group = {
+            "size": count,
+            "workerTemplate": _always(template),
+            "restartPolicy": "RecreateGroupOnPodRestart",
+        }
+        spec = {"replicas": 1, "leaderWorkerTemplate": group, **LWS_DEFAULTS}
+        return [_object("leaderworkerset.x-k8s.io/v1", kind, name, meta, spec)]
+    if kind in WORKERS_ONLY:
+        api_version, specs = WORKERS_ONLY[kind]
+        workers = {"Worker": {"replicas": count, "template": template}}
+        return [_object(api_version, kind, name, meta, {specs: workers})]
     if kind == "AppWrapper":
         component = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": job_spec}
-        return [
-            {
-                "apiVersion": "workload.codeflare.dev/v1beta2",
-                "kind": "AppWrapper",
-                "metadata": {"name": name, **meta},
-                "spec": {"components": [{"template": component}]},
-            }
-        ]
+        spec = {"components": [{"template": component}]}
+        return [_object("workload.codeflare.dev/v1beta2", kind, name, meta, spec)]
     if kind == "Pod":
         labels = {QUEUE_NAME: case.local_queue, POD_GROUP: name}
         annotations = (template.get("metadata") or {}).get("annotations", {})
