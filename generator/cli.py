@@ -98,6 +98,11 @@ def _inventory_option(help_text: str) -> Callable[[Any], Any]:
     return _folder_option("-i", "inventory", "inventories", help_text)
 
 
+def _hint(option: str) -> str:
+    """A command's option as click names its own in a usage error: '-i' / '--inventory'."""
+    return " / ".join(f"'{name}'" for name in option.split(" / "))
+
+
 def _format_option(kind: ReportKind) -> Callable[[Any], Any]:
     """--format, its choices, default and help as the report kind declares them."""
     return click.option(
@@ -318,7 +323,7 @@ def preview_change(
             base, inventory, format_, _parse_now(now), kubeconfig, output
         )
     except plan_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_shown(text))
     sys.stderr.write(_printable(color.colored(problems) if color.wanted(_color, sys.stderr) else problems))
     sys.exit(code)
@@ -354,7 +359,7 @@ def fit(
     try:
         text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
     except fit_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_shown(text))
     sys.exit(code)
 
@@ -379,7 +384,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     try:
         text, code = doctor_command.execute(inventory, output, kubeconfig, format_)
     except doctor_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     except doctor_command.Unreachable as e:
         click.echo(f"tasgen doctor: {e}", err=True)
         sys.exit(EXIT_PROBLEMS)
@@ -417,7 +422,7 @@ def capacity(
     try:
         text, code = capacity_command.execute(inventory, sizes, kubeconfig, format_, _parse_now(now))
     except capacity_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_printable(text))
     sys.exit(code)
 

@@ -274,8 +274,10 @@ def test_a_summary_without_sources_says_none(tmp_path: Path) -> None:
         (["render"], "'-i' / '--inventory'"),
         (["check"], "'-i' / '--inventory'"),
         (["fetch"], "'-i' / '--inventory'"),
-        (["plan", "--base", "HEAD"], "'-i / --inventory'"),
-        (["fit"], "'-i / --inventory'"),
+        (["plan", "--base", "HEAD"], "'-i' / '--inventory'"),
+        (["fit"], "'-i' / '--inventory'"),
+        (["capacity"], "'-i' / '--inventory'"),
+        (["doctor"], "'-i' / '--inventory'"),
     ],
 )
 def test_a_missing_inventory_folder_is_said_not_to_exist(args: list[str], hint: str, tmp_path: Path) -> None:

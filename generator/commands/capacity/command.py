@@ -19,6 +19,7 @@ from ...load.files import load_file, read_inventory
 from ...load.git import GitError, read_globbed
 from ...model import Problem
 from ...pipeline import Compilation, compile_inventory
+from ...util.folders import folder_problem
 from ...util.gc import no_cycle_collection
 from .formats import FORMATS
 from .report import (
@@ -63,8 +64,8 @@ def execute(
     inventory: Path, sizes: str | None, kubeconfig: Path | None, format_: str, now: datetime
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     asked = parse_sizes(sizes) if sizes is not None else None
     report, problems = run(inventory, asked, kubeconfig, now)
     return FORMATS[format_](report, problems), EXIT_PROBLEMS if problems else EXIT_CLEAN
