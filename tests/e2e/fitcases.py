@@ -750,6 +750,18 @@ SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 
 
+def _ray_workers(count: int, template: Obj) -> Obj:
+    """A Ray cluster's one worker group of ``count`` pods, as RayJob and RayCluster write it."""
+    return {
+        "groupName": "workers",
+        "replicas": count,
+        "minReplicas": count,
+        "maxReplicas": count,
+        "rayStartParams": {},
+        "template": template,
+    }
+
+
 def _pod_template(requests: Mapping[str, str], annotations: Mapping[str, str], restart: str = "Never") -> Obj:
     limits = {k: v for k, v in requests.items() if "/" in k}
     resources: Obj = {"requests": dict(requests), **({"limits": limits} if limits else {})}
@@ -871,14 +883,7 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
                             "template": _pod_template({"cpu": "200m"}, {PREFERRED: rack}, "Always"),
                         },
                         "workerGroupSpecs": [
-                            {
-                                "groupName": "workers",
-                                "replicas": workers,
-                                "minReplicas": workers,
-                                "maxReplicas": workers,
-                                "rayStartParams": {},
-                                "template": _pod_template(one, {PREFERRED: block}, "Always"),
-                            }
+                            _ray_workers(workers, _pod_template(one, {PREFERRED: block}, "Always"))
                         ],
                     },
                     "submitterPodTemplate": _pod_template({"cpu": "200m"}, {REQUIRED: block}),
@@ -905,14 +910,7 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
                         "template": _pod_template({"cpu": "200m"}, {}, "Always"),
                     },
                     "workerGroupSpecs": [
-                        {
-                            "groupName": "workers",
-                            "replicas": workers,
-                            "minReplicas": workers,
-                            "maxReplicas": workers,
-                            "rayStartParams": {},
-                            "template": _pod_template(one, {PREFERRED: block}, "Always"),
-                        }
+                        _ray_workers(workers, _pod_template(one, {PREFERRED: block}, "Always"))
                     ],
                 },
             }
