@@ -22,7 +22,18 @@ from .commands.fetch.credentials import ClusterSecrets, SecretsDir
 from .commands.fetch.report import fetch_report
 from .model import PLACEHOLDER_REPO_URL
 from .pipeline import Mode, Result, run
-from .reporters import REPORTERS, Reporter, step_summary
+from .reporters import (
+    CAPACITY,
+    DOCTOR,
+    FIT,
+    PLAN,
+    PROBLEMS,
+    REPORTERS,
+    RULES,
+    Reporter,
+    ReportKind,
+    step_summary,
+)
 from .rules import BY_ID, REGISTRY, catalogue, reference
 from .rules.import_nodes import NODE_LIST
 from .util import color
@@ -69,30 +80,45 @@ def _kubeconfig_option(help_text: str) -> Callable[[Any], Any]:
     )
 
 
-def _inventory_option(help_text: str) -> Callable[[Any], Any]:
-    """-i/--inventory, as every command that reads an inventory spells it."""
+def _folder_option(short: str, name: str, default: str, help_text: str) -> Callable[[Any], Any]:
+    """A folder option with its short form and default, as -i and -o are spelt everywhere."""
     return click.option(
-        "-i",
-        "--inventory",
-        "inventory",
-        default="inventories",
+        short,
+        f"--{name}",
+        name,
+        default=default,
         show_default=True,
         type=click.Path(file_okay=False, path_type=Path),
         help=help_text,
     )
 
 
+def _inventory_option(help_text: str) -> Callable[[Any], Any]:
+    """-i/--inventory, as every command that reads an inventory spells it."""
+    return _folder_option("-i", "inventory", "inventories", help_text)
+
+
+def _hint(option: str) -> str:
+    """A command's option as click names its own in a usage error: '-i' / '--inventory'."""
+    return " / ".join(f"'{name}'" for name in option.split(" / "))
+
+
+def _format_option(kind: ReportKind) -> Callable[[Any], Any]:
+    """--format, its choices, default and help as the report kind declares them."""
+    return click.option(
+        "--format",
+        "format_",
+        type=click.Choice(kind.names),
+        default=kind.default,
+        show_default=True,
+        help=kind.help(),
+    )
+
+
 def _common(function: Any) -> Any:
     options = [
         _inventory_option("The inventory folder."),
-        click.option(
-            "--format",
-            "format_",
-            type=click.Choice(sorted(REPORTERS)),
-            default="text",
-            show_default=True,
-            help="How problems are printed (github: PR annotations).",
-        ),
+        _format_option(PROBLEMS),
         _now_option(),
         click.option("--strict", is_flag=True, help="Warnings fail too (exit 1)."),
     ]
@@ -101,16 +127,8 @@ def _common(function: Any) -> Any:
     return function
 
 
-def _output_option(function: Any) -> Any:
-    return click.option(
-        "-o",
-        "--output",
-        "output",
-        default="rendered",
-        show_default=True,
-        type=click.Path(file_okay=False, path_type=Path),
-        help="The rendered folder that Argo CD or Flux syncs.",
-    )(function)
+#: -o/--output, the rendered folder, as render, check, plan and doctor spell it
+_output_option = _folder_option("-o", "output", "rendered", "The rendered folder that Argo CD or Flux syncs.")
 
 
 def _execute(
@@ -282,14 +300,7 @@ def check(inventory: Path, output: Path, format_: str, now: str | None, strict: 
 @cli.command("plan")
 @click.option("--base", "base", required=True, metavar="REF", help="The git revision to compare with.")
 @_inventory_option("The inventory folder (the working tree's; the base is read from git).")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-    help="markdown: a pull-request comment; json: the shape of generator/schemas/plan-report.schema.json.",
-)
+@_format_option(PLAN)
 @_now_option()
 @_kubeconfig_option("Read the live queues (read-only): what each drain would evict.")
 @_output_option
@@ -312,7 +323,7 @@ def preview_change(
             base, inventory, format_, _parse_now(now), kubeconfig, output
         )
     except plan_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_shown(text))
     sys.stderr.write(_printable(color.colored(problems) if color.wanted(_color, sys.stderr) else problems))
     sys.exit(code)
@@ -321,14 +332,7 @@ def preview_change(
 @cli.command()
 @click.argument("paths", metavar="[PATH]...", nargs=-1)
 @_inventory_option("The inventory folder.")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json", "github"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/fit-report.schema.json; github: PR annotations.",
-)
+@_format_option(FIT)
 @_now_option()
 @_kubeconfig_option("Also say whether each PodSet fits now, from the live usage (read-only; never fails).")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
@@ -355,7 +359,7 @@ def fit(
     try:
         text, code = fit_command.execute(paths, inventory, format_, _parse_now(now), kubeconfig, strict)
     except fit_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_shown(text))
     sys.exit(code)
 
@@ -364,14 +368,7 @@ def fit(
 @_inventory_option("The inventory folder (its NodeInventory names the nodes).")
 @_output_option
 @_kubeconfig_option("The cluster to check [default: in-cluster, else $KUBECONFIG, else ~/.kube/config].")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/doctor-report.schema.json.",
-)
+@_format_option(DOCTOR)
 def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str) -> None:
     """Check a live cluster against what the render needs: Kueue, NFD, the gate's admission
     policy and RBAC, the sync engine, the inventory's nodes. Read-only: GET and LIST only.
@@ -387,7 +384,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     try:
         text, code = doctor_command.execute(inventory, output, kubeconfig, format_)
     except doctor_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     except doctor_command.Unreachable as e:
         click.echo(f"tasgen doctor: {e}", err=True)
         sys.exit(EXIT_PROBLEMS)
@@ -405,14 +402,7 @@ def doctor(inventory: Path, output: Path, kubeconfig: Path | None, format_: str)
     help="Pods of N GPUs (xP: P of them in one domain) [default: the GeneratorConfig's workloads' "
     "sizes, else 1, 8 and a whole node].",
 )
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="json: the shape of generator/schemas/capacity-report.schema.json.",
-)
+@_format_option(CAPACITY)
 @_now_option()
 @_kubeconfig_option("Also count what is free now, from the live usage (read-only).")
 def capacity(
@@ -432,7 +422,7 @@ def capacity(
     try:
         text, code = capacity_command.execute(inventory, sizes, kubeconfig, format_, _parse_now(now))
     except capacity_command.UsageProblem as e:
-        raise click.BadParameter(e.message, param_hint=f"'{e.option}'") from e
+        raise click.BadParameter(e.message, param_hint=_hint(e.option)) from e
     sys.stdout.write(_printable(text))
     sys.exit(code)
 
@@ -641,14 +631,7 @@ def schema(kind: str) -> None:
 
 @cli.command()
 @click.argument("rule_id", metavar="[RULE-ID]", required=False)
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the entry's fields (every rule's without RULE-ID).",
-)
+@_format_option(RULES)
 def rules(rule_id: str | None, format_: str) -> None:
     """Print the rule catalogue (every rule ID, its level and stage) as a Markdown table, or
     one rule's reference: what it requires, why it matters, a failing example, the fix.

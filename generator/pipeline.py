@@ -153,14 +153,14 @@ class Compilation:
 
     findings: list[Finding]
     texts: dict[str, str]  # inventory texts by shown path, for positions
-    planned: Rendering | None = None  # None when validation failed
+    rendering: Rendering | None = None  # None when validation failed
     summary: Summary | None = None
     expiries: list[datetime] = field(default_factory=list)  # when the result changes with time
     context: Context | None = None  # the typed inventory (tasgen plan reads its nodes and sources)
 
     @property
     def failed(self) -> bool:
-        return self.planned is None or any(f.level is Level.ERROR for f in self.findings)
+        return self.rendering is None or any(f.level is Level.ERROR for f in self.findings)
 
     def problems(self) -> list[Problem]:
         return locate(self.findings, self.texts)
@@ -175,7 +175,7 @@ def compile_inventory(
     stamp: RenderStamp | None = None,
     carried: Carried | None = None,
 ) -> Compilation:
-    """Inventory files -> the planned objects: pure (no file is opened, nothing written), so
+    """Inventory files -> the compiled objects: pure (no file is opened, nothing written), so
     that a git revision compiles as well as the working tree. ``parse``: how files become
     documents (tasgen plan parses a file that two revisions share once). Both inputs read
     from the render in rendered/ are named apart: ``stamp``, its serial and kept objects,
@@ -187,7 +187,7 @@ def compile_inventory(
     if validation.has_errors or ctx is None:
         summary = Summary(sources=source_statuses(ctx, validation.findings)) if ctx else None
         return Compilation(validation.findings, texts, summary=summary, context=ctx)
-    planned = render_objects(
+    rendering = render_objects(
         ctx, node_features=node_features, stamp=stamp, carried=carried or Carried(), now=now
     )
     # The result changes when a source expires, and when it comes within the warning horizon
@@ -199,9 +199,9 @@ def compile_inventory(
         if s.snapshot is not None and s.snapshot.expires_at is not None
         for moment in (s.snapshot.expires_at, s.snapshot.expires_at - horizon)
     ]
-    expiries += planned.expiries
-    findings = validation.findings + planned.findings
-    return Compilation(findings, texts, planned, planned.summary, expiries, ctx)
+    expiries += rendering.expiries
+    findings = validation.findings + rendering.findings
+    return Compilation(findings, texts, rendering, rendering.summary, expiries, ctx)
 
 
 def _run(
@@ -221,17 +221,19 @@ def _run(
             return Result([CLUSTER_UNREADABLE.problem(display_path(kubeconfig), 1, 1, str(e))], inputs=files)
     features = mode is not Mode.VALIDATE
     compiled = compile_inventory(files, now, node_features=features, stamp=stamp, carried=carried)
-    if out is None or compiled.failed or compiled.planned is None:
+    if out is None or compiled.failed or compiled.rendering is None:
         return Result(compiled.problems(), compiled.summary, inputs=files)
-    findings, texts, planned = compiled.findings, compiled.texts, compiled.planned
-    emission = emit.compare(planned, out)
+    findings, texts, rendering = compiled.findings, compiled.texts, compiled.rendering
+    emission = emit.compare(rendering, out)
     texts.update(emission.texts)
     findings += emission.findings
-    planned.summary.mutated_nodes = emission.mutated_nodes
+    rendering.summary.mutated_nodes = emission.mutated_nodes
     if mode is Mode.CHECK:
         findings += emission.stale(out.label)
     problems = locate(findings, texts)
-    result = Result(problems, planned.summary, expiries=compiled.expiries, inputs=files, compilation=compiled)
+    result = Result(
+        problems, rendering.summary, expiries=compiled.expiries, inputs=files, compilation=compiled
+    )
     if mode is Mode.CHECK:
         result.difference = emission.difference(out.label)
     if mode is Mode.RENDER and result.errors == 0 and not (strict and result.warnings):

@@ -1,18 +1,73 @@
-"""Reporters, chosen by name: how problems and the status summary are printed."""
+"""Reporters, chosen by name: the formats each report kind prints in (the one registry every
+command's --format comes from), how problems and the status summary are printed, and the
+GitHub and Markdown escaping every format shares."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Callable
-from typing import Any, Protocol, TextIO
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO, TypeVar
 
 from .model import Problem
 from .pipeline import Result
 from .printable import one_line
 
 Reporter = Callable[[Result, str, TextIO], None]
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    #: what the format is, in --format's help ("" when its name says it all)
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class ReportKind:
+    """A report and the formats it prints in, the first the default: the click option's
+    choices, default and help are built from it, and the printers are bound to it."""
+
+    formats: tuple[Format, ...]
+    #: the help's opening words, when the formats' own need a subject
+    lead: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.formats]
+
+    @property
+    def default(self) -> str:
+        return self.formats[0].name
+
+    def help(self) -> str:
+        said = "; ".join(f"{f.name}: {f.what}" for f in self.formats if f.what)
+        return f"{self.lead} ({said})." if self.lead else f"{said}."
+
+    def bind(self, printers: Mapping[str, P]) -> dict[str, P]:
+        """The printers by format, refused (at import) unless they are exactly the declared ones."""
+        if sorted(printers) != sorted(self.names):
+            raise TypeError(f"printers for {sorted(printers)}, but the formats are {self.names}")
+        return {name: printers[name] for name in self.names}
+
+
+def _schema(name: str) -> Format:
+    return Format("json", f"the shape of generator/schemas/{name}.schema.json")
+
+
+_GITHUB = Format("github", "PR annotations")
+
+#: validate, render and check: the problems and the status summary
+PROBLEMS = ReportKind((Format("text"), Format("json"), _GITHUB), lead="How problems are printed")
+PLAN = ReportKind((Format("text"), Format("markdown", "a pull-request comment"), _schema("plan-report")))
+FIT = ReportKind((Format("text"), _schema("fit-report"), _GITHUB))
+CAPACITY = ReportKind((Format("text"), _schema("capacity-report"), Format("markdown")))
+DOCTOR = ReportKind((Format("text"), _schema("doctor-report")))
+RULES = ReportKind((Format("text"), Format("json", "the entry's fields (every rule's without RULE-ID)")))
 
 
 def text(result: Result, command: str, out: TextIO) -> None:
@@ -117,7 +172,7 @@ def step_summary(result: Result, command: str) -> None:
             print(f"tasgen: cannot write the job summary {path}: {e.strerror}", file=sys.stderr)
 
 
-REPORTERS: dict[str, Reporter] = {"text": text, "json": json_report, "github": github}
+REPORTERS: dict[str, Reporter] = PROBLEMS.bind({"text": text, "json": json_report, "github": github})
 
 
 class Located(Protocol):
@@ -163,3 +218,30 @@ def _escape_data(value: str) -> str:
 
 def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+#: Markdown's inline syntax, HTML and its entities, and the table's pipe: escaped in text from
+#: outside (an entity such as &commat; would otherwise spell what the escapes keep out)
+_MARKUP = {c: f"\\{c}" for c in "\\`*_[]<>|!~&"}
+#: an @mention, an #issue reference and a bare link are made by GitHub from plain text: a
+#: zero-width space after the sign keeps them text (it is invisible, but copied with the text)
+_LINKING = re.compile(r"(@)(?=\w)|(#)(?=\d)|(:)(?=//)|(www)(?=\.)", re.IGNORECASE)
+
+
+def markdown_text(text: object) -> str:
+    """Text from anywhere (a message quoting a value, a file name) as a Markdown table cell or
+    list item: one line, control characters escaped, markup escaped, nothing that links or
+    notifies. A value in the inventory can then neither format a comment nor break its table,
+    nor ping anyone."""
+    value = one_line(" ".join(str(text).split()))
+    return "".join(_MARKUP.get(c, c) for c in _LINKING.sub(lambda m: f"{m.group(0)}\u200b", value))
+
+
+def markdown_code(text: object, table: bool = True) -> str:
+    """A Markdown code span that holds any text: one line, fenced by more backticks than it
+    holds; in a table its pipes escaped (GitHub reads \\| inside a cell's code span as |)."""
+    value = one_line(str(text))
+    value = (value.replace("|", "\\|") if table else value) or " "  # `` is no code span: ` ` is
+    fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"

@@ -23,7 +23,7 @@ from tasgen.commands.capacity.report import CapacityReport
 from tasgen.fit.capacity import Size, flavor_slots
 from tasgen.fit.cluster import Cluster, ClusterQueue, Flavor, Group, NodeFacts, Quota
 from tasgen.fit.engine import Engine
-from tasgen.fit.usage import now_cluster
+from tasgen.fit.usage import cluster_in_use
 from tasgen.util.typed_json import to_json
 from tests.conftest import NOW, REPO, examples, tasgen
 from tests.typed_schema import disagreements
@@ -196,8 +196,8 @@ def test_now_takes_what_admitted_workloads_reserve_and_run() -> None:
         },
     }
     workload = {"status": {"admission": {"clusterQueue": "big", "podSetAssignments": [assignment]}}}
-    live = now_cluster(cluster, [workload], [], {})
-    engine = Engine(live, now=True)
+    live = cluster_in_use(cluster, [workload], [], {})
+    engine = Engine(live, with_usage=True)
     # lender keeps 24 and the pool has 32 - 24 = 8 left: 32 GPUs, 4 pods of 8
     lender = flavor_slots(engine, live.queues["lender"], "f", [Size(8), Size(8, 2)])
     assert lender.quota == 32
@@ -239,7 +239,7 @@ def _small() -> tuple[Cluster, Cluster]:
     queue = ClusterQueue("train", (Group((GPU, "cpu"), quotas),))
     cluster = Cluster(nodes, flavors=flavors, topologies={"t": ("rack", HOST)}, queues={"train": queue})
     pod = {"spec": {"nodeName": "a0", "containers": [{"resources": {"limits": {GPU: "4"}}}]}}
-    return cluster, now_cluster(cluster, [], [pod], {})
+    return cluster, cluster_in_use(cluster, [], [pod], {})
 
 
 TEXT = """\
@@ -441,7 +441,7 @@ def test_a_flavor_whose_gpus_are_all_in_use_has_no_slot_now() -> None:
         {"spec": {"nodeName": n, "containers": [{"resources": {"limits": {GPU: "8"}}}]}}
         for n in ("a0", "a1", "a2")
     ]
-    report = command.report_of(cluster, now_cluster(cluster, [], pods, {}), [Size(1)])
+    report = command.report_of(cluster, cluster_in_use(cluster, [], pods, {}), [Size(1)])
     gpu = report.queues[0].flavors[0]
     assert gpu.name == "gpu" and gpu.resource == GPU
     for level in gpu.levels:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import jsonschema
@@ -195,14 +196,14 @@ def test_import_nodes_keeps_facts_sorted(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
 
 
+def _process(command: list[str], **how: Any) -> subprocess.CompletedProcess[str]:
+    """``command`` run from the repository, its output captured as text, any exit allowed."""
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False, **how)
+
+
 def test_import_nodes_reads_yaml_from_stdin() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
-        input=yaml.safe_dump(_kubectl_nodes()),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
+    result = _process(
+        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-"], input=yaml.safe_dump(_kubectl_nodes())
     )
     assert result.returncode == 0, result.stderr
     assert "kind: NodeInventory" in result.stdout
@@ -217,14 +218,7 @@ def test_import_nodes_reads_yaml_from_stdin() -> None:
     ],
 )
 def test_import_nodes_rejects_bad_input_without_a_traceback(text: str, message: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    result = _process([sys.executable, "-m", "tasgen.cli", "import-nodes", "-"], input=text)
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
 
@@ -251,13 +245,7 @@ def test_a_closed_standard_stream_is_refused_before_anything_is_written(
     """`tasgen render >&-`: Python makes sys.stdout None; the render wrote rendered/ and then
     failed on the report with an internal error (a closed stderr gave exit 1 for usage errors)."""
     command = [sys.executable, "-m", "tasgen.cli", "render", "-o", str(tmp_path / "out"), "--now", NOW]
-    done = subprocess.run(
-        ["bash", "-c", f'exec "$@" {closed}>&-', "tasgen", *command],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    done = _process(["bash", "-c", f'exec "$@" {closed}>&-', "tasgen", *command])
     assert done.returncode == 2
     shown = done.stdout + done.stderr
     assert shown == f"tasgen: standard {said} is closed; nothing was done\n", shown
@@ -265,12 +253,8 @@ def test_a_closed_standard_stream_is_refused_before_anything_is_written(
 
 
 def test_import_nodes_from_a_closed_standard_input_reads_nothing_and_says_so() -> None:
-    done = subprocess.run(
-        ["bash", "-c", 'exec "$@" <&-', "tasgen", sys.executable, "-m", "tasgen.cli", "import-nodes", "-"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
+    done = _process(
+        ["bash", "-c", 'exec "$@" <&-', "tasgen", sys.executable, "-m", "tasgen.cli", "import-nodes", "-"]
     )
     assert done.returncode == 1 and "internal error" not in done.stderr, done.stderr
     said = "<stdin>:1:1: error: expected the output of `kubectl get nodes"
@@ -290,8 +274,10 @@ def test_a_summary_without_sources_says_none(tmp_path: Path) -> None:
         (["render"], "'-i' / '--inventory'"),
         (["check"], "'-i' / '--inventory'"),
         (["fetch"], "'-i' / '--inventory'"),
-        (["plan", "--base", "HEAD"], "'-i / --inventory'"),
-        (["fit"], "'-i / --inventory'"),
+        (["plan", "--base", "HEAD"], "'-i' / '--inventory'"),
+        (["fit"], "'-i' / '--inventory'"),
+        (["capacity"], "'-i' / '--inventory'"),
+        (["doctor"], "'-i' / '--inventory'"),
     ],
 )
 def test_a_missing_inventory_folder_is_said_not_to_exist(args: list[str], hint: str, tmp_path: Path) -> None:
@@ -328,29 +314,15 @@ def test_shell_completion_is_as_documented(shell: str) -> None:
     that completes tasgen's commands (the installed command: the shell completes its name)."""
     page = (REPO / "docs" / "reference" / "cli.md").read_text()
     assert f"_TASGEN_COMPLETE={shell}_source tasgen" in page
-    env = {**os.environ, "_TASGEN_COMPLETE": f"{shell}_source"}
-    script = subprocess.run(
-        [str(TASGEN)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
+    script = _completion(_TASGEN_COMPLETE=f"{shell}_source")
     assert "_TASGEN_COMPLETE" in script and "tasgen" in script, script
     if shell == "bash":
-        env = {
-            **os.environ,
-            "_TASGEN_COMPLETE": "bash_complete",
-            "COMP_WORDS": "tasgen va",
-            "COMP_CWORD": "1",
-        }
-        answer = subprocess.run(
-            [str(TASGEN)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout
+        answer = _completion(_TASGEN_COMPLETE="bash_complete", COMP_WORDS="tasgen va", COMP_CWORD="1")
         assert answer.split() == ["plain,validate"]
+
+
+def _completion(**env: str) -> str:
+    """What the installed command prints with the shell's completion variables set."""
+    done = _process([str(TASGEN)], env={**os.environ, **env}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

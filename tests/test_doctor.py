@@ -671,7 +671,10 @@ def test_a_server_that_is_no_api_server_is_a_message_and_exit_1(tmp_path: Path) 
 
 
 def test_usage_errors(tmp_path: Path) -> None:
-    assert tasgen("doctor", "-i", str(tmp_path / "none")).exit_code == 2
+    run = tasgen("doctor", "-i", str(tmp_path / "none"))
+    assert run.exit_code == 2 and run.output.splitlines()[-1] == (
+        f"Error: Invalid value for '-i' / '--inventory': {tmp_path / 'none'} does not exist"
+    )
     garbage = tmp_path / "kubeconfig"
     garbage.write_text("- not\n- a kubeconfig\n")
     run = tasgen(
@@ -679,7 +682,10 @@ def test_usage_errors(tmp_path: Path) -> None:
     )
     assert run.exit_code == 2 and "not a kubeconfig" in run.output and "Traceback" not in run.output
     run = tasgen("doctor", "-i", str(REPO / "inventories"), "-o", str(tmp_path / "none"))
-    assert run.exit_code == 2 and "is not a folder" in run.output
+    assert run.exit_code == 2 and run.output.splitlines()[-1] == (
+        f"Error: Invalid value for '-o' / '--output': {tmp_path / 'none'} does not exist: render first "
+        f"(tasgen render -o {tmp_path / 'none'})"
+    )
 
 
 def test_findings_are_printed_with_where_and_fix() -> None:

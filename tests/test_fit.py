@@ -303,18 +303,19 @@ def test_now_takes_admitted_quota_placements_and_running_pods() -> None:
     workload = _admitted("8", [one_each | {"podCounts": {"universal": 1}}])  # 4 GPUs a pod, one on each
     pod = {"spec": {"nodeName": "h1", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "2"}}}]}}
     done = pod | {"status": {"phase": "Succeeded"}}
-    now = live.now_cluster(cluster, [workload], [pod, done], {})
-    assert {n.name: n.allocatable["nvidia.com/gpu"] for n in now.nodes} == {"h1": 2, "h2": 4}
-    assert now.usage == {("q", "f", "nvidia.com/gpu"): 8}
-    queue = now.queues["q"]
+    busy = live.cluster_in_use(cluster, [workload], [pod, done], {})
+    assert {n.name: n.allocatable["nvidia.com/gpu"] for n in busy.nodes} == {"h1": 2, "h2": 4}
+    assert busy.usage == {("q", "f", "nvidia.com/gpu"): 8}
+    queue = busy.queues["q"]
     assert (
-        now.available(queue, "f", "nvidia.com/gpu") == 8 and now.potential(queue, "f", "nvidia.com/gpu") == 16
+        busy.available(queue, "f", "nvidia.com/gpu") == 8
+        and busy.potential(queue, "f", "nvidia.com/gpu") == 16
     )
 
     def verdicts(count: int, gpus: int) -> tuple[bool, bool]:
         podset = ps.PodSet("main", count, {"nvidia.com/gpu": gpus})
         [ever] = Engine(cluster).judge(cluster.queues["q"], [podset])
-        [fits_now] = Engine(now, now=True).judge(queue, [podset])
+        [fits_now] = Engine(busy, with_usage=True).judge(queue, [podset])
         return ever.fits, fits_now.fits
 
     assert verdicts(1, 4) == (True, True)  # h2 has 4 left

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasgen.kube import quantities, selectors, taints
+from tasgen.kube import assignments, quantities, selectors, taints
 from tasgen.model import Requirement, Selector
 
 # --- quantities ---------------------------------------------------------------------------
@@ -310,3 +310,50 @@ def test_the_untolerated_taint_is_the_first_blocking_one_no_toleration_covers(
         None,
     )
     assert taints.untolerated(node_taints, tolerations) == expected
+
+
+# --- topology assignments -----------------------------------------------------------------
+
+
+def test_a_compressed_topology_assignment_names_each_lowest_domain_and_its_pods() -> None:
+    """Kueue v1beta2's slices: a universal value repeated over the slice's domains, individual
+    roots between a prefix and a suffix, pods given once or per domain; v1beta1's domains."""
+    v1beta2 = {
+        "levels": ["rack", "kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [
+                    {"universal": "r1"},
+                    {"individual": {"prefix": "gpu-", "roots": ["1", "2"]}},
+                ],
+                "podCounts": {"individual": [3, 1]},
+            },
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "r2"}, {"universal": "gpu-9"}],
+                "podCounts": {"universal": 4},
+            },
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [
+                    {"universal": "r3"},
+                    {"individual": {"prefix": "n", "suffix": ".x", "roots": ["a", "b"]}},
+                ],
+                "podCounts": {"universal": 2},
+            },
+        ],
+    }
+    assert assignments.lowest_domains(v1beta2) == [
+        ("gpu-1", 3),
+        ("gpu-2", 1),
+        ("gpu-9", 4),
+        ("na.x", 2),
+        ("nb.x", 2),
+    ]
+    v1beta1 = {
+        "levels": ["rack", "kubernetes.io/hostname"],
+        "domains": [{"values": ["r1", "gpu-1"], "count": 2}, {"values": ["r1", "gpu-2"], "count": 1}],
+    }
+    assert assignments.lowest_domains(v1beta1) == [("gpu-1", 2), ("gpu-2", 1)]
+    assert assignments.lowest_domains({"levels": ["kubernetes.io/hostname"]}) == []

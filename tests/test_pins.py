@@ -224,29 +224,29 @@ def _render(inventory: Path, out: Path, now: str = NOW, *more: str) -> None:
 
 def _labels(out: Path) -> dict[str, dict[str, str]]:
     """Node -> the labels every NodeFeature of rendered/ gives it."""
+    return _tree_labels(tree(out))
+
+
+def _tree_labels(texts: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Node -> the labels every NodeFeature of a rendered tree (files by relative path) gives it."""
     found: dict[str, dict[str, str]] = {}
-    for path in sorted((out / "labels").rglob("nodefeatures-*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                node = doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
-                found.setdefault(node, {}).update(doc["spec"]["labels"])
+    for path in sorted(texts):
+        if (
+            path.startswith("labels/")
+            and Path(path).name.startswith("nodefeatures-")
+            and path.endswith(".yaml")
+        ):
+            for doc in yaml.safe_load_all(texts[path]):
+                if doc:
+                    node = doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
+                    found.setdefault(node, {}).update(doc["spec"]["labels"])
     return found
 
 
 def _selecting(out: Path) -> dict[str, set[str]]:
     """Node -> the rendered flavors whose nodeLabels its labels (inventory's and rendered/'s) match."""
     nodes = {n["name"]: n.get("labels") or {} for n in _inventory_nodes(ROOT / "inventories" / "nodes.yaml")}
-    labels = _labels(out)
-    flavors = [d for d in yaml.safe_load_all((out / "kueue" / "resourceflavors.yaml").read_text()) if d]
-    found: dict[str, set[str]] = {}
-    for node, own in nodes.items():
-        mine = {**own, **labels.get(node, {})}
-        found[node] = {
-            f["metadata"]["name"]
-            for f in flavors
-            if all(mine.get(k) == v for k, v in f["spec"]["nodeLabels"].items())
-        }
-    return found
+    return _selection(tree(out), nodes)
 
 
 def _b_r02(out: Path) -> set[tuple[str | None, str | None]]:
@@ -266,8 +266,8 @@ def test_the_rack_edit_keeps_the_moved_nodes_on_their_flavor_under_either_policy
         for node in RACK_B_R02:
             assert {k: v for k, v in after[node].items() if k != RACK} == before[node]
         # no node is selected by a flavor that did not select it before
-        now = _selecting(out)
-        assert all(now[n] <= selected[n] for n in selected if selected[n]), (now, selected)
+        selecting = _selecting(out)
+        assert all(selecting[n] <= selected[n] for n in selected if selected[n]), (selecting, selected)
         # A later render keeps them there, and check agrees.
         assert tree(out) == _rendered_again(inventory, out, tmp_path)
         check = tasgen("check", "-i", str(inventory), "-o", str(out), "--now", NOW)
@@ -287,21 +287,14 @@ def _rendered_again(inventory: Path, out: Path, tmp_path: Path) -> dict[str, str
 
 def _tree(result: Compilation) -> dict[str, str]:
     assert not result.failed, result.problems()
-    assert result.planned is not None
-    return render_tree(result.planned.manifests, result.planned.features, result.planned.synced).files
+    assert result.rendering is not None
+    return render_tree(result.rendering.manifests, result.rendering.features, result.rendering.synced).files
 
 
 def _selection(texts: dict[str, str], inventory: dict[str, dict[str, str]]) -> dict[str, set[str]]:
     """Node -> the flavors of the tree whose nodeLabels match its labels (the tree's NodeFeatures
     over the inventory's): read from the tree, not through the compiler."""
-    labels: dict[str, dict[str, str]] = {}
-    for path, text in texts.items():
-        if path.startswith("labels/") and path.endswith(".yaml") and "nodefeatures" in path:
-            for doc in yaml.safe_load_all(text):
-                if doc:
-                    labels.setdefault(
-                        doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"], {}
-                    ).update(doc["spec"]["labels"])
+    labels = _tree_labels(texts)
     flavors = [d for d in yaml.safe_load_all(texts.get("kueue/resourceflavors.yaml", "")) if d]
     found: dict[str, set[str]] = {}
     for node, own in inventory.items():

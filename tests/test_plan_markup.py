@@ -15,8 +15,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from tasgen.commands.plan import formats
-from tasgen.commands.plan.formats import COMMENT_LIMIT, _cell, _code, markdown
+from tasgen.commands.plan.formats import COMMENT_LIMIT, markdown
 from tasgen.commands.plan.shape import Report
+from tasgen.reporters import markdown_code, markdown_text
 from tasgen.util.typed_json import from_json
 from tests.conftest import NOW, examples, tasgen
 from tests.plan.fleet import Fleet, Repo
@@ -55,7 +56,7 @@ def _cells(text: str) -> list[Token]:
 @example("``")
 @example(" ` ")
 def test_a_value_in_a_table_stays_in_its_cell_as_plain_text(value: str) -> None:
-    code, cell = _cells(f"| {_code(value)} | {_cell(value)} |")
+    code, cell = _cells(f"| {markdown_code(value)} | {markdown_text(value)} |")
     [span] = code.children or []
     assert span.type == "code_inline"
     expected = shown_on_one_line(value)
@@ -73,7 +74,7 @@ def test_a_value_in_a_table_stays_in_its_cell_as_plain_text(value: str) -> None:
 @example(HOSTILE)
 @example("&commat;octocat &#x40;octocat &#64;octocat &#x23;1 https&colon;//e.com")  # entities
 def test_nothing_in_a_cell_mentions_references_or_links(value: str) -> None:
-    [_, cell] = _cells(f"| x | {_cell(value)} |")
+    [_, cell] = _cells(f"| x | {markdown_text(value)} |")
     shown = "".join(t.content for t in cell.children or [])
     assert not re.search(r"@\w|#\d", shown), shown  # GitHub's mentions and issue references
     assert "://" not in shown and "www." not in shown.lower()

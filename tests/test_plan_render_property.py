@@ -24,8 +24,8 @@ NODE_NAME = "nfd.node.kubernetes.io/node-name"
 
 def _tree(result: Compilation) -> dict[str, str]:
     assert not result.failed, result.problems()
-    assert result.planned is not None
-    return render_tree(result.planned.manifests, result.planned.features, result.planned.synced).files
+    assert result.rendering is not None
+    return render_tree(result.rendering.manifests, result.rendering.features, result.rendering.synced).files
 
 
 def _labels(tree: dict[str, str]) -> dict[str, dict[str, str]]:

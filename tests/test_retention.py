@@ -207,8 +207,8 @@ def test_retain_for_ends_the_retention_in_a_live_render(example: tuple[Path, Pat
         result = compile_inventory(
             files, datetime.fromisoformat(moment.replace("Z", "+00:00")), carried=shown
         )
-        assert result.planned is not None and not result.failed
-        queues = [m.body for m in result.planned.manifests if m.kind == "ClusterQueue"]
+        assert result.rendering is not None and not result.failed
+        queues = [m.body for m in result.rendering.manifests if m.kind == "ClusterQueue"]
         for queue in queues:
             names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
             assert (H100_5CE2 in names) is kept, (moment, names)
@@ -322,19 +322,19 @@ def test_a_flavor_the_cluster_shows_idle_leaves_the_queue(example: tuple[Path, P
     now = previous.since["training"][H100_5CE2]
     kept = compile_inventory(files, now, carried=previous)
     idle = compile_inventory(files, now, carried=replace(previous, idle={"training": frozenset({H100_5CE2})}))
-    assert kept.planned is not None and idle.planned is not None
+    assert kept.rendering is not None and idle.rendering is not None
 
-    def flavors(planned: Any) -> dict[str, list[str]]:
+    def flavors(rendering: Any) -> dict[str, list[str]]:
         return {
             m.name: [f["name"] for f in m.body["spec"]["resourceGroups"][0]["flavors"]]
-            for m in planned.manifests
+            for m in rendering.manifests
             if m.kind == "ClusterQueue"
         }
 
-    assert flavors(kept.planned)["training"][-1] == H100_5CE2
-    assert flavors(idle.planned)["training"] == flavors(kept.planned)["training"][:-1]
-    assert flavors(idle.planned)["inference"] == flavors(kept.planned)["inference"]  # still busy there
-    names = [m.name for m in idle.planned.manifests if m.kind == "ResourceFlavor"]
+    assert flavors(kept.rendering)["training"][-1] == H100_5CE2
+    assert flavors(idle.rendering)["training"] == flavors(kept.rendering)["training"][:-1]
+    assert flavors(idle.rendering)["inference"] == flavors(kept.rendering)["inference"]  # still busy there
+    names = [m.name for m in idle.rendering.manifests if m.kind == "ResourceFlavor"]
     assert H100_5CE2 in names  # inference keeps it
 
 

@@ -64,8 +64,8 @@ def _files(fleet: Fleet, retain_for: str | None) -> list[InputFile]:
 
 def _texts(result: Compilation) -> dict[str, str]:
     assert not result.failed, result.problems()
-    assert result.planned is not None
-    return render_tree(result.planned.manifests, (), result.planned.synced).files
+    assert result.rendering is not None
+    return render_tree(result.rendering.manifests, (), result.rendering.synced).files
 
 
 def _queues(texts: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -103,16 +103,16 @@ def test_retention_keeps_exactly_what_nothing_ended(
         new = _texts(result)
         fresh = _queues(_texts(compile_inventory(files, now, node_features=False)))  # the plan alone
         for name, queue in _queues(new).items():
-            entries, planned = _entries(queue), _entries(fresh[name])
+            entries, rendering = _entries(queue), _entries(fresh[name])
             # the new plan's flavors first (their quota lowered by what retained ones keep)
-            assert [e["name"] for e in entries[: len(planned)]] == [e["name"] for e in planned]
-            kept = entries[len(planned) :]
+            assert [e["name"] for e in entries[: len(rendering)]] == [e["name"] for e in rendering]
+            kept = entries[len(rendering) :]
             since = previous.since.get(name, {})
             idle = previous.idle.get(name, frozenset()) if previous.idle is not None else frozenset()
             expected = [
                 f
                 for f in previous.queues.get(name, ())
-                if f not in {e["name"] for e in planned}
+                if f not in {e["name"] for e in rendering}
                 and f not in idle  # offline, retainFor never ends a retention
             ]
             assert [e["name"] for e in kept] == expected
@@ -132,10 +132,10 @@ def test_retention_keeps_exactly_what_nothing_ended(
             assert retiring == {f: since.get(f, now).strftime("%Y-%m-%dT%H:%M:%SZ") for f in expected}
             # per identity, the queue's GPU quota is its plan's unless the retained quota exceeds
             # it (the fleet's one queue in a cohort has no peer there)
-            for identity in {_identity(e["name"]) for e in (*entries, *planned)}:
+            for identity in {_identity(e["name"]) for e in (*entries, *rendering)}:
                 mine = [e for e in entries if _identity(e["name"]) == identity]
                 held = _gpus([e for e in kept if _identity(e["name"]) == identity])
-                wanted = _gpus([e for e in planned if _identity(e["name"]) == identity])
+                wanted = _gpus([e for e in rendering if _identity(e["name"]) == identity])
                 assert _gpus(mine) == max(wanted, held), identity
         flavors = {
             d["metadata"]["name"]: d for d in yaml.safe_load_all(new["kueue/resourceflavors.yaml"]) if d

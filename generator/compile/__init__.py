@@ -49,7 +49,7 @@ class SourceStatus:
     ownership_conflict: bool
     expired: bool
     revision: str | None
-    nodes: int | None  # nodes whose profile it gives; None when nothing was planned (errors)
+    nodes: int | None  # nodes whose profile it gives; None when nothing was compiled (errors)
 
 
 def _camel(data: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +158,7 @@ def render_objects(
     findings += [PATH_SIZE.of(h) for h in crowded(sharding, growing, inventory)]
     objects = control
     paths = sync_wiring.Paths.of(inventory.settings.sync.get("path", DEFAULT_SYNC_PATH), folder_of.values())
-    # the labels paths hold NodeFeatures (planned as rows, not manifests; and not when validating)
+    # the labels paths hold NodeFeatures (compiled as rows, not manifests; and not when validating)
     feature = {
         "apiVersion": manifests.NFD_API,
         "kind": "NodeFeature",
@@ -327,7 +327,7 @@ def source_statuses(
 
 
 def _count(counts: dict[str, int] | None, name: str) -> int | None:
-    """How many nodes a source places; unknown (None) when the inventory was not planned."""
+    """How many nodes a source places; unknown (None) when the inventory was not compiled."""
     return None if counts is None else counts.get(name, 0)
 
 

@@ -1,5 +1,5 @@
 """The names by which tasgen's objects speak to the GitOps engines (Argo CD, Flux) and mark
-themselves as tasgen's: one home, so that the planners and the emit stage's ServerSideApply
+themselves as tasgen's: one home, so that the compile stage and the emit stage's ServerSideApply
 check read the same annotation."""
 
 from __future__ import annotations

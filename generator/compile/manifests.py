@@ -217,8 +217,8 @@ def resource_flavors(
     retained: Mapping[str, dict[str, Any]] | None = None,
     legacy: frozenset[str] = frozenset(),
 ) -> list[Manifest]:
-    """The planned flavors, and the retained ones the plan no longer has (``retained``: name
-    -> spec as the previous render wrote it), in name order. ``legacy``: planned flavors
+    """The compiled flavors, and the retained ones the render no longer has (``retained``: name
+    -> spec as the previous render wrote it), in name order. ``legacy``: compiled flavors
     written without their flavor label (the previous render's were, and Kueue keeps a
     topology-aware flavor's nodeLabels)."""
     specs = {name: _flavor_spec(f, name not in legacy) for name, f in flavors.items()}

@@ -405,7 +405,7 @@ def _identity_of(name: str, flavors: dict[str, Flavor], retention: Retention) ->
     """A retained flavor's hardware identity: its nodeLabels but the profile and flavor labels."""
     if name in flavors:
         return flavors[name].identity
-    spec = retention.flavor_specs.get(name) or retention.previous.flavors.get(name) or {}
+    spec = retention.flavor_specs.get(name) or retention.carried.flavors.get(name) or {}
     found = spec.get("nodeLabels")
     labels: dict[str, Any] = found if isinstance(found, dict) else {}
     return tuple(

@@ -54,7 +54,7 @@ class Retained:
 class Retention:
     """Decides, queue by queue, which dropped flavors stay; collects what they still need."""
 
-    previous: Carried
+    carried: Carried
     now: datetime
     settings: Settings
     #: ResourceFlavor / Topology name -> spec, of retained flavors the new plan does not render
@@ -75,17 +75,15 @@ class Retention:
         Topologies' names."""
         if self.policy(plan) != "WaitForIdle":
             return []
-        since = self.previous.since.get(plan.name, {})
-        idle = (
-            self.previous.idle.get(plan.name, frozenset()) if self.previous.idle is not None else frozenset()
-        )
+        since = self.carried.since.get(plan.name, {})
+        idle = self.carried.idle.get(plan.name, frozenset()) if self.carried.idle is not None else frozenset()
         found: list[Retained] = []
-        for name in self.previous.queues.get(plan.name, ()):
+        for name in self.carried.queues.get(plan.name, ()):
             if name in kept or name in idle:
                 continue
             start = since.get(name) or _whole_second(self.now)
             end = start + self.settings.retain_for if self.settings.retain_for is not None else None
-            if end is not None and self.now >= end and self.previous.usage is not None:
+            if end is not None and self.now >= end and self.carried.usage is not None:
                 continue  # waited long enough, in the scheduled live render: the gate drains it
             spec = self._flavor_spec(name, rendered)
             if spec is None or not self._topology(spec, topologies):
@@ -97,23 +95,23 @@ class Retention:
 
     def _quota(self, plan: QueuePlan, name: str) -> dict[str, str]:
         """What the queue's Workloads reserve on the flavor (live), else its previous quota."""
-        if self.previous.usage is not None:
-            held = self.previous.usage.get(plan.name, {}).get(name, {})
+        if self.carried.usage is not None:
+            held = self.carried.usage.get(plan.name, {}).get(name, {})
         else:
-            held = self.previous.quotas.get(plan.name, {}).get(name, {})
+            held = self.carried.quotas.get(plan.name, {}).get(name, {})
         return {r: _canonical(held.get(r, "0")) for r in plan.covered_resources}
 
     def _flavor_spec(self, name: str, rendered: dict[str, Any]) -> dict[str, Any] | None:
         if name in rendered:
             return {}  # rendered anyway (another queue has it)
-        return self.previous.flavors.get(name)
+        return self.carried.flavors.get(name)
 
     def _topology(self, spec: dict[str, Any], topologies: set[str]) -> bool:
         """The flavor's Topology is rendered, or the previous render had it (then kept)."""
         name = spec.get("topologyName")
         if not spec or name in topologies:
             return True
-        if not isinstance(name, str) or name not in self.previous.topologies:
+        if not isinstance(name, str) or name not in self.carried.topologies:
             return False
-        self.topology_specs[name] = self.previous.topologies[name]
+        self.topology_specs[name] = self.carried.topologies[name]
         return True

@@ -1,4 +1,4 @@
-"""The emit stage: planned manifests -> the files of rendered/, compared, checked, written."""
+"""The emit stage: compiled manifests -> the files of rendered/, compared, checked, written."""
 
 from __future__ import annotations
 
@@ -80,12 +80,12 @@ def _stale_message(path: str, exists: bool, foreign: bool = False) -> str:
     return "differs from what 'tasgen render' writes from the inventory; run it and commit rendered/"
 
 
-def compare(planned: Rendering, out: OutputTree) -> Emission:
+def compare(rendering: Rendering, out: OutputTree) -> Emission:
     """The new tree against rendered/ as it was read (once, under the lock)."""
-    manifests = planned.manifests
+    manifests = rendering.manifests
     measured = apply.server_side_where_needed(manifests)
-    tree = render_tree(manifests, planned.features, planned.synced)
-    where = planned.repo_path_where
+    tree = render_tree(manifests, rendering.features, rendering.synced)
+    where = rendering.repo_path_where
     old = out.owned
     return Emission(
         files=tree.files,
@@ -94,7 +94,7 @@ def compare(planned: Rendering, out: OutputTree) -> Emission:
         findings=[
             *drift(manifests, old, out.label),
             *apply.oversized(measured, out.label),
-            *repository.sync_path(out.path, out.label, planned.repo_path, where),
+            *repository.sync_path(out.path, out.label, rendering.repo_path, where),
         ],
         texts={f"{out.label}/{p}": t for p, t in old.items()},
         litter=out.litter,

@@ -1,4 +1,4 @@
-"""The text of every file of rendered/, from the planned manifests."""
+"""The text of every file of rendered/, from the compiled manifests."""
 
 from __future__ import annotations
 

@@ -77,31 +77,31 @@ def whole_node(idx: FlavorIndex, resource: str) -> int:
 
 
 def quota_pods(
-    cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, size: Size, *, now: bool
+    cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, size: Size, *, with_usage: bool
 ) -> int:
     """How many pods of the size the queue's quota admits on the flavor: its nominal quota and
     what its cohort lends within its borrowingLimit (Kueue's ``PotentialAvailable``), less
-    what admitted Workloads reserve when ``now`` (Kueue's ``Available``); the flavor's ``pods``
+    what admitted Workloads reserve when ``with_usage`` (Kueue's ``Available``); the flavor's ``pods``
     quota too when the GPUs' resource group covers ``pods``."""
-    bound = quota_gpus(cluster, queue, flavor, resource, now=now) // size.gpus
+    bound = quota_gpus(cluster, queue, flavor, resource, with_usage=with_usage) // size.gpus
     group = queue.group_of(resource)
     if group is not None and "pods" in group.covered:
-        bound = min(bound, _most(cluster, queue, flavor, "pods", now=now))
+        bound = min(bound, _most(cluster, queue, flavor, "pods", with_usage=with_usage))
     return max(0, bound)
 
 
-def quota_gpus(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, *, now: bool) -> int:
+def quota_gpus(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, *, with_usage: bool) -> int:
     """The GPUs the queue's quota admits on the flavor (0 when no resource group of the queue
     offers the flavor for them)."""
     group = queue.group_of(resource)
     if group is None or all(name != flavor for name, _ in group.flavors):
         return 0
-    return max(0, _most(cluster, queue, flavor, resource, now=now))
+    return max(0, _most(cluster, queue, flavor, resource, with_usage=with_usage))
 
 
-def _most(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, *, now: bool) -> int:
+def _most(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, *, with_usage: bool) -> int:
     most = cluster.potential(queue, flavor, resource)
-    return min(most, cluster.available(queue, flavor, resource)) if now else most
+    return min(most, cluster.available(queue, flavor, resource)) if with_usage else most
 
 
 def slots(domains: Sequence[tuple[int, int]], size: Size, bound: int) -> Slots:
@@ -113,7 +113,7 @@ def slots(domains: Sequence[tuple[int, int]], size: Size, bound: int) -> Slots:
 
 def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequence[Size]) -> FlavorSlots:
     """The flavor's slots for the queue on the engine's cluster: empty, or with live usage
-    when ``engine.now``."""
+    when ``engine.with_usage``."""
     idx = engine.index(flavor)
     if idx is None:
         found = engine.cluster.flavors.get(flavor)
@@ -122,13 +122,13 @@ def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequen
     if resource is None:
         levels = tuple(LevelSlots(level, domains, ()) for level, domains in _domains(idx))
         return FlavorSlots(flavor, idx.topology, None, len(idx.nodes), None, levels)
-    cluster, now = engine.cluster, engine.now
+    cluster, with_usage = engine.cluster, engine.with_usage
     # pods meant for the flavor tolerate its nodeTaints (else Kueue never assigns it)
     tolerations = [
         {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in idx.flavor.node_taints
     ]
     counted = {g: per_domain(idx, {resource: g}, tolerations) for g in sorted({s.gpus for s in sizes})}
-    bounds = [quota_pods(cluster, queue, flavor, resource, s, now=now) for s in sizes]
+    bounds = [quota_pods(cluster, queue, flavor, resource, s, with_usage=with_usage) for s in sizes]
     levels = tuple(
         LevelSlots(
             level,
@@ -137,7 +137,7 @@ def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequen
         )
         for depth, (level, domains) in enumerate(_domains(idx))
     )
-    quota = quota_gpus(cluster, queue, flavor, resource, now=now)
+    quota = quota_gpus(cluster, queue, flavor, resource, with_usage=with_usage)
     return FlavorSlots(flavor, idx.topology, resource, len(idx.nodes), quota, levels)
 
 

@@ -56,7 +56,7 @@ class Engine:
 
     cluster: Cluster
     #: judge with the cluster's usage (what fits now) rather than on an empty cluster
-    now: bool = False
+    with_usage: bool = False
     _indexes: dict[str, domain_index.FlavorIndex | None] = field(default_factory=dict)
     _trees: dict[str, assign.Tree] = field(default_factory=dict)
 
@@ -318,7 +318,7 @@ class Engine:
         for resource in sorted(wanted):
             before, value = usage[(flavor, resource)], wanted[resource]
             most = self.cluster.potential(queue, flavor, resource)
-            if self.now:
+            if self.with_usage:
                 most = min(most, self.cluster.available(queue, flavor, resource))
             if before + value > most:
                 texts = [kueue_text(resource, v) for v in (before, value, most)]
@@ -608,7 +608,7 @@ def _states(
             excluded[f"taint {_taint_text(taint)}"] += leaves[kind_id]
         else:
             capacity = dict(allocatable)
-            state.state, limiting = _count_in(per_pod, capacity)
+            state.state, limiting = assign.count_in(per_pod, capacity)
             state.state = min(state.state, cap)
             if state.state == 0 and limiting:
                 excluded[f"resource {limiting}"] += leaves[kind_id]
@@ -638,17 +638,3 @@ def _parent(
     if at_slice:
         state.slices = state.state // size
     return state
-
-
-def _count_in(request: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
-    """Kueue's ``Requests.CountInWithLimitingResource``."""
-    result: int | None = None
-    limiting = ""
-    for name in sorted(request):
-        value = request[name]
-        if name not in capacity and value != 0:
-            return 0, name
-        count = INFINITE if value == 0 else min(INFINITE, capacity.get(name, 0) // value)
-        if result is None or count < result:
-            result, limiting = count, name
-    return (result or 0), limiting

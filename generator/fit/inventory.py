@@ -10,9 +10,9 @@ from .cluster import Cluster, NodeFacts, from_objects, node_facts
 
 def cluster_of(compiled: Compilation) -> Cluster:
     """The compiled inventory's cluster (``compiled`` did not fail)."""
-    ctx, planned = compiled.context, compiled.planned
-    assert ctx is not None and planned is not None and planned.assignment is not None
-    assignment = planned.assignment
+    ctx, rendering = compiled.context, compiled.rendering
+    assert ctx is not None and rendering is not None and rendering.assignment is not None
+    assignment = rendering.assignment
     stated: dict[str, dict[str, str]] = {}
     for source in ctx.loaded_sources():
         if ctx.expired(source):
@@ -26,6 +26,6 @@ def cluster_of(compiled: Compilation) -> Cluster:
             continue  # Kueue's TAS cache leaves cordoned nodes out
         labels = dict(node.labels)
         labels.update(stated.get(name, {}))
-        labels.update(planned.pinned.rows.get(name, {}))
+        labels.update(rendering.pinned.rows.get(name, {}))
         nodes.append(node_facts(name, labels, node.allocatable, node.taints))
-    return from_objects([m.body for m in planned.manifests], nodes)
+    return from_objects([m.body for m in rendering.manifests], nodes)

@@ -16,6 +16,7 @@ from kubernetes import client as k8s
 
 from ..gate.admissions import admission
 from ..gate.kube import Catalog
+from ..kube.assignments import lowest_domains
 from ..kube.quantities import kueue_units
 from ..load.cluster import reading
 from ..model import HOSTNAME_KEY
@@ -43,7 +44,7 @@ def list_items(response: Any) -> list[dict[str, Any]]:
     return items
 
 
-def now_cluster(
+def cluster_in_use(
     cluster: Cluster,
     workloads: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
@@ -116,29 +117,10 @@ def _topology_usage(workload: Mapping[str, Any], used: dict[str, Counter[str]]) 
             for r, amount in (assignment.get("resourceUsage") or {}).items()
             if (v := kueue_units(r, amount)) is not None
         }
-        for node, pods in _domains(topology):
+        for node, pods in lowest_domains(topology):
             used.setdefault(node, Counter()).update(
                 {r: v * pods for r, v in per_pod.items()} | {"pods": pods}
             )
-
-
-def _domains(topology: Mapping[str, Any]) -> Iterable[tuple[str, int]]:
-    """(the lowest level's value, pods) of each domain of a topology assignment."""
-    for piece in topology.get("slices") or ():
-        n = int(piece.get("domainCount") or 0)
-        lowest = (piece.get("valuesPerLevel") or [{}])[-1]
-        if lowest.get("universal") is not None:
-            values = [str(lowest["universal"])] * n
-        else:
-            each = lowest.get("individual") or {}
-            prefix, suffix = each.get("prefix") or "", each.get("suffix") or ""
-            values = [f"{prefix}{root}{suffix}" for root in each.get("roots") or ()]
-        counts = piece.get("podCounts") or {}
-        if counts.get("universal") is not None:
-            pods = [int(counts["universal"])] * n
-        else:
-            pods = [int(c) for c in counts.get("individual") or ()]
-        yield from zip(values, pods, strict=False)
 
 
 def _less(node: NodeFacts, used: Counter[str] | None) -> NodeFacts:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..kube.assignments import lowest_domains
+
 Workload = Mapping[str, Any]
 
 
@@ -101,10 +103,8 @@ _HOSTNAME = "kubernetes.io/hostname"
 def placed_nodes(workload: Workload) -> tuple[frozenset[str], frozenset[str]]:
     """The nodes the Workload's admission places pods on, and the flavors of its PodSets whose
     admission names no node (no topology assignment yet, or one not down to hostnames):
-    every node of those flavors may hold its pods. Kueue v0.17 writes ``levels`` and
-    ``slices`` (apis/kueue/v1beta2/workload_types.go, TopologyAssignment; a level's values
-    are one ``universal`` value or ``individual`` roots between an optional prefix and
-    suffix); v1beta1 spells it ``levels`` and ``domains``."""
+    every node of those flavors may hold its pods (the assignment decoded by
+    :func:`generator.kube.assignments.lowest_domains`)."""
     found = admission(workload)
     if found is None:
         return frozenset(), frozenset()
@@ -128,17 +128,4 @@ def _lowest_values(assignment: object) -> list[str] | None:
     levels = assignment.get("levels")
     if not isinstance(levels, list) or not levels or levels[-1] != _HOSTNAME:
         return None
-    last = len(levels) - 1
-    if isinstance(assignment.get("domains"), list):
-        return [str(d["values"][last]) for d in assignment["domains"] if isinstance(d, Mapping)]
-    found: list[str] = []
-    for piece in assignment.get("slices") or []:
-        count = int(piece.get("domainCount") or 0)
-        values = (piece.get("valuesPerLevel") or [])[last]
-        if values.get("universal") is not None:
-            found += [str(values["universal"])] * min(count, 1)
-            continue
-        each = values.get("individual") or {}
-        prefix, suffix = each.get("prefix") or "", each.get("suffix") or ""
-        found += [f"{prefix}{root}{suffix}" for root in each.get("roots") or []]
-    return found
+    return [node for node, _ in lowest_domains(assignment)]

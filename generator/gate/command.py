@@ -31,7 +31,11 @@ DONE, TIMEOUT, UNUSABLE, CRASHED = 0, 1, 2, 3
 #: After SIGTERM the gate reports on its waiting queues for at most this long, then exits 1
 #: however far the reports got: the kubelet kills it once the Pod's grace period is over, which
 #: is 2 s at the shortest (a deleted unbound Pod), and a killed run reports nothing at all.
-SHUTDOWN_SECONDS = 1.5
+SHUTDOWN_SECONDS = 1.3
+#: How long the watchdog waits for its own last log line before it exits without it: standard
+#: output may be blocked (a full pipe the runtime reads too slowly, the main thread stuck in a
+#: write holding the stream's lock), and the exit must not wait on it.
+LAST_LINE_SECONDS = 0.2
 
 
 #: Both in-cluster commands (gate, retire) find the API server alike.
@@ -163,7 +167,11 @@ def _terminate(log: JsonLog) -> Callable[[int, FrameType | None], None]:
 
 
 def _cut_short(log: JsonLog) -> None:
-    log("finish", exitCode=TIMEOUT, message=f"stopped: the reports were cut short after {SHUTDOWN_SECONDS} s")
+    message = f"stopped: the reports were cut short after {SHUTDOWN_SECONDS} s"
+    last = threading.Thread(target=log, args=("finish",), kwargs={"exitCode": TIMEOUT, "message": message})
+    last.daemon = True
+    last.start()
+    last.join(LAST_LINE_SECONDS)
     os._exit(TIMEOUT)
 
 

@@ -24,25 +24,25 @@ FILES = (QUEUES, FLAVORS, TOPOLOGIES)
 def carried_of(texts: Mapping[str, str]) -> Carried:
     """``texts``: rendered/-relative path -> text (only FILES are read)."""
     unread = tuple(f for f in FILES if f not in texts or not _parses(texts[f]))
-    previous = Carried(rows=PreviousRows(texts), unread=unread)
+    carried = Carried(rows=PreviousRows(texts), unread=unread)
     for body in _objects(texts, QUEUES, "ClusterQueue"):
         name, flavors = _queue(body)
         if name is None:
             continue
-        previous.queues[name] = flavors
-        previous.quotas[name] = _quotas(body)
+        carried.queues[name] = flavors
+        carried.quotas[name] = _quotas(body)
         since = _since(body, flavors)
         if since:
-            previous.since[name] = since
+            carried.since[name] = since
     for kind, file, found in (
-        ("ResourceFlavor", FLAVORS, previous.flavors),
-        ("Topology", TOPOLOGIES, previous.topologies),
+        ("ResourceFlavor", FLAVORS, carried.flavors),
+        ("Topology", TOPOLOGIES, carried.topologies),
     ):
         for body in _objects(texts, file, kind):
             name, spec = _name(body), body.get("spec")
             if name is not None and isinstance(spec, dict):
                 found[name] = spec
-    return previous
+    return carried
 
 
 def _parses(text: str) -> bool:

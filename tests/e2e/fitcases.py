@@ -641,6 +641,17 @@ LWS_DEFAULTS: Obj = {
 POD_GROUP_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 
 
+#: the kinds written as workers only: apiVersion and the field of their replica specs
+WORKERS_ONLY = {
+    "PyTorchJob": ("kubeflow.org/v1", "pytorchReplicaSpecs"),
+    "MPIJob": ("kubeflow.org/v2beta1", "mpiReplicaSpecs"),
+}
+
+
+def _object(api_version: str, kind: str, name: str, meta: Obj, spec: Obj) -> Obj:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, **meta}, "spec": spec}
+
+
 def as_kind(case: Case, kind: str) -> list[Obj]:
     """The case's one PodSet written as `kind`: the objects to create (a pod group is its
     pods). Kueue makes a Workload of one PodSet of `case.count` pods of each: a JobSet of one
@@ -656,74 +667,33 @@ def as_kind(case: Case, kind: str) -> list[Obj]:
     if kind == "Job":
         return [job]
     if kind == "JobSet":
-        return [
-            {
-                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                "kind": "JobSet",
-                "metadata": {"name": name, **meta},
-                "spec": {"replicatedJobs": [{"name": "main", "replicas": 1, "template": {"spec": job_spec}}]},
-            }
-        ]
+        replicated = [{"name": "main", "replicas": 1, "template": {"spec": job_spec}}]
+        return [_object("jobset.x-k8s.io/v1alpha2", kind, name, meta, {"replicatedJobs": replicated})]
     if kind == "StatefulSet":
         selector = {"app.kubernetes.io/name": name}
-        return [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "metadata": {"name": name, **meta},
-                "spec": {
-                    "replicas": count,
-                    "serviceName": name,
-                    "selector": {"matchLabels": selector},
-                    "template": _labelled(_always(template), selector),
-                },
-            }
-        ]
+        spec = {
+            "replicas": count,
+            "serviceName": name,
+            "selector": {"matchLabels": selector},
+            "template": _labelled(_always(template), selector),
+        }
+        return [_object("apps/v1", kind, name, meta, spec)]
     if kind == "LeaderWorkerSet":
-        return [
-            {
-                "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                "kind": "LeaderWorkerSet",
-                "metadata": {"name": name, **meta},
-                "spec": {
-                    "replicas": 1,
-                    "leaderWorkerTemplate": {
-                        "size": count,
-                        "workerTemplate": _always(template),
-                        "restartPolicy": "RecreateGroupOnPodRestart",
-                    },
-                    **LWS_DEFAULTS,
-                },
-            }
-        ]
-    if kind == "PyTorchJob":
-        return [
-            {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "PyTorchJob",
-                "metadata": {"name": name, **meta},
-                "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": count, "template": template}}},
-            }
-        ]
-    if kind == "MPIJob":
-        return [
-            {
-                "apiVersion": "kubeflow.org/v2beta1",
-                "kind": "MPIJob",
-                "metadata": {"name": name, **meta},
-                "spec": {"mpiReplicaSpecs": {"Worker": {"replicas": count, "template": template}}},
-            }
-        ]
+        group = {
+            "size": count,
+            "workerTemplate": _always(template),
+            "restartPolicy": "RecreateGroupOnPodRestart",
+        }
+        spec = {"replicas": 1, "leaderWorkerTemplate": group, **LWS_DEFAULTS}
+        return [_object("leaderworkerset.x-k8s.io/v1", kind, name, meta, spec)]
+    if kind in WORKERS_ONLY:
+        api_version, specs = WORKERS_ONLY[kind]
+        workers = {"Worker": {"replicas": count, "template": template}}
+        return [_object(api_version, kind, name, meta, {specs: workers})]
     if kind == "AppWrapper":
         component = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": job_spec}
-        return [
-            {
-                "apiVersion": "workload.codeflare.dev/v1beta2",
-                "kind": "AppWrapper",
-                "metadata": {"name": name, **meta},
-                "spec": {"components": [{"template": component}]},
-            }
-        ]
+        spec = {"components": [{"template": component}]}
+        return [_object("workload.codeflare.dev/v1beta2", kind, name, meta, spec)]
     if kind == "Pod":
         labels = {QUEUE_NAME: case.local_queue, POD_GROUP: name}
         annotations = (template.get("metadata") or {}).get("annotations", {})
@@ -778,6 +748,18 @@ def _always(template: Obj) -> Obj:
 SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+
+
+def _ray_workers(count: int, template: Obj) -> Obj:
+    """A Ray cluster's one worker group of ``count`` pods, as RayJob and RayCluster write it."""
+    return {
+        "groupName": "workers",
+        "replicas": count,
+        "minReplicas": count,
+        "maxReplicas": count,
+        "rayStartParams": {},
+        "template": template,
+    }
 
 
 def _pod_template(requests: Mapping[str, str], annotations: Mapping[str, str], restart: str = "Never") -> Obj:
@@ -901,14 +883,7 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
                             "template": _pod_template({"cpu": "200m"}, {PREFERRED: rack}, "Always"),
                         },
                         "workerGroupSpecs": [
-                            {
-                                "groupName": "workers",
-                                "replicas": workers,
-                                "minReplicas": workers,
-                                "maxReplicas": workers,
-                                "rayStartParams": {},
-                                "template": _pod_template(one, {PREFERRED: block}, "Always"),
-                            }
+                            _ray_workers(workers, _pod_template(one, {PREFERRED: block}, "Always"))
                         ],
                     },
                     "submitterPodTemplate": _pod_template({"cpu": "200m"}, {REQUIRED: block}),
@@ -935,14 +910,7 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
                         "template": _pod_template({"cpu": "200m"}, {}, "Always"),
                     },
                     "workerGroupSpecs": [
-                        {
-                            "groupName": "workers",
-                            "replicas": workers,
-                            "minReplicas": workers,
-                            "maxReplicas": workers,
-                            "rayStartParams": {},
-                            "template": _pod_template(one, {PREFERRED: block}, "Always"),
-                        }
+                        _ray_workers(workers, _pod_template(one, {PREFERRED: block}, "Always"))
                     ],
                 },
             }

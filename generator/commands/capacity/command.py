@@ -19,6 +19,7 @@ from ...load.files import load_file, read_inventory
 from ...load.git import GitError, read_globbed
 from ...model import Problem
 from ...pipeline import Compilation, compile_inventory
+from ...util.folders import folder_problem
 from ...util.gc import no_cycle_collection
 from .formats import FORMATS
 from .report import (
@@ -63,8 +64,8 @@ def execute(
     inventory: Path, sizes: str | None, kubeconfig: Path | None, format_: str, now: datetime
 ) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     asked = parse_sizes(sizes) if sizes is not None else None
     report, problems = run(inventory, asked, kubeconfig, now)
     return FORMATS[format_](report, problems), EXIT_PROBLEMS if problems else EXIT_CLEAN
@@ -93,7 +94,7 @@ def report_of(
     (the same cluster with live usage). ``sizes`` None: :data:`DEFAULT_GPUS` and a whole node.
     ``engine``: one of ``cluster`` whose indexes are built already (bench/capacity.py)."""
     empty = engine if engine is not None else Engine(cluster)
-    busy = Engine(live, now=True) if live is not None else None
+    busy = Engine(live, with_usage=True) if live is not None else None
     queues = []
     for name in sorted(cluster.queues):
         queue = cluster.queues[name]
@@ -121,13 +122,13 @@ def _flavor(before: FlavorSlots, after: FlavorSlots | None, sizes: Sequence[Size
         quota = Quota(empty=before.quota, now=after.quota if after is not None else None)
     levels = []
     for i, level in enumerate(before.levels):
-        now = after.levels[i].slots if after is not None else None
+        in_use = after.levels[i].slots if after is not None else None
         rows = tuple(
             SizeSlots(
                 gpus_per_pod=size.gpus,
                 pods=size.pods,
                 empty=_slots(slots, size),
-                now=_slots(now[k], size) if now is not None else None,
+                now=_slots(in_use[k], size) if in_use is not None else None,
             )
             for k, (size, slots) in enumerate(zip(sizes, level.slots, strict=False))
         )
@@ -174,7 +175,7 @@ def _live(kubeconfig: Path, cluster: Cluster) -> Cluster:
     from ...fit import usage  # noqa: PLC0415
 
     try:
-        return usage.now_cluster(cluster, *usage.read_live(kubeconfig))
+        return usage.cluster_in_use(cluster, *usage.read_live(kubeconfig))
     except LiveError as e:
         raise UsageProblem("--kubeconfig", str(e)) from e
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ...model import Problem
 from ...printable import one_line
-from ...reporters import problem_line
+from ...reporters import CAPACITY, markdown_code, markdown_text, problem_line
 from ...util.typed_json import to_json
 from .report import CapacityReport, FlavorCapacity, SizeSlots, Slots
 
@@ -69,19 +69,20 @@ def markdown(report: CapacityReport, problems: list[Problem]) -> str:
     now = " | largest now | domains now" if report.live else ""
     for q in report.queues:
         out += [
-            f"### ClusterQueue `{_cell(q.name)}`" + (f" (cohort `{_cell(q.cohort)}`)" if q.cohort else ""),
+            f"### ClusterQueue {markdown_code(q.name, table=False)}"
+            + (f" (cohort {markdown_code(q.cohort, table=False)})" if q.cohort else ""),
             "",
         ]
         rows = []
         for f in q.flavors:
             if not f.levels or f.quota is None:
-                out.append(f"- `{_cell(f.name)}`: {_cell(_flavor_facts(f))}")
+                out.append(f"- {markdown_code(f.name, table=False)}: {markdown_text(_flavor_facts(f))}")
                 continue
             for level in f.levels:
                 for s in level.sizes:
                     cells = [
-                        f"`{_cell(f.name)}`",
-                        f"`{_cell(level.level)}`",
+                        markdown_code(f.name),
+                        markdown_code(level.level),
                         str(level.domains),
                         _size(s),
                         _md_slots(s.empty),
@@ -96,7 +97,7 @@ def markdown(report: CapacityReport, problems: list[Problem]) -> str:
             head = f"| flavor | level | domains | size | largest | domains holding it{now} |"
             out += [head, "|---" * (head.count("|") - 1) + "|", *rows]
         out.append("")
-    out += [f"- {_cell(problem_line(p))}" for p in problems]
+    out += [f"- {markdown_text(problem_line(p))}" for p in problems]
     out.append(_summary(report, problems))
     return "\n".join(out) + "\n"
 
@@ -105,8 +106,4 @@ def _md_slots(slots: Slots) -> str:
     return f"{slots.largest} pod(s), {slots.largest_gpus} GPUs"
 
 
-def _cell(value: str) -> str:
-    return one_line(value).replace("|", "\\|").replace("`", "'")
-
-
-FORMATS: dict[str, Format] = {"text": text, "json": json_format, "markdown": markdown}
+FORMATS: dict[str, Format] = CAPACITY.bind({"text": text, "json": json_format, "markdown": markdown})

@@ -11,6 +11,7 @@ from ...load.cluster import KubeconfigError, LiveError
 from ...load.files import read_inventory
 from ...pipeline import compile_inventory
 from ...reporters import problem_line
+from ...util.folders import folder_problem
 from ...util.gc import no_cycle_collection
 from .checks import CHECKS, Facts, components, engine_of, run_checks
 from .expected import RenderError, read_render
@@ -35,8 +36,8 @@ class Unreachable(Exception):
 
 def execute(inventory: Path, output: Path, kubeconfig: Path | None, format_: str) -> tuple[str, int]:
     """The text to print and the exit code; raises :class:`UsageProblem` or :class:`Unreachable`."""
-    if not inventory.is_dir():
-        raise UsageProblem("-i / --inventory", f"{inventory} is not a folder")
+    if problem := folder_problem(inventory):
+        raise UsageProblem("-i / --inventory", problem)
     with no_cycle_collection():
         compiled = compile_inventory(read_inventory(inventory), datetime.now(UTC), node_features=False)
     if compiled.failed or compiled.context is None:

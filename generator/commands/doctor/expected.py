@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...parse import ParseError, parse_text
+from ...util.folders import folder_problem
 
 #: the label nfd-master reads a NodeFeature's node from
 NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
@@ -77,8 +78,8 @@ class Expected:
 
 def read_render(output: Path, nodes: Iterable[str]) -> Expected:
     """The render in ``output`` (every YAML file but kustomization.yaml) and the inventory's nodes."""
-    if not output.is_dir():
-        raise RenderError(f"{output} is not a folder: render first (tasgen render -o {output})")
+    if problem := folder_problem(output):
+        raise RenderError(f"{problem}: render first (tasgen render -o {output})")
     documents: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(output.rglob("*.yaml")):
         if path.name == "kustomization.yaml" or not path.is_file():

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 
 from ...printable import one_line
+from ...reporters import DOCTOR
 from ...util.typed_json import to_json
 from .report import DoctorReport
 
@@ -36,4 +37,4 @@ def json_format(report: DoctorReport) -> str:
     return json.dumps(to_json(report), indent=2) + "\n"
 
 
-FORMATS: dict[str, Format] = {"text": text, "json": json_format}
+FORMATS: dict[str, Format] = DOCTOR.bind({"text": text, "json": json_format})

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ...fit.report import FitReport, PodSetVerdict, WorkloadVerdict
 from ...model import Level, Problem
 from ...printable import one_line
-from ...reporters import annotation, problem_annotation, problem_line
+from ...reporters import FIT, annotation, problem_annotation, problem_line
 
 Format = Callable[[FitReport, list[Problem]], str]
 
@@ -71,4 +71,4 @@ def github(report: FitReport, problems: list[Problem]) -> str:
     return "\n".join(lines) + "\n"
 
 
-FORMATS: dict[str, Format] = {"text": text, "json": json_format, "github": github}
+FORMATS: dict[str, Format] = FIT.bind({"text": text, "json": json_format, "github": github})

@@ -15,10 +15,10 @@ from ...fit.cluster import Cluster
 from ...fit.engine import Engine
 from ...fit.judge import Judgement
 from ...fit.kinds import ClusterFacts
-from ...fit.usage import list_items, now_cluster, read_live
+from ...fit.usage import cluster_in_use, list_items, read_live
 from ...load.cluster import reading
 
-__all__ = ["cluster_facts", "fits_now", "now_cluster"]
+__all__ = ["cluster_facts", "cluster_in_use", "fits_now"]
 
 
 def cluster_facts(kubeconfig: Path) -> ClusterFacts:
@@ -62,16 +62,19 @@ def _custom(api: Any, plural: tuple[str, str, str, str]) -> list[dict[str, Any]]
 
 def fits_now(kubeconfig: Path, cluster: Cluster, judgement: Judgement) -> list[list[bool | None]]:
     """Per judged workload, per PodSet: whether it fits now (None when it never fits)."""
-    live = now_cluster(cluster, *read_live(kubeconfig))
-    engine = Engine(live, now=True)
+    in_use = cluster_in_use(cluster, *read_live(kubeconfig))
+    engine = Engine(in_use, with_usage=True)
     out: list[list[bool | None]] = []
     for judged in judgement.judged:
-        queue = live.queues.get(judged.cluster_queue or "")
+        queue = in_use.queues.get(judged.cluster_queue or "")
         if queue is None:
             out.append([None for _ in judged.verdicts])
             continue
         verdicts = engine.judge(queue, judged.workload.podsets)
         out.append(
-            [now.fits if ever.fits else None for ever, now in zip(judged.verdicts, verdicts, strict=True)]
+            [
+                current.fits if ever.fits else None
+                for ever, current in zip(judged.verdicts, verdicts, strict=True)
+            ]
         )
     return out

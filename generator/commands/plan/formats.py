@@ -4,7 +4,6 @@ template, always under GitHub's 65,536 characters), JSON as it is."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -14,7 +13,7 @@ from typing import Generic, TypeVar
 import jinja2
 
 from ...printable import one_line
-from ...reporters import problem_line
+from ...reporters import PLAN, markdown_code, markdown_text, problem_line
 from ...util.typed_json import to_json
 from .fit import is_gpu
 from .queues import eviction, retention
@@ -138,33 +137,6 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-#: Markdown's inline syntax, HTML and its entities, and the table's pipe: escaped in text from
-#: outside (an entity such as &commat; would otherwise spell what the escapes keep out)
-_MARKUP = {c: f"\\{c}" for c in "\\`*_[]<>|!~&"}
-#: an @mention, an #issue reference and a bare link are made by GitHub from plain text: a
-#: zero-width space after the sign keeps them text (it is invisible, but copied with the text)
-_LINKING = re.compile(r"(@)(?=\w)|(#)(?=\d)|(:)(?=//)|(www)(?=\.)", re.IGNORECASE)
-
-
-def _cell(text: object) -> str:
-    """Text from anywhere (a message quoting a value, a file name) as a table cell or a list
-    item: one line, control characters escaped, markup escaped, nothing that links or
-    notifies. A value in the inventory can then neither format the comment nor break its
-    table, nor ping anyone."""
-    value = one_line(" ".join(str(text).split()))
-    return "".join(_MARKUP.get(c, c) for c in _LINKING.sub(lambda m: f"{m.group(0)}\u200b", value))
-
-
-def _code(text: object, table: bool = True) -> str:
-    """A code span that holds any text: one line, fenced by more backticks than it holds; in a
-    table its pipes escaped (GitHub reads \\| inside a cell's code span as |)."""
-    value = one_line(str(text))
-    value = (value.replace("|", "\\|") if table else value) or " "  # `` is no code span: ` ` is
-    fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)
-    pad = " " if value.startswith("`") or value.endswith("`") else ""
-    return f"{fence}{pad}{value}{pad}{fence}"
-
-
 def _identity(identity: Identity) -> str:
     return ", ".join(f"`{v}`" for v in identity.values())
 
@@ -229,19 +201,19 @@ def _retains(queue: Queue) -> str:
     """WaitForIdle's sentence for a queue that retains flavors (markdown: names as code)."""
     if queue.drain.action != RETAIN:
         return ""
-    return retention(", ".join(_code(f) for f in queue.flavors_retained))
+    return retention(", ".join(markdown_code(f) for f in queue.flavors_retained))
 
 
 FILTERS: dict[str, Callable[..., str]] = {
     "retains": _retains,
-    "cell": _cell,
+    "cell": markdown_text,
     "evicts": _evicts,
-    "code": _code,
+    "code": markdown_code,
     "identity": _identity,
     "fit": _fit,
     "levels": _levels,
-    "live": lambda live: _live(live, name=_code),
-    "verdict": lambda value: _cell(_verdict(value)),
+    "live": lambda live: _live(live, name=markdown_code),
+    "verdict": lambda value: markdown_text(_verdict(value)),
 }
 
 
@@ -396,4 +368,6 @@ def _warning_lines(report: Report) -> list[str]:
     return [problem_line(w) for w in report.warnings]
 
 
-FORMATS: dict[str, Callable[[Report], str]] = {"text": text, "markdown": markdown, "json": json_text}
+FORMATS: dict[str, Callable[[Report], str]] = PLAN.bind(
+    {"text": text, "markdown": markdown, "json": json_text}
+)

@@ -48,8 +48,8 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
             if base_files
             else None
         )
-        assert head.planned is not None
-        queues = {m.name: m.body for m in head.planned.manifests if m.kind == "ClusterQueue"}
+        assert head.rendering is not None
+        queues = {m.name: m.body for m in head.rendering.manifests if m.kind == "ClusterQueue"}
         workloads = _workloads(inventory, base_ref, base, head)
         return Outcome(build(base, head, base_ref, workloads), desired=queues)
 

@@ -80,9 +80,9 @@ class Side:
 
 
 def side_of(compiled: Compilation | None) -> Side:
-    if compiled is None or compiled.failed or compiled.planned is None or compiled.context is None:
+    if compiled is None or compiled.failed or compiled.rendering is None or compiled.context is None:
         return Side()
-    ctx, planned = compiled.context, compiled.planned
+    ctx, planned = compiled.context, compiled.rendering
     assert planned.assignment is not None
     side = Side(compiled=True, nodes=ctx.inventory.nodes)
     side.source_levels = {name: s.levels for name, s in ctx.inventory.sources.items()}
