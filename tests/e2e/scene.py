@@ -204,20 +204,46 @@ class Ledger(threading.Thread):
         self.over: list[tuple[str, int, list[str]]] = []  # (node, GPUs held, the Pods) each time
         self.halt = threading.Event()
         self.listed = threading.Event()
+        self.gaps = 0  # relists after the watch's version expired
 
     def run(self) -> None:
+        version = self._relist()
+        self.listed.set()
+        while not self.halt.is_set():
+            try:
+                version = self._follow(version)
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise
+                # The version left the API server's watch window (a loaded server compacts
+                # quickly): list again; a Pod bound and gone in the gap is counted in gaps.
+                self.gaps += 1
+                version = self._relist()
+
+    def _relist(self) -> str:
         listed = self.core.list_namespaced_pod(self.namespace)
+        self.holding.clear()
         for pod in listed.items:
             self._see("ADDED", pod)
-        self.listed.set()
-        version = listed.metadata.resource_version
-        while not self.halt.is_set():
-            stream = watch.Watch().stream(
-                self.core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=3
-            )
-            for event in stream:
-                self._see(event["type"], event["object"])
-                version = event["object"].metadata.resource_version
+        return str(listed.metadata.resource_version)
+
+    def _follow(self, version: str) -> str:
+        stream = watch.Watch().stream(
+            self.core.list_namespaced_pod,
+            self.namespace,
+            resource_version=version,
+            timeout_seconds=3,
+            allow_watch_bookmarks=True,
+        )
+        for event in stream:
+            pod = event["object"]
+            if event["type"] == "BOOKMARK":  # (the client leaves a bookmark's object a dict)
+                meta = pod["metadata"] if isinstance(pod, dict) else pod.metadata.to_dict()
+                version = meta.get("resourceVersion") or meta.get("resource_version") or version
+                continue
+            self._see(event["type"], pod)
+            version = pod.metadata.resource_version
+        return version
 
     def _see(self, kind: str, pod: client.V1Pod) -> None:
         uid = pod.metadata.uid
