@@ -274,13 +274,17 @@ class Ledger(threading.Thread):
 @dataclass(frozen=True)
 class Job:
     """A Job of ``pods`` Pods of ``gpus`` GPUs each, in one block (required topology), sent to
-    a queue's LocalQueue; ``hosts``: the nodes its Pods may use (required node affinity)."""
+    a queue's LocalQueue; ``hosts``: the nodes its Pods may use (required node affinity);
+    ``selector``: the Pods' nodeSelector. Kueue matches a flavor against the nodeSelector's
+    keys that the flavor's nodeLabels use, not against hostnames: a Job limited by ``hosts``
+    alone is offered every flavor of its queue."""
 
     name: str
     queue: str
     pods: int
     gpus: int
     hosts: tuple[str, ...] = ()
+    selector: tuple[tuple[str, str], ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -456,6 +460,8 @@ class Scene:
             # controller judges NoSchedule taints by the Pod's own (see tests/e2e/retained.py).
             "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
         }
+        if job.selector:
+            spec["nodeSelector"] = dict(job.selector)
         if job.hosts:
             term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": list(job.hosts)}]}
             spec["affinity"] = {
@@ -642,6 +648,11 @@ class Scene:
         names = {f["name"] for g in cq["spec"].get("resourceGroups") or [] for f in g["flavors"]}
         return names - kept
 
+    def flavor_labels(self, flavor: str) -> tuple[tuple[str, str], ...]:
+        """The live ResourceFlavor's nodeLabels: what selects its nodes and no other flavor's."""
+        labels = kube.get(self.dyn, kube.KUEUE_API, "ResourceFlavor", flavor)["spec"]["nodeLabels"]
+        return tuple(sorted(labels.items()))
+
     def gpu_nominal(self, queue: str, flavor: str) -> int:
         cq = self.rendered_queue(queue)
         for group in cq["spec"]["resourceGroups"]:
@@ -743,6 +754,9 @@ def changed_while_busy(
         s.judged(j2)
         j2_seen = [*h2.versions(), s.workload(j2) or {}]
         s.delete(j2)
+        # Judged before J1 is let end: an evicted J1 never finishes, and the failure should
+        # name the eviction rather than a wait for its end.
+        _untouched(h1.versions(), before)
         s.finish(j1)
         j1_seen = h1.versions()
         overbooked = [o for ledger in ledgers for o in ledger.over]
