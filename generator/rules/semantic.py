@@ -451,6 +451,27 @@ RETAIN_FOR = Rule(
         "week, or leave retainFor out to wait for as long as the work runs."
     ),
 )
+RETENTION_UNBOUNDED = Rule(
+    "retention-unbounded",
+    _S,
+    "A dropPolicy WaitForIdle queue's retention can end: GeneratorConfig gate.liveRefresh or "
+    "gate.retainFor is set.",
+    Level.WARNING,
+    why=(
+        "WaitForIdle keeps a flavor the plan drops, and its nodes' flavor labels, until a live "
+        "render (`tasgen render --kubeconfig`, the scheduled refresh `tasgen init` writes) finds "
+        "it idle, or until gate.retainFor has passed. An offline render cannot see the cluster, so "
+        "it carries the flavor on: with neither a live refresh nor retainFor the kept flavor stays "
+        "in the queue for ever, its capacity unused, its nodes pinned, counting toward Kueue's "
+        "64 flavors per queue. tasgen cannot see a CI workflow, so the repository says it runs one."
+    ),
+    fix=(
+        "Set GeneratorConfig `gate.liveRefresh: true` when a scheduled job runs `tasgen render "
+        "--kubeconfig` and commits the result (`tasgen init` scaffolds it and sets the field), or "
+        "`gate.retainFor` (e.g. `168h`) to bound the wait, after which the refresh drains what is "
+        "still busy; or use dropPolicy HoldAndDrain."
+    ),
+)
 WORKLOAD_GLOB = Rule(
     "workload-glob",
     _S,
@@ -688,6 +709,7 @@ RULES = (
     GATE_NAMESPACE,
     ARGOCD_PROJECT,
     RETAIN_FOR,
+    RETENTION_UNBOUNDED,
     WORKLOAD_GLOB,
     PLAN_LIMIT_COHORT,
     LENDING_LIMIT,

@@ -49,10 +49,16 @@ def cluster(
 
 
 def _running(
-    build: harness.Build, work: Path, label_namespaces: list[str], controllers: Sequence[str] = ()
+    build: harness.Build,
+    work: Path,
+    label_namespaces: list[str],
+    controllers: Sequence[str] = (),
+    fair_sharing: bool = False,
 ) -> Iterator[harness.Cluster]:
     """A control plane for a fixture: started (a failure fails the test), yielded, stopped."""
-    running = _or_fail(lambda: harness.start(build, work, label_namespaces, controllers))
+    running = _or_fail(
+        lambda: harness.start(build, work, label_namespaces, controllers, fair_sharing=fair_sharing)
+    )
     try:
         yield running
     finally:

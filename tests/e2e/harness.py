@@ -297,8 +297,11 @@ def start(
     extra_label_ns: list[str],
     controllers: Sequence[str] = (),
     integrations: Sequence[str] = (),
+    fair_sharing: bool = False,
 ) -> Cluster:
     """Start the harness and wait until it writes its kubeconfig (it does so once ready).
+
+    ``fair_sharing``: Kueue runs with its Configuration's fairSharing (off by default).
 
     ``integrations``: Kueue integrations of INTEGRATIONS to enable besides batch/job, with the
     CRDs they need (each once; TrainJob's needs JobSet's too). None by default.
@@ -322,6 +325,7 @@ def start(
         *([f"-controllers={','.join(controllers)}"] if controllers else []),
         *([f"-integrations={','.join(integrations)}"] if integrations else []),
         *(f"-crd={path}" for path in integration_crds(b, integrations)),
+        *(["-kueue-fair-sharing"] if fair_sharing else []),
     ]
     with log.open("wb") as out:
         # Own session: teardown can signal the whole group, never the test runner.

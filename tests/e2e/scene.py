@@ -204,20 +204,46 @@ class Ledger(threading.Thread):
         self.over: list[tuple[str, int, list[str]]] = []  # (node, GPUs held, the Pods) each time
         self.halt = threading.Event()
         self.listed = threading.Event()
+        self.gaps = 0  # relists after the watch's version expired
 
     def run(self) -> None:
+        version = self._relist()
+        self.listed.set()
+        while not self.halt.is_set():
+            try:
+                version = self._follow(version)
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise
+                # The version left the API server's watch window (a loaded server compacts
+                # quickly): list again; a Pod bound and gone in the gap is counted in gaps.
+                self.gaps += 1
+                version = self._relist()
+
+    def _relist(self) -> str:
         listed = self.core.list_namespaced_pod(self.namespace)
+        self.holding.clear()
         for pod in listed.items:
             self._see("ADDED", pod)
-        self.listed.set()
-        version = listed.metadata.resource_version
-        while not self.halt.is_set():
-            stream = watch.Watch().stream(
-                self.core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=3
-            )
-            for event in stream:
-                self._see(event["type"], event["object"])
-                version = event["object"].metadata.resource_version
+        return str(listed.metadata.resource_version)
+
+    def _follow(self, version: str) -> str:
+        stream = watch.Watch().stream(
+            self.core.list_namespaced_pod,
+            self.namespace,
+            resource_version=version,
+            timeout_seconds=3,
+            allow_watch_bookmarks=True,
+        )
+        for event in stream:
+            pod = event["object"]
+            if event["type"] == "BOOKMARK":  # (the client leaves a bookmark's object a dict)
+                meta = pod["metadata"] if isinstance(pod, dict) else pod.metadata.to_dict()
+                version = meta.get("resourceVersion") or meta.get("resource_version") or version
+                continue
+            self._see(event["type"], pod)
+            version = pod.metadata.resource_version
+        return version
 
     def _see(self, kind: str, pod: client.V1Pod) -> None:
         uid = pod.metadata.uid
@@ -248,13 +274,17 @@ class Ledger(threading.Thread):
 @dataclass(frozen=True)
 class Job:
     """A Job of ``pods`` Pods of ``gpus`` GPUs each, in one block (required topology), sent to
-    a queue's LocalQueue; ``hosts``: the nodes its Pods may use (required node affinity)."""
+    a queue's LocalQueue; ``hosts``: the nodes its Pods may use (required node affinity);
+    ``selector``: the Pods' nodeSelector. Kueue matches a flavor against the nodeSelector's
+    keys that the flavor's nodeLabels use, not against hostnames: a Job limited by ``hosts``
+    alone is offered every flavor of its queue."""
 
     name: str
     queue: str
     pods: int
     gpus: int
     hosts: tuple[str, ...] = ()
+    selector: tuple[tuple[str, str], ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -430,6 +460,8 @@ class Scene:
             # controller judges NoSchedule taints by the Pod's own (see tests/e2e/retained.py).
             "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
         }
+        if job.selector:
+            spec["nodeSelector"] = dict(job.selector)
         if job.hosts:
             term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": list(job.hosts)}]}
             spec["affinity"] = {
@@ -616,6 +648,11 @@ class Scene:
         names = {f["name"] for g in cq["spec"].get("resourceGroups") or [] for f in g["flavors"]}
         return names - kept
 
+    def flavor_labels(self, flavor: str) -> tuple[tuple[str, str], ...]:
+        """The live ResourceFlavor's nodeLabels: what selects its nodes and no other flavor's."""
+        labels = kube.get(self.dyn, kube.KUEUE_API, "ResourceFlavor", flavor)["spec"]["nodeLabels"]
+        return tuple(sorted(labels.items()))
+
     def gpu_nominal(self, queue: str, flavor: str) -> int:
         cq = self.rendered_queue(queue)
         for group in cq["spec"]["resourceGroups"]:
@@ -717,6 +754,9 @@ def changed_while_busy(
         s.judged(j2)
         j2_seen = [*h2.versions(), s.workload(j2) or {}]
         s.delete(j2)
+        # Judged before J1 is let end: an evicted J1 never finishes, and the failure should
+        # name the eviction rather than a wait for its end.
+        _untouched(h1.versions(), before)
         s.finish(j1)
         j1_seen = h1.versions()
         overbooked = [o for ledger in ledgers for o in ledger.over]

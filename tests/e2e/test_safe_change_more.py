@@ -58,11 +58,14 @@ def test_half_a_rack_recorded(scene: Scene) -> None:
 
 def test_a_queue_drops_an_identity_while_its_cohort_peer_asks_for_its_nominal(scene: Scene) -> None:
     """inference runs J1 on H100 and drops the identity; training (reclaimWithinCohort: Any)
-    then submits as many GPUs as the render gives it on J1's flavor."""
+    then submits as many GPUs as the render gives it on J1's flavor, selecting that flavor's
+    nodeLabels so that Kueue offers it no other flavor (which it would prefer, quota free, and
+    then fail to place on J1's nodes, never trying a reclaim)."""
     j1 = Job("peer-j1", "inference", 1, 2, tuple(RACK_B_R02))
 
     def j2(s: Scene, flavor: str) -> Job:
-        return Job("peer-j2", "training", s.gpu_nominal("training", flavor), 1, tuple(RACK_B_R02))
+        nominal = s.gpu_nominal("training", flavor)
+        return Job("peer-j2", "training", nominal, 1, tuple(RACK_B_R02), s.flavor_labels(flavor))
 
     scenes.changed_while_busy(scene, lambda inv: scenes.drop_h100(inv, "inference"), j1, j2, renamed=False)
 

@@ -19,6 +19,7 @@ from ...rules.semantic import (
     PLAN_QUOTA,
     QUANTITY,
     RETAIN_FOR,
+    RETENTION_UNBOUNDED,
     WORKLOAD_GLOB,
 )
 from ...util.durations import duration
@@ -232,6 +233,31 @@ def _retain_for(ctx: Context) -> Iterable[Hit]:
     yield Hit(settings.where.at("gate", "retainFor"), message)
 
 
+def _retention_unbounded(ctx: Context) -> Iterable[Hit]:
+    """WaitForIdle with nothing that ends a retention: at each queue's own dropPolicy, and once
+    at the GeneratorConfig's for the queues that take it from there."""
+    settings = ctx.inventory.settings
+    if settings.gate.get("liveRefresh") is True or "retainFor" in settings.gate:
+        return  # an invalid retainFor is retain-for's error, not this warning
+    plans = sorted(ctx.inventory.plans.values(), key=lambda p: p.name)
+    for plan in plans:
+        if plan.drop_policy == "WaitForIdle":
+            yield Hit(plan.where.at("spec", "dropPolicy"), _unbounded(f"queue {plan.name!r}"))
+    inherited = [p.name for p in plans if p.drop_policy is None]
+    if settings.drop_policy == "WaitForIdle" and inherited and settings.where is not None:
+        whose = f"queue {inherited[0]!r}" if len(inherited) == 1 else f"queues {', '.join(inherited)}"
+        yield Hit(settings.where.at("gate", "dropPolicy"), _unbounded(whose))
+
+
+def _unbounded(whose: str) -> str:
+    return (
+        f"{whose} uses dropPolicy WaitForIdle and nothing ends a retention: an offline render keeps "
+        "a dropped flavor and pins its nodes for as long as the previous render did; set "
+        "GeneratorConfig gate.liveRefresh: true if a scheduled job runs `tasgen render --kubeconfig` "
+        "(tasgen init scaffolds one), or gate.retainFor (e.g. 168h)"
+    )
+
+
 def _workload_globs(ctx: Context) -> Iterable[Hit]:
     settings = ctx.inventory.settings
     for i, glob in enumerate(settings.workloads):
@@ -251,5 +277,6 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (GATE_NAMESPACE, _gate_namespace),
     (ARGOCD_PROJECT, _argocd_project),
     (RETAIN_FOR, _retain_for),
+    (RETENTION_UNBOUNDED, _retention_unbounded),
     (WORKLOAD_GLOB, _workload_globs),
 )

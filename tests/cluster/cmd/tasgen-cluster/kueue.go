@@ -90,6 +90,12 @@ func kueueFrameworks(extra []string) string {
 	return b.String()
 }
 
+// kueueFairSharing turns fair sharing on: Kueue v0.17 enables it when the
+// section is present, with these two strategies by default.
+const kueueFairSharing = `fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+`
+
 // kueueFeatureGates turns TAS on explicitly (it is beta, on by default, in
 // v0.17) and the visibility API server off: it would listen on all interfaces
 // and needs an APIService that tests do not use.
@@ -103,6 +109,9 @@ func (c *cluster) startKueue(ctx context.Context, webhookPort, healthPort int) e
 	}
 	cfg := fmt.Sprintf(kueueConfig, kueueNamespace, health, loopback, webhookPort, certDir, kueueWebhookService, kueueWebhookSecret) +
 		kueueFrameworks(c.opts.integrations)
+	if c.opts.fairSharing {
+		cfg += kueueFairSharing
+	}
 	cfgPath := c.path("kueue-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err

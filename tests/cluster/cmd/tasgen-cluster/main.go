@@ -29,6 +29,7 @@ type options struct {
 	controllers  []string
 	integrations []string
 	crds         []string
+	fairSharing  bool
 }
 
 // optionalControllers are the kube-controller-manager controllers -controllers
@@ -73,6 +74,8 @@ func parseFlags() (options, error) {
 		o.crds = append(o.crds, v)
 		return nil
 	})
+	fs.BoolVar(&o.fairSharing, "kueue-fair-sharing", false, "run Kueue with fair sharing "+
+		"(its Configuration's fairSharing, both preemption strategies; default: off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
