@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kube.selectors import Expression, expressions_of
 from ..model import Document, Finding, Pointer, Where
-from ..rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
+from ..rules.fit import FIT_MANIFEST, FIT_UNMANAGED
 from .podsets import (
     GROUP,
     TOPOLOGY_ANNOTATIONS,
@@ -151,7 +151,7 @@ def _workload(
         places = {k: doc.where(*template.pointer, "metadata", "annotations", k) for k in annotations}
         for key, message in annotation_errors(annotations, podset.count):
             findings.append(
-                FIT_ANNOTATION(places[key], f"{key}: {message} (Kueue's webhook refuses the {kind})")
+                FIT_MANIFEST(places[key], f"{key}: {message} (Kueue's webhook refuses the {kind})")
             )
             ok = False
         made.podsets.append(podset)
@@ -160,7 +160,7 @@ def _workload(
         paths = [_field_path((*t.pointer, "metadata", "annotations")) for t in templates]
         for i, message in group_errors(made.podsets, paths):
             findings.append(
-                FIT_ANNOTATION(
+                FIT_MANIFEST(
                     made.annotations[i][GROUP], f"{GROUP}: {message} (Kueue's webhook refuses the {kind})"
                 )
             )
