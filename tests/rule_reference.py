@@ -376,7 +376,6 @@ SCENARIOS: dict[str, Scenario] = {
 
 SCENARIOS |= {
     "fit-never": _fit_scenario("largest-domain", "three 8-GPU pods that must share a rack of two nodes"),
-    "fit-annotation": _fit_scenario("annotation-refused", "a required and a preferred level on one PodSet"),
     "fit-manifest": _fit_scenario("not-a-workload", "a DaemonSet"),
     "fit-unmanaged": _fit_scenario("unmanaged", "a Job without a queue label"),
     "fit-slice-remainder": _fit_scenario("slice-remainder", "three pods in slices of two"),

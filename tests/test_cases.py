@@ -34,7 +34,7 @@ ELSEWHERE = {
     # tasgen fit's rules: a case each in tests/cases/fit/ (a workload, not an inventory)
     **{
         rule: "tests/test_fit.py::test_every_fit_rule_has_a_case"
-        for rule in ("fit-never", "fit-annotation", "fit-manifest", "fit-unmanaged", "fit-slice-remainder")
+        for rule in ("fit-never", "fit-manifest", "fit-unmanaged", "fit-slice-remainder")
     },
     "cluster-unreadable": "tests/test_retention.py::test_an_unreadable_cluster_is_an_error_writing_nothing",
     "previous-render-unread": (

@@ -44,7 +44,7 @@ UNREACHABLE = {
     "level_not_specified": "the flavor check (level_missing) answers first, as in Kueue",
     "no_level": "the flavor check (level_missing) answers first, as in Kueue",
     "no_slice_level": "the flavor check (level_missing) answers first, as in Kueue",
-    "slice_size_missing": "Kueue's webhook refuses a slice level without a size (fit-annotation) first",
+    "slice_size_missing": "Kueue's webhook refuses a slice level without a size (fit-manifest) first",
     "no_domains": "every level of a rendered Topology has the domains of the flavor's nodes",
 }
 
@@ -58,6 +58,57 @@ def test_every_reason_is_covered_by_a_case_or_says_why_none_reaches_it() -> None
     assert made == set(COVERED) | set(UNREACHABLE) | {"not_tried"}
     for name, (case, fragment) in COVERED.items():
         assert fragment in (CASES / case / "expected.txt").read_text(), name
+
+
+#: every refusal fit answers as Kueue's webhook (generator/fit/podsets.py: the topology annotations,
+#: the podset-group-name groups) or the API server (generator/fit/resources.py: the pod
+#: template's quantities) words it -> (case, a part of its message only that refusal writes)
+REFUSALS = {
+    "two levels": ("annotation-refused", "must not contain more than one topology annotation"),
+    "not a Go boolean": ("annotation-not-a-go-bool", '"tRUE": must be a boolean value'),
+    "slice size not a number": ("annotation-refusals", '"two": must be a numeric value'),
+    "slice size below 1": ("annotation-refusals", '"0": must be greater than or equal to 1'),
+    "slice size above the count": ("annotation-refusals", "must not be greater than pod set count 2"),
+    "slice level without a size": ("annotation-refusals", "Required value: must be set when"),
+    "slice size without a level": (
+        "annotation-refusals",
+        "podset-slice-size: Forbidden: may not be set when 'kueue.x-k8s.io/podset-slice-required-topology'",
+    ),
+    "group that is a number": ("annotation-refusals", '"42": must not be a number'),
+    "group with slices": (
+        "annotation-refusals",
+        "Forbidden: may not be set when 'kueue.x-k8s.io/podset-slice-size'",
+    ),
+    "group without a level": ("annotation-refusals", "Forbidden: may not be set when neither"),
+    "multi-layer slices": (
+        "annotation-multi-layer",
+        "the TASMultiLayerTopology feature gate must be enabled",
+    ),
+    "group not of two": ("group-of-one", "can only define groups of exactly 2 pod sets"),
+    "group without a single pod": ("annotation-refusals", "at least one pod set has only 1 replica"),
+    "group levels differ": ("annotation-refusals", "topology consistent with"),
+    "not a quantity (custom resource)": ("quantity-crd-pattern", ": should match '"),
+    "not a quantity (API server)": (
+        "quantity-not-kubernetes",
+        "quantities must match the regular expression",
+    ),
+    "negative": ("resources-refused", "must be greater than or equal to 0"),
+    "fraction of an extended resource": ("resources-refused", '"8.5": must be an integer'),
+    "extended resource without a limit": ("resources-refused", "Limit must be set for non overcommitable"),
+    "extended request not its limit": ("resources-refused", "must be equal to nvidia.com/gpu limit"),
+    "request above its limit": ("resources-refused", "must be less than or equal to cpu limit"),
+}
+
+
+def test_every_refusal_is_an_error_at_its_value_in_a_case() -> None:
+    """Each refusal's line in its case is an error of rule fit-manifest (at the line and column
+    the case states: tests/test_fit.py compares the whole output)."""
+    for name, (case, fragment) in REFUSALS.items():
+        lines = [
+            line for line in (CASES / case / "expected.txt").read_text().splitlines() if fragment in line
+        ]
+        assert lines, name
+        assert all(": error: " in line and line.endswith("[fit-manifest]") for line in lines), name
 
 
 def test_a_podset_after_the_one_kueue_stops_at_is_not_tried(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,6 +64,11 @@ def fit(data: dict[str, Any], queue: str, product: str, level: str) -> tuple[Any
     return row["before"], row["after"]
 
 
+def slot(pods: int, *, by_quota: bool = False) -> dict[str, Any]:
+    """A fit row's figure for pods of a whole H100 or L40S node (8 GPUs)."""
+    return {"pods": pods, "gpus": 8 * pods, "gpusPerPod": 8, "byQuota": by_quota}
+
+
 def rules(data: dict[str, Any]) -> list[str]:
     return [w["rule"] for w in data["warnings"]]
 
@@ -96,8 +101,8 @@ def test_a_rack_move_relabels_the_node_and_changes_the_fit(repo: Repo) -> None:
     ]
     assert data["nodes"]["bySource"] == [{"source": "racks", "nodes": 1, "keys": {RACK: 1}}]
     assert data["nodes"]["byDomain"] == [{"level": ZONE, "domain": "z1", "nodes": 1}]
-    assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 3, "gpus": 24})
-    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, {"pods": 4, "gpus": 32})
+    assert fit(data, "training", "H100", RACK) == (slot(2), slot(3))
+    assert fit(data, "training", "H100", ZONE) == (slot(4), slot(4))
     assert data["summary"]["queuesChanged"] == 0 and data["summary"]["drains"] == []
 
 
@@ -133,7 +138,7 @@ def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
         {"from": data["profiles"]["removed"][0]["id"], "to": added["id"], "nodes": 8}
     ]
     assert data["nodes"]["bySource"][0] == {"source": "racks", "nodes": 8, "keys": {BLOCK: 8}}
-    assert fit(data, "training", "H100", BLOCK) == (None, {"pods": 4, "gpus": 32})
+    assert fit(data, "training", "H100", BLOCK) == (None, slot(4))
 
 
 def test_a_level_added_that_some_nodes_lack_is_a_warning(repo: Repo) -> None:
@@ -146,7 +151,7 @@ def test_a_level_added_that_some_nodes_lack_is_a_warning(repo: Repo) -> None:
 def test_a_level_removed_is_a_warning_and_the_fit_goes(repo: Repo) -> None:
     data = report(repo, Fleet(levels=(RACK,)))
     assert "level-removed" in rules(data)
-    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, None)
+    assert fit(data, "training", "H100", ZONE) == (slot(4), None)
     assert queue(data, "training")["drain"]["action"] == "hold-and-drain"
     assert data["profiles"]["sources"] == [{"source": "racks", "before": [ZONE, RACK], "after": [RACK]}]
 
@@ -197,6 +202,22 @@ def test_a_quota_change_is_a_delta_applied_in_place(repo: Repo) -> None:
         }
     ]
     assert training["drain"]["action"] == "none" and training["change"] == "changed"
+
+
+def test_a_quota_smaller_than_the_domain_bounds_the_slot_and_says_so(repo: Repo) -> None:
+    # 24 GPUs of quota: a zone's four H100 nodes hold four 8-GPU pods, the queue pays for three;
+    # a rack's two nodes stay below the quota.
+    run = plan(repo, Fleet(quota="24"), "--format", "json")
+    data = run.json()
+    jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert fit(data, "training", "H100", ZONE) == (slot(4), slot(3, by_quota=True))
+    assert fit(data, "training", "H100", RACK) == (slot(2), slot(2))
+    (h100,) = flavors_of(repo, "training", "H100")
+    rows = [f for f in data["fit"] if f["queue"] == "training" and f["level"] == ZONE]
+    assert [f["flavor"] for f in rows if f["identity"]["nvidia.com/gpu.product"] == "H100"] == [h100]
+    text = plan(repo, Fleet(quota="24")).output
+    line = f"fit training H100 {h100} at {ZONE}: largest 32 GPUs (4 pods of 8) -> 24 GPUs (3 pods of 8)"
+    assert f"{line}, bounded by quota" in text
 
 
 def test_quota_that_moves_between_the_flavors_of_an_identity_is_shown_per_flavor(repo: Repo) -> None:
@@ -281,8 +302,8 @@ def test_cordoned_and_untolerated_nodes_hold_no_pod_in_the_fit(repo: Repo) -> No
     # flavor does not tolerate: zone z2 (h-4..h-7) is cordoned, h-0 and h-1 are tainted, so
     # the fullest zone keeps h-2 and h-3 only.
     data = report(repo, Fleet(cordoned=("h-4", "h-5", "h-6", "h-7"), tainted=("h-0", "h-1")))
-    assert fit(data, "training", "H100", ZONE) == ({"pods": 4, "gpus": 32}, {"pods": 2, "gpus": 16})
-    assert fit(data, "training", "H100", RACK) == ({"pods": 2, "gpus": 16}, {"pods": 2, "gpus": 16})
+    assert fit(data, "training", "H100", ZONE) == (slot(4), slot(2))
+    assert fit(data, "training", "H100", RACK) == (slot(2), slot(2))
 
 
 def test_a_flavor_with_no_usable_node_fits_nothing(repo: Repo) -> None:
@@ -290,8 +311,8 @@ def test_a_flavor_with_no_usable_node_fits_nothing(repo: Repo) -> None:
     (it was an internal error: the allocatable shape of no node is empty)."""
     h100 = ("h-0", "h-1", "h-2", "h-3", "h-4", "h-5", "h-6", "h-7")
     data = report(repo, Fleet(cordoned=h100[:4], tainted=h100[4:]))
-    for level, before in ((ZONE, {"pods": 4, "gpus": 32}), (RACK, {"pods": 2, "gpus": 16})):
-        assert fit(data, "training", "H100", level) == (before, {"pods": 0, "gpus": 0})
+    for level, before in ((ZONE, slot(4)), (RACK, slot(2))):
+        assert fit(data, "training", "H100", level) == (before, slot(0))
     assert plan(repo, Fleet(cordoned=h100[:4], tainted=h100[4:]), "--format", "markdown").exit_code == 0
 
 

@@ -34,6 +34,7 @@ class Size:
 class Slots:
     largest: int  # pods of the size the best domain holds (within quota)
     holding: int  # domains that hold ``Size.pods`` of them (0 when quota holds fewer)
+    by_quota: bool = False  # the quota holds fewer pods than the best domain
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,9 @@ def _most(cluster: Cluster, queue: ClusterQueue, flavor: str, resource: str, *, 
 
 def slots(domains: Sequence[tuple[int, int]], size: Size, bound: int) -> Slots:
     """``domains``: (pods of the size a domain holds, how many domains hold that many)."""
-    largest = min(max((p for p, _ in domains), default=0), bound)
+    best = max((p for p, _ in domains), default=0)
     holding = sum(n for p, n in domains if p >= size.pods) if bound >= size.pods else 0
-    return Slots(largest, holding)
+    return Slots(min(best, bound), holding, by_quota=bound < best)
 
 
 def flavor_slots(engine: Engine, queue: ClusterQueue, flavor: str, sizes: Sequence[Size]) -> FlavorSlots:

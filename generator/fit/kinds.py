@@ -13,7 +13,7 @@ from typing import Any
 
 from ..kube.selectors import Expression, expressions_of
 from ..model import Document, Finding, Pointer, Where
-from ..rules.fit import FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED
+from ..rules.fit import FIT_MANIFEST, FIT_UNMANAGED
 from .podsets import (
     GROUP,
     TOPOLOGY_ANNOTATIONS,
@@ -151,7 +151,7 @@ def _workload(
         places = {k: doc.where(*template.pointer, "metadata", "annotations", k) for k in annotations}
         for key, message in annotation_errors(annotations, podset.count):
             findings.append(
-                FIT_ANNOTATION(places[key], f"{key}: {message} (Kueue's webhook refuses the {kind})")
+                FIT_MANIFEST(places[key], f"{key}: {message} (Kueue's webhook refuses the {kind})")
             )
             ok = False
         made.podsets.append(podset)
@@ -160,7 +160,7 @@ def _workload(
         paths = [_field_path((*t.pointer, "metadata", "annotations")) for t in templates]
         for i, message in group_errors(made.podsets, paths):
             findings.append(
-                FIT_ANNOTATION(
+                FIT_MANIFEST(
                     made.annotations[i][GROUP], f"{GROUP}: {message} (Kueue's webhook refuses the {kind})"
                 )
             )
@@ -546,10 +546,10 @@ RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
 
 def _trainjob(body: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) -> list[Template]:
     """A TrainJob's PodSets, as Kueue builds them from the JobSet its (Cluster)TrainingRuntime
-    makes (Kubeflow Trainer v2.2.0's jobset builder): the runtime's replicatedJobs, the
-    trainer's one (``trainjob-ancestor-step: trainer``) with one replica of
-    ``trainer.numNodes`` pods (else the runtime's ``mlPolicy.numNodes``) and
-    ``trainer.resourcesPerNode`` on its ``node`` container. Positions are the runtimeRef's."""
+    makes (Kubeflow Trainer v2.2.0's runtime info, ML policy plugins and jobset builder): one
+    per replicatedJob, of :func:`_trainjob_counts` pods, ``trainer.resourcesPerNode`` on the
+    ``node`` container of the trainer's job (``trainjob-ancestor-step: trainer``) and, for MPI
+    with ``runLauncherAsNode``, of the ``node`` job. Positions are the runtimeRef's."""
     spec = body.get("spec") or {}
     ref = spec.get("runtimeRef") if isinstance(spec, Mapping) else None
     if not isinstance(ref, Mapping) or not ref.get("name"):
@@ -563,27 +563,63 @@ def _trainjob(body: Mapping[str, Any], runtimes: Sequence[Mapping[str, Any]]) ->
             f"{kind} {ref['name']} is neither among the paths nor on the cluster: its pod templates "
             "make the TrainJob's PodSets",
         )
-    jobset = copy.deepcopy(((runtime.get("spec") or {}).get("template") or {}).get("spec") or {})
+    runtime_spec = runtime.get("spec") or {}
+    jobset = copy.deepcopy((runtime_spec.get("template") or {}).get("spec") or {})
     trainer: Mapping[str, Any] = spec["trainer"] if isinstance(spec.get("trainer"), Mapping) else {}
-    nodes = (
-        trainer.get("numNodes") or ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("numNodes") or 1
-    )
-    for job in jobset.get("replicatedJobs") or ():
-        labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        if labels.get(ANCESTOR_LABEL) != "trainer":
-            continue
-        job["replicas"] = 1
+    policy = runtime_spec.get("mlPolicy")
+    policy = policy if isinstance(policy, Mapping) else None
+    mpi = policy.get("mpi") if policy is not None and isinstance(policy.get("mpi"), Mapping) else None
+    launcher_as_node = mpi is not None and mpi.get("runLauncherAsNode") is True
+    resources = trainer.get("resourcesPerNode")
+    jobs = [j for j in jobset.get("replicatedJobs") or () if isinstance(j, dict)]
+    for job, count in zip(jobs, _trainjob_counts(jobs, policy, trainer.get("numNodes")), strict=True):
+        trains = _ancestor(job) == "trainer"
         job_spec = job.setdefault("template", {}).setdefault("spec", {})
-        job_spec["parallelism"] = job_spec["completions"] = nodes
-        resources = trainer.get("resourcesPerNode")
-        for container in ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or ():
-            if container.get("name") == "node" and isinstance(resources, Mapping) and resources:
-                container["resources"] = dict(resources)
+        job_spec["parallelism"] = job_spec["completions"] = count
+        if trains:
+            job["replicas"] = 1
+        if not (trains or (launcher_as_node and job.get("name") == "node")):
+            continue
+        if isinstance(resources, Mapping) and (resources.get("limits") or resources.get("requests")):
+            for container in ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or ():
+                if container.get("name") == "node":
+                    container["resources"] = dict(resources)
     try:
         templates = _jobset({"spec": jobset})
     except BadManifest as e:
         raise BadManifest(("spec", "runtimeRef"), f"{kind} {ref['name']}: {e.message}") from None
     return [Template(t.name, t.count, t.body, ("spec", "runtimeRef")) for t in templates]
+
+
+def _trainjob_counts(
+    jobs: Sequence[Mapping[str, Any]], policy: Mapping[str, Any] | None, num_nodes: Any
+) -> list[int]:
+    """Each replicatedJob's pods (parallelism and completions alike): its parallelism, the
+    trainer's job the runtime's ``mlPolicy.numNodes``; then the TrainJob's
+    ``trainer.numNodes`` on the trainer's job, but for MPI on the job named ``node`` (one less
+    with ``runLauncherAsNode``, at least one), as the ML policy plugins set it."""
+    counts = []
+    mpi = policy is not None and isinstance(policy.get("mpi"), Mapping)
+    as_node = mpi and policy is not None and policy["mpi"].get("runLauncherAsNode") is True
+    for job in jobs:
+        parallelism = ((job.get("template") or {}).get("spec") or {}).get("parallelism")
+        count = parallelism if isinstance(parallelism, int) else 1
+        if _ancestor(job) == "trainer" and policy is not None:
+            own = policy.get("numNodes")
+            count = own if isinstance(own, int) else 1
+        if isinstance(num_nodes, int):
+            if mpi and job.get("name") == "node":
+                count = max(num_nodes - 1, 1) if as_node else num_nodes
+            elif not mpi and _ancestor(job) == "trainer":
+                count = num_nodes
+        counts.append(max(count, 1))
+    return counts
+
+
+def _ancestor(job: Mapping[str, Any]) -> str | None:
+    labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(ANCESTOR_LABEL)
+    return str(value) if value is not None else None
 
 
 def _is_runtime(runtime: Mapping[str, Any], kind: str, name: str, namespace: str) -> bool:

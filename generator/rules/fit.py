@@ -23,28 +23,22 @@ FIT_NEVER = Rule(
         "change the inventory (quota, levels, nodes) so that one flavor can."
     ),
 )
-FIT_ANNOTATION = Rule(
-    "fit-annotation",
-    _S,
-    "A PodSet's topology annotations are ones Kueue's webhook accepts.",
-    why=(
-        "Kueue's webhook refuses to create the workload (one topology annotation at most, "
-        "`podset-slice-size` with `podset-slice-required-topology` and no larger than the PodSet, "
-        "`podset-group-name` only with a required or preferred level)."
-    ),
-    fix="Correct the annotation as the message says.",
-)
 FIT_MANIFEST = Rule(
     "fit-manifest",
     _S,
-    "Every document given to tasgen fit is a workload it reads, with its pod templates.",
+    "Every document given to tasgen fit is a workload the API server and Kueue's webhook accept.",
     why=(
         "A document fit cannot read is not judged, so a typo in a kind or a missing pod template "
-        "would otherwise pass unnoticed."
+        "would otherwise pass unnoticed. A pod template the API server refuses (a value that is "
+        "not a quantity, a fraction of a GPU, a GPU request without an equal limit) or topology "
+        "annotations Kueue's webhook refuses (two levels at once, a boolean Go does not read, a "
+        "`podset-slice-size` without its level or larger than the PodSet, a `podset-group-name` "
+        "without a level or not of two PodSets) would never become a workload at all."
     ),
     fix=(
         "Give fit the workload manifests only (batch/v1 Job, Pod, JobSet, LeaderWorkerSet, "
-        "Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob), each with its pod templates."
+        "Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob, AppWrapper, TrainJob), "
+        "each with its pod templates, and correct the value or annotation as the message says."
     ),
 )
 FIT_UNMANAGED = Rule(
@@ -70,4 +64,4 @@ FIT_SLICE_REMAINDER = Rule(
     fix="Make the PodSet's count a multiple of `kueue.x-k8s.io/podset-slice-size`.",
 )
 
-RULES = (FIT_NEVER, FIT_ANNOTATION, FIT_MANIFEST, FIT_UNMANAGED, FIT_SLICE_REMAINDER)
+RULES = (FIT_NEVER, FIT_MANIFEST, FIT_UNMANAGED, FIT_SLICE_REMAINDER)

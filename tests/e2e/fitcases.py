@@ -762,10 +762,15 @@ def _ray_workers(count: int, template: Obj) -> Obj:
     }
 
 
-def _pod_template(requests: Mapping[str, str], annotations: Mapping[str, str], restart: str = "Never") -> Obj:
+def _pod_template(
+    requests: Mapping[str, str],
+    annotations: Mapping[str, str],
+    restart: str = "Never",
+    container_name: str = "main",
+) -> Obj:
     limits = {k: v for k, v in requests.items() if "/" in k}
     resources: Obj = {"requests": dict(requests), **({"limits": limits} if limits else {})}
-    container = {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": resources}
+    container = {"name": container_name, "image": "registry.k8s.io/pause:3.10", "resources": resources}
     template: Obj = {"spec": {"restartPolicy": restart, "containers": [container]}}
     if annotations:
         template["metadata"] = {"annotations": dict(annotations)}
@@ -961,6 +966,7 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
         },
     }
     add(f"TrainJob of {nodes} nodes", "TrainJob", name, nodes + 1, [runtime, trainjob])
+    _trainjob_mpi_scenario(block, prefix, meta, size(block) + 1, add)
     # a Job whose pods request nothing (Kueue admits it on no flavor, whatever its size)
     pods = size(block) + rng.choice([0, total])
     name = f"{prefix}-norequests"
@@ -980,6 +986,52 @@ def scenarios(rng: random.Random, lane: Lane, prefix: str) -> list[Case]:
         )
         add(f"{kind} {pods} pods required {block}", kind, case.name, pods, as_kind(case, kind))
     return found
+
+
+def _trainjob_mpi_scenario(
+    block: str, prefix: str, meta: Obj, nodes: int, add: Callable[[str, str, str, int, list[Obj]], None]
+) -> None:
+    """A TrainJob of an MPI runtime whose launcher is a node: Trainer's MPI plugin gives the job
+    named `node` the TrainJob's numNodes less one, the launcher (the trainer's job) keeps the
+    runtime's mlPolicy.numNodes, and resourcesPerNode goes to both `node` containers."""
+    name = f"{prefix}-trainjob-mpi"
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": f"{name}-runtime"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "mpi": {"numProcPerNode": 1, "runLauncherAsNode": True}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": step,
+                            "template": {
+                                "metadata": {"labels": labels},
+                                "spec": {
+                                    "template": _pod_template({}, {PREFERRED: block}, container_name="node")
+                                },
+                            },
+                        }
+                        for step, labels in (
+                            ("launcher", {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}),
+                            ("node", {}),
+                        )
+                    ]
+                }
+            },
+        },
+    }
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "runtimeRef": {"name": f"{name}-runtime"},
+            "trainer": {"numNodes": nodes, "resourcesPerNode": {"limits": {GPU: "1"}}},
+        },
+    }
+    add(f"TrainJob of an MPI runtime, {nodes} nodes", "TrainJob", name, nodes, [runtime, trainjob])
 
 
 def _jobset_scenarios(

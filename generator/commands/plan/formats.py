@@ -12,10 +12,10 @@ from typing import Generic, TypeVar
 
 import jinja2
 
+from ...fit.capacity import is_gpu
 from ...printable import one_line
 from ...reporters import PLAN, markdown_code, markdown_text, problem_line
 from ...util.typed_json import to_json
-from .fit import is_gpu
 from .queues import eviction, retention
 from .shape import (
     RETAIN,
@@ -142,11 +142,13 @@ def _identity(identity: Identity) -> str:
 
 
 def _fit(value: Fit | None) -> str:
-    if value is None:  # no flavor of the identity has this level (a queue or level added or gone)
+    if value is None:  # the queue has not the flavor, or its Topology not the level
         return "no flavor"
+    quota = " by quota" if value.by_quota else ""
     if value.pods == 0:
-        return "**does not fit**"
-    return f"{value.gpus} GPUs ({value.pods} pod{'' if value.pods == 1 else 's'})"
+        return f"**does not fit**{quota}"
+    pods = f"{value.pods} pod{'' if value.pods == 1 else 's'} of {value.gpus_per_pod}"
+    return f"{value.gpus} GPUs ({pods}){', bounded' + quota if quota else ''}"
 
 
 def _verdict(value: WorkloadFit | None) -> str:
@@ -347,8 +349,8 @@ def _node_lines(report: Report) -> list[str]:
 
 def _fit_lines(report: Report) -> list[str]:
     lines = [
-        f"fit {f.queue} {_identity_text(f.identity)} at {f.level}: "
-        f"largest {_fit(f.before).strip('*')} -> {_fit(f.after).strip('*')}"
+        f"fit {f.queue} {_identity_text(f.identity)} {f.flavor} at {f.level}: "
+        f"largest {_fit(f.before).replace('*', '')} -> {_fit(f.after).replace('*', '')}"
         for f in report.fit
         if f.changed
     ]

@@ -9,7 +9,6 @@ from ...load.locate import locate
 from ...model import Level, Problem
 from ...pipeline import Compilation
 from ...rules.fit import FIT_NEVER
-from .fit import compare_fit
 from .hierarchy import compare_profiles
 from .nodes import compare_nodes
 from .queues import compare_queues
@@ -17,6 +16,7 @@ from .risks import plan_risks
 from .shape import HELD_EMPTY, HOLD_AND_DRAIN, STOPPED, Base, Queue, Report, Summary
 from .shape import Problem as Located
 from .side import Side, side_of
+from .slots import compare_slots
 from .workloads import WorkloadSides, compare_workloads, never_fit
 
 #: the report's shape; bumped only for a change that breaks its readers
@@ -31,7 +31,7 @@ def build(
     before, after = side_of(base), side_of(head)
     queues = compare_queues(before, after)
     nodes = compare_nodes(before, after)
-    fit = compare_fit(before, after)
+    fit = compare_slots(base, head, before, after)
     changes = compare_workloads(workloads)
     problems = [*_warnings(base, head, before, after), *_workload_problems(workloads)]
     warnings = tuple(_located(p) for p in problems)

@@ -220,16 +220,21 @@ class Nodes:
 
 @dataclass(frozen=True, kw_only=True)
 class Fit:
-    pods: Count
+    """The largest slot of a flavor at a level (docs/explanation/plan.md "Fit preview")."""
+
+    pods: Count  # whole-node pods the best domain holds, within the queue's quota
     gpus: Count
+    gpus_per_pod: Count
+    by_quota: bool  # the quota holds fewer pods than the best domain
 
 
 @dataclass(frozen=True, kw_only=True)
 class FitRow:
     queue: str
+    flavor: str
     identity: Identity
     level: str
-    before: Fit | None  # None: no flavor of the identity has this level
+    before: Fit | None  # None: the queue has not the flavor, or its Topology not the level
     after: Fit | None
     changed: bool
 
