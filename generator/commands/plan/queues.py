@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...kube.quantities import format_units, parse, scale_for, to_units
 from .shape import (
     CREATED,
     DELETED,
@@ -29,7 +28,7 @@ from .shape import (
 )
 from .side import FlavorFacts, QueueFacts, Side
 
-Totals = dict[tuple[Any, str, QuotaField], str]  # (identity, resource, field) -> the quantity
+Fields = dict[tuple[str, QuotaField], str]  # (resource, field) -> the quantity as written
 
 
 def compare_queues(base: Side, head: Side) -> tuple[Queue, ...]:
@@ -141,31 +140,28 @@ def _replaced(added: list[FlavorFacts], removed: list[FlavorFacts]) -> tuple[Rep
 
 
 def _quota(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> tuple[QuotaChange, ...]:
-    """Per resource and field (nominalQuota, borrowingLimit, lendingLimit) that differs: per
-    flavor where an identity keeps one of its flavors, every flavor of it that the rendered
-    queue changes, adds or drops (quota that moves between them shows: a rack recorded moves
-    a short profile's GPUs onto the full one); else the identity's total over its flavors (a
-    profile change that renames all of them moves no quota)."""
+    """Per flavor, resource and field (nominalQuota, borrowingLimit, lendingLimit) that the
+    rendered queue writes otherwise: every flavor it changes, adds or drops, so the rows are
+    exactly the difference of the two renders (quota that moves between flavors shows: a rack
+    recorded moves a short profile's GPUs onto the full one; a renamed flavor's quota shows
+    leaving the old name and arriving on the new one)."""
     identities = sorted({f.identity for f in (*old.values(), *new.values())})
     rows: list[QuotaChange] = []
     for identity in identities:
         before = {f.name: f for f in old.values() if f.identity == identity}
         after = {f.name: f for f in new.values() if f.identity == identity}
-        if before.keys() & after.keys():
-            for flavor in sorted(before.keys() | after.keys()):
-                rows += _rows(identity, _totals(before, flavor), _totals(after, flavor), flavor)
-        else:
-            rows += _rows(identity, _totals(before), _totals(after))
+        for flavor in sorted(before.keys() | after.keys()):
+            rows += _rows(identity, _fields(before, flavor), _fields(after, flavor), flavor)
     return tuple(rows)
 
 
-def _rows(identity: Any, before: Totals, after: Totals, flavor: str | None = None) -> list[QuotaChange]:
+def _rows(identity: Any, before: Fields, after: Fields, flavor: str) -> list[QuotaChange]:
     return [
         QuotaChange(
             identity=dict(identity),
             flavor=flavor,
-            resource=key[1],
-            field=key[2],
+            resource=key[0],
+            field=key[1],
             before=before.get(key),
             after=after.get(key),
         )
@@ -174,21 +170,12 @@ def _rows(identity: Any, before: Totals, after: Totals, flavor: str | None = Non
     ]
 
 
-def _totals(flavors: dict[str, FlavorFacts], only: str | None = None) -> Totals:
-    """Per (identity, resource, field): the sum over the flavors, or the one flavor ``only``."""
-    if only is not None:
-        flavors = {only: flavors[only]} if only in flavors else {}
-    sums: dict[tuple[Any, str, QuotaField], list[str]] = {}
-    for f in flavors.values():
-        for resource, fields in f.resources.items():
-            for field, value in fields.items():
-                sums.setdefault((f.identity, resource, field), []).append(value)
-    result: Totals = {}
-    for key, values in sums.items():
-        numbers = [parse(v) for v in values]
-        scale = scale_for(key[1], numbers)
-        result[key] = format_units(sum(to_units(n, scale) for n in numbers), scale, key[1])
-    return result
+def _fields(flavors: dict[str, FlavorFacts], name: str) -> Fields:
+    """(resource, field) -> the quantity as the rendered queue writes it for flavor ``name``."""
+    found = flavors.get(name)
+    if found is None:
+        return {}
+    return {(r, f): value for r, fields in found.resources.items() for f, value in fields.items()}
 
 
 def retention(retained: str) -> str:

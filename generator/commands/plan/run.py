@@ -11,8 +11,9 @@ from ...fit.check import check_files
 from ...fit.cluster import Cluster
 from ...fit.inventory import cluster_of
 from ...load.files import InputFile, LoadedFile, load_file, read_inventory
-from ...load.git import read_files, read_globbed, read_revision
+from ...load.git import read_files, read_globbed, read_named, read_revision
 from ...load.previous import FILES, carried_of
+from ...load.previous_profiles import PROFILES_FILE
 from ...model import Problem
 from ...pipeline import Compilation, compile_inventory
 from ...util.gc import no_cycle_collection
@@ -35,7 +36,8 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
     rendered/ in the working tree; the base revision's is what the cluster runs, so both sides
     carry on what it retains (WaitForIdle), as render does from the rendered/ it replaces."""
     base_files = read_revision(inventory, base_ref)
-    carried = carried_of(read_files(output, base_ref, inventory, FILES))
+    labels = read_named(output, base_ref, inventory, "labels", PROFILES_FILE)
+    carried = carried_of(read_files(output, base_ref, inventory, FILES) | labels)
     with no_cycle_collection():
         head_files = read_inventory(inventory)
         parsed = _Parsed()

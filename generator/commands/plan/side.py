@@ -66,6 +66,9 @@ class Side:
     profile_of: dict[str, str] = field(default_factory=dict)  # node -> profile id
     #: node -> the profile and flavor labels its NodeFeature is written with (pins included)
     rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: node -> the flavors it is kept on while the plan gives it another row (compile/pins.py)
+    kept: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    transit: frozenset[str] = frozenset()  # nodes written with the transit row
     domain_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> values of its levels
     members: dict[str, list[str]] = field(default_factory=dict)  # profile id -> its nodes
     #: Ready writing source -> node -> the labels it states (read-only parents included: the
@@ -91,6 +94,7 @@ def side_of(compiled: Compilation | None) -> Side:
     side.source_of = dict(planned.assignment.source_of)
     _profiles(side, planned.assignment.profile_of)
     side.rows = planned.pinned.rows
+    side.kept, side.transit = planned.pinned.kept, frozenset(planned.pinned.transit)
     _domains_and_labels(side, compiled)
     _queues(side, [m.body for m in planned.manifests])
     settings = ctx.inventory.settings
