@@ -5,6 +5,7 @@ decision against the live queue)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .shape import (
@@ -13,6 +14,7 @@ from .shape import (
     HELD,
     HELD_EMPTY,
     HOLD_AND_DRAIN,
+    IN_PLACE,
     NONE,
     RETAIN,
     STOPPED,
@@ -31,12 +33,13 @@ from .side import FlavorFacts, QueueFacts, Side
 Fields = dict[tuple[str, QuotaField], str]  # (resource, field) -> the quantity as written
 
 
-def compare_queues(base: Side, head: Side) -> tuple[Queue, ...]:
+def compare_queues(base: Side, head: Side, now: datetime | None = None) -> tuple[Queue, ...]:
+    """``now``: the plan's time, which tells a retention that gate.retainFor ends."""
     names = sorted(base.queues.keys() | head.queues.keys())
-    return tuple(_queue(name, base.queues.get(name), head.queues.get(name)) for name in names)
+    return tuple(_queue(name, base.queues.get(name), head.queues.get(name), now) for name in names)
 
 
-def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Queue:
+def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None, now: datetime | None) -> Queue:
     old = before.flavors if before else {}
     new = after.flavors if after else {}
     added = [new[f] for f in new if f not in old]
@@ -73,7 +76,7 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
         settings_changed=settings,
         local_queues_added=tuple(sorted(locals_after - locals_before)),
         local_queues_removed=tuple(sorted(locals_before - locals_after)),
-        drain=_drain(name, before, after, removed),
+        drain=_drain(name, before, after, removed, now),
     )
 
 
@@ -197,7 +200,11 @@ def eviction(queue: str, action: str) -> str | None:
 
 
 def _drain(
-    name: str, before: QueueFacts | None, after: QueueFacts | None, removed: list[FlavorFacts]
+    name: str,
+    before: QueueFacts | None,
+    after: QueueFacts | None,
+    removed: list[FlavorFacts],
+    now: datetime | None = None,
 ) -> Drain:
     """What the gate will do when this plan lands (without --kubeconfig: for the worst case,
     a dropped flavor that still holds reservations)."""
@@ -235,9 +242,65 @@ def _drain(
         )
     if not removed:
         return Drain(action=NONE, reason="no flavor dropped: applied in place")
+    return _retention_ends(after, removed, now) or _dropped(name, after, removed, now)
+
+
+def _dropped(name: str, after: QueueFacts, removed: list[FlavorFacts], now: datetime | None) -> Drain:
+    """Flavors leave the queue: held and drained unless Kueue reports them idle (retained ones
+    whose gate.retainFor has passed are named: the scheduled refresh drops them busy or not)."""
     names = ", ".join(f.name for f in removed)
+    expired = [f for f in removed if _expired(f, after.retain_for, now)]
+    why = ""
+    if expired:
+        when = ", ".join(f"{f.name} since {f.retiring_since}" for f in expired)
+        why = f"gate.retainFor ({_duration(after.retain_for)}) has passed for the retained {when}; "
     return Drain(
         action=HOLD_AND_DRAIN,
-        reason=f"drops {names}: unless Kueue reports them idle, the gate holds the queue (HoldAndDrain) "
+        reason=f"{why}drops {names}: unless Kueue reports them idle, the gate holds the queue (HoldAndDrain) "
         f"before it switches: {eviction(name, HOLD_AND_DRAIN)}",
     )
+
+
+def _expired(flavor: FlavorFacts, retain_for: timedelta | None, now: datetime | None) -> bool:
+    """A retained flavor whose gate.retainFor has passed at ``now`` (the live render drops it
+    whatever runs on it)."""
+    if flavor.retiring_since is None or retain_for is None or now is None:
+        return False
+    try:
+        since = datetime.fromisoformat(flavor.retiring_since.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return now >= since + retain_for
+
+
+def _retention_ends(after: QueueFacts, removed: list[FlavorFacts], now: datetime | None) -> Drain | None:
+    """Retained flavors (WaitForIdle) that leave while their retainFor has not passed: only a
+    live render leaves one out then, once no unfinished Workload names it and the live queue
+    gives it no quota, so the gate finds it idle and removes it in place. None when another
+    flavor leaves, one's retainFor passed, or the queue no longer retains (HoldAndDrain)."""
+    if after.drop_policy != "WaitForIdle":
+        return None
+    if any(f.retiring_since is None or _expired(f, after.retain_for, now) for f in removed):
+        return None
+    names = ", ".join(f.name for f in removed)
+    return Drain(
+        action=IN_PLACE,
+        reason=f"the retention of {names} ends: the live render found no Workload holding them and "
+        "no quota left on them, so the gate removes them in place (were one busy again, it would "
+        "hold and drain the queue)",
+    )
+
+
+def _duration(value: timedelta | None) -> str:
+    """A retainFor as Go writes whole hours and minutes (168h, 1h30m)."""
+    if value is None:
+        return "unset"
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = (
+        (f"{hours}h" if hours else "")
+        + (f"{minutes}m" if minutes else "")
+        + (f"{seconds}s" if seconds else "")
+    )
+    return text or "0s"

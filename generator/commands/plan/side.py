@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import chain
 from typing import Any
 
@@ -43,6 +44,7 @@ class QueueFacts:
     body: dict[str, Any]  # the rendered ClusterQueue (what the gate compares with the live one)
     local_queues: tuple[str, ...] = ()  # namespace/name of each LocalQueue pointing at it
     drop_policy: DropPolicy = DEFAULT_DROP_POLICY  # the queue's, else GeneratorConfig's
+    retain_for: timedelta | None = None  # GeneratorConfig gate.retainFor
 
     @property
     def retained(self) -> tuple[str, ...]:
@@ -101,6 +103,7 @@ def side_of(compiled: Compilation | None) -> Side:
     for name, queue in side.queues.items():
         plan = ctx.inventory.plans.get(name)
         queue.drop_policy = (plan.drop_policy if plan else None) or settings.drop_policy
+        queue.retain_for = settings.retain_for
     return side
 
 
