@@ -131,7 +131,14 @@ def test_a_level_added_replaces_the_flavors_and_drains(repo: Repo) -> None:
     assert replaced["to"] == training["flavorsAdded"][0]["name"]
     assert training["drain"]["action"] == "hold-and-drain"
     assert data["summary"]["drains"] == ["inference", "training"]
-    assert training["quota"] == []  # the same GPUs under a new name
+    # the same GPUs under a new name: each field leaves the old flavor and arrives on the new
+    # one, as the two renders write them
+    rows = {(d["flavor"], d["resource"], d["field"]): (d["before"], d["after"]) for d in training["quota"]}
+    old, new = replaced["from"], replaced["to"]
+    assert rows and {f for f, _, _ in rows} == {old, new}
+    for (flavor, resource, field), (before, after) in rows.items():
+        assert (before is None) == (flavor == new) and (after is None) == (flavor == old)
+        assert rows[(old if flavor == new else new, resource, field)] in ((None, before), (after, None))
     (added,) = data["profiles"]["added"]
     assert added["levels"] == [ZONE, BLOCK, RACK, "kubernetes.io/hostname"] and added["nodes"] == 8
     assert data["profiles"]["moves"] == [

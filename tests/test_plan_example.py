@@ -142,3 +142,56 @@ def test_waitforidle_retains_the_flavor_and_evicts_nothing_in_every_format(waiti
         assert not [d for d in queue["quota"] if d["flavor"] == retained and d["field"] == "nominalQuota"]
     assert report["summary"]["drains"] == []
     assert "evicted" not in text and "hold and drain" not in markdown
+
+
+def _profile_rows(out: Path) -> dict[str, dict[str, str]]:
+    """Node -> the profile and flavor labels the tree's profile NodeFeatures write."""
+    found: dict[str, dict[str, str]] = {}
+    for path in sorted((out / "labels").rglob("nodefeatures-profiles.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                node = doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
+                found[node] = doc["spec"]["labels"]
+    return found
+
+
+def test_waitforidle_shows_the_pinned_nodes_and_quota_as_the_render_writes_them(
+    waiting: Repo, tmp_path: Path
+) -> None:
+    """The render keeps the four nodes on their flavor (it carries the committed rendered/ on):
+    the plan lists them as pins, not as moves, and its quota rows are the rendered queues'
+    difference, field by field."""
+    carried = tmp_path / "carried"
+    shutil.copytree(waiting.root / "rendered", carried)
+    base_queues = {
+        d["metadata"]["name"]: d
+        for d in yaml.safe_load_all((carried / "queues" / "clusterqueues.yaml").read_text())
+        if d
+    }
+    after = _rendered_queues(waiting.root / "inventories", carried)  # carrying the base on
+    _rendered_queues(waiting.root / "inventories", tmp_path / "fresh")  # as planned: a first render
+    written, planned = _profile_rows(carried), _profile_rows(tmp_path / "fresh")
+    profile = "topology.gpustack.ai/profile"
+    expected = {n: (written[n][profile], planned[n][profile]) for n in written if written[n] != planned[n]}
+    assert sorted(expected) == [f"h100-1b-r2-0{i}" for i in range(1, 5)]
+    report = yaml.safe_load(_plan(waiting, "json"))
+    shown = {n: (p["profile"], p["plannedProfile"]) for p in report["nodes"]["pins"] for n in p["names"]}
+    assert shown == expected
+    assert all(p["flavors"] for p in report["nodes"]["pins"])
+    assert report["profiles"]["moves"] == []  # pinned nodes do not move
+    for name in ("training", "inference"):
+        old, new = _quotas(base_queues[name]), _quotas(after[name])
+        changed = {k: (old.get(k), new.get(k)) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        queue = next(q for q in report["queues"] if q["name"] == name)
+        rows = {(d["flavor"], d["resource"], d["field"]): (d["before"], d["after"]) for d in queue["quota"]}
+        assert _values(rows) == _values(changed) and changed, name
+    ((old_profile, new_profile),) = set(expected.values())
+    text, markdown = _plan(waiting, "text"), _plan(waiting, "markdown")
+    nodes = ", ".join(sorted(expected))
+    flavor = f"gpustack-nvidia-h100-80gb-hbm3-b46e62-{old_profile}"
+    assert (
+        f"  {nodes}: kept on profile {old_profile} (flavor {flavor}) until idle, then profile {new_profile}"
+        in text
+    )
+    assert "### Pinned nodes" in markdown
+    assert f"kept on profile `{old_profile}` (flavor `{flavor}`) until idle" in markdown

@@ -119,11 +119,18 @@ def render_objects(
     retention = None
     if carried is not None and now is not None:
         retention = Retention(carried, now, inventory.settings)
-    queues, builder, findings = build_queues(
-        inventory.plans.values(), ctx.ordered_nodes, assignment, version, retention, _unstated(ctx)
+    queues, builder, findings, written = build_queues(
+        inventory.plans.values(),
+        ctx.ordered_nodes,
+        assignment,
+        version,
+        retention,
+        _unstated(ctx),
+        partial(_pins, ctx, assignment, carried=carried),
     )
     flavors = builder.flavors
-    pinned = _pins(ctx, assignment, builder, carried)
+    assert written is not None
+    pinned = written
     if carried is not None and carried.unread and retention is not None:
         findings += _unread(ctx, retention, carried.unread)
     kept_flavors = retention.flavor_specs if retention else {}
@@ -187,7 +194,7 @@ def render_objects(
 
 
 def _pins(
-    ctx: Context, assignment: Assignment, builder: QueueBuilder, carried: Carried | None
+    ctx: Context, assignment: Assignment, builder: QueueBuilder, *, carried: Carried | None
 ) -> pins.Pinned:
     """Every node's profile and flavor labels, the nodes whose flavors change kept on their
     previous ones until the cluster shows them idle (compile/pins.py)."""

@@ -36,6 +36,13 @@ class Pinned:
     kept: dict[str, frozenset[str]] = field(default_factory=dict)
     #: nodes written with the transit row (released from their flavors, not yet given new ones)
     transit: set[str] = field(default_factory=set)
+    #: node -> the flavors the plan gives it, for each node kept or in transit (a flavor's
+    #: quota follows the nodes it selects as written: compile/queues.py)
+    planned: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def moved(self) -> bool:
+        """Some node is written otherwise than the plan gives it."""
+        return bool(self.kept or self.transit)
 
 
 def flavors_in(row: Row) -> frozenset[str]:
@@ -87,6 +94,7 @@ def pin(
             if live is None or node in live.busy:
                 result.rows[node] = before
                 result.transit.add(node)
+                result.planned[node] = flavors_in(row)
             continue
         old = flavors_in(before) or legacy.of(before, node_labels.get(node, {}))
         new = flavors_in(row)
@@ -95,7 +103,9 @@ def pin(
         if live is None or node in live.busy or old & live.unplaced:
             result.rows[node] = before
             result.kept[node] = old
+            result.planned[node] = new
         elif (old - new) & live.admitting:
             result.rows[node] = TRANSIT_ROW
             result.transit.add(node)
+            result.planned[node] = new
     return result

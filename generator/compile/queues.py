@@ -2,7 +2,9 @@
 
 Each identity's quota is split across its profile flavors in proportion to their nodes'
 allocatable, by largest remainder in integer units (millicores for CPU, bytes for memory,
-whole GPUs and pods), so that the parts sum exactly to the declared total.
+whole GPUs and pods), so that the parts sum exactly to the declared total. A flavor's nodes are
+those it selects as the render writes them: a node kept on its previous flavors (compile/pins.py)
+counts for those, one in transit for none (docs/explanation/gate.md, "Quota follows the nodes").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import compress, repeat
@@ -30,6 +32,7 @@ from ..rules.compile import (
     QUOTA_UNPLACEABLE,
 )
 from ..util.columns import group
+from .pins import Pinned
 from .profiles import Assignment, Profile
 from .retention import Retained, Retention
 
@@ -55,12 +58,24 @@ class QueueFlavor:
     lending_limit: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One hardware entry of a plan: its flavors, one per profile group, whose quota is split
+    once the nodes each flavor selects are known."""
+
+    hardware: Hardware
+    identity: tuple[tuple[str, str], ...]
+    groups: list[tuple[str, list[Node]]]
+    parts: list[QueueFlavor]
+
+
 @dataclass
 class Queue:
     plan: QueuePlan
     flavors: list[QueueFlavor] = field(default_factory=list)
     #: flavors the plan dropped that the queue keeps at zero quota (WaitForIdle), after these
     retained: list[Retained] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list, repr=False)
 
 
 def flavor_name(identity: tuple[tuple[str, str], ...], profile: str, frozen: tuple[Any, ...] = ()) -> str:
@@ -105,10 +120,23 @@ class QueueBuilder:
         self._by_key: dict[str, dict[str | None, list[Node]]] = {}
 
     def queue(self, plan: QueuePlan) -> Queue:
+        """The queue's flavors, their quota not split yet (:meth:`split`)."""
         queue = Queue(plan)
         for hw in plan.hardware:
-            queue.flavors += self._hardware(plan, hw)
+            entry = self._hardware(plan, hw)
+            if entry is not None:
+                queue.entries.append(entry)
+                queue.flavors += entry.parts
         return queue
+
+    def split(self, queue: Queue, pinned: Pinned | None = None) -> None:
+        """Each identity's quota across its flavors, by the nodes each selects as written
+        (``pinned``: the nodes kept on other flavors than the plan gives them, or in transit)."""
+        moved = _Moved(pinned, self.nodes) if pinned is not None and pinned.moved() else None
+        for entry in queue.entries:
+            self._split(queue.plan, entry, moved)
+            if len(entry.groups) > 1 and self.unstated:
+                self._split_by_unstated(queue.plan, entry.hardware, entry.groups, entry.parts)
 
     def limits(self, queue: Queue) -> None:
         """Kueue's bounds on one resource group, retained flavors counted: the 65th flavor is
@@ -163,21 +191,18 @@ class QueueBuilder:
             found = self._by_key[key] = group(list(map(dict.get, self._labels, repeat(key))), self.nodes)
         return found
 
-    def _hardware(self, plan: QueuePlan, hw: Hardware) -> list[QueueFlavor]:
+    def _hardware(self, plan: QueuePlan, hw: Hardware) -> Entry | None:
         identity = tuple(sorted(hw.identity.items()))
         groups = self._groups.get(identity)
         if groups is None:
             groups = self._groups[identity] = self._by_profile(hw.identity)
         if not groups:
             self._unmatched(plan, hw)
-            return []
+            return None
         parts = [QueueFlavor(self._flavor(hw, identity, pid), {}) for pid, _ in groups]
         for part, (_, nodes) in zip(parts, groups, strict=True):
             self.members.setdefault(part.flavor.name, nodes)
-        self._split(plan, hw, identity, groups, parts)
-        if len(groups) > 1 and self.unstated:
-            self._split_by_unstated(plan, hw, groups, parts)
-        return parts
+        return Entry(hw, identity, groups, parts)
 
     def _split_by_unstated(
         self, plan: QueuePlan, hw: Hardware, groups: list[tuple[str, list[Node]]], parts: list[QueueFlavor]
@@ -241,19 +266,29 @@ class QueueBuilder:
         )
         self.findings.append(FLAVOR_COLLISION(hw.where.at("identity"), message))
 
-    def _split(
-        self,
-        plan: QueuePlan,
-        hw: Hardware,
-        identity: tuple[tuple[str, str], ...],
-        groups: list[tuple[str, list[Node]]],
-        parts: list[QueueFlavor],
-    ) -> None:
-        sums = [self._sum(identity, pid, nodes, plan.covered_resources) for pid, nodes in groups]
+    def _split(self, plan: QueuePlan, entry: Entry, moved: _Moved | None) -> None:
+        """The planned nodes set the total of an undeclared quota; the nodes each flavor selects
+        as written, its share (the planned ones when the written ones of the whole identity have
+        none of a resource, as when every node is kept elsewhere: the quota stays conserved)."""
+        hw, identity, groups, parts = entry.hardware, entry.identity, entry.groups, entry.parts
+        resources = plan.covered_resources
+        sums = [self._sum(identity, pid, nodes, resources) for pid, nodes in groups]
+        actual = sums
+        if moved is not None:
+            actual = [
+                self._sum(identity, pid, nodes, resources)
+                if (written := moved.members(part.flavor.name, nodes)) is nodes
+                else _allocatable([node.allocatable for node in written], resources)
+                for part, (pid, nodes) in zip(parts, groups, strict=True)
+            ]
         for resource in plan.covered_resources:
-            weights = [found[resource] for found in sums]
+            planned = [found[resource] for found in sums]
+            weights = [found[resource] for found in actual]
+            if not any(weights):
+                weights = planned
             declared = (hw.nominal_quota or {}).get(resource)
-            nominal, scale = self._resource_split(plan, hw, resource, declared, weights)
+            total = sum(planned, Decimal(0))
+            nominal, scale = self._resource_split(plan, hw, resource, declared, weights, total)
             for part, units in zip(parts, nominal, strict=True):
                 part.quota[resource] = format_units(units, scale, resource)
             if any(beyond_range(units, scale, resource) for units in nominal):
@@ -311,16 +346,48 @@ class QueueBuilder:
         self.findings.append(QUOTA_UNPLACEABLE(hw.where.at(field_name, resource), message))
 
     def _resource_split(
-        self, plan: QueuePlan, hw: Hardware, resource: str, declared: str | None, weights: list[Decimal]
+        self,
+        plan: QueuePlan,
+        hw: Hardware,
+        resource: str,
+        declared: str | None,
+        weights: list[Decimal],
+        allocatable: Decimal,
     ) -> tuple[list[int], int]:
-        """The nominal quota's parts, in units, and the scale of the units."""
-        total = parse(declared) if declared is not None else sum(weights, Decimal(0))
+        """The nominal quota's parts, in units, and the scale of the units (``allocatable``:
+        the identity's total, the quota when none is declared)."""
+        total = parse(declared) if declared is not None else allocatable
         scale = scale_for(resource, [total, *weights])
         units = largest_remainder(to_units(total, scale), [to_units(w, scale) for w in weights])
         if units is None:
             self._unplaceable(plan, hw, resource, f"nominalQuota: {declared}", "nominalQuota")
             units = [0] * len(weights)
         return units, scale
+
+
+class _Moved:
+    """The nodes written otherwise than the plan gives them (compile/pins.py), by flavor."""
+
+    def __init__(self, pinned: Pinned, nodes: list[Node]) -> None:
+        by_name = {node.name: node for node in nodes if node.name in pinned.planned}
+        self.leaving: dict[str, set[str]] = {}
+        self.joining: dict[str, list[Node]] = {}
+        for name, flavors in pinned.planned.items():
+            for flavor in flavors:
+                self.leaving.setdefault(flavor, set()).add(name)
+        for name, flavors in sorted(pinned.kept.items()):
+            for flavor in flavors:
+                if name in by_name:
+                    self.joining.setdefault(flavor, []).append(by_name[name])
+
+    def members(self, flavor: str, planned: list[Node]) -> list[Node]:
+        """The nodes ``flavor`` selects as written; ``planned`` itself when they are the same."""
+        leaving, joining = self.leaving.get(flavor), self.joining.get(flavor, [])
+        if leaving is None and not joining:
+            return planned
+        kept = [node for node in planned if node.name not in (leaving or ())]
+        names = {node.name for node in kept}
+        return [*kept, *(node for node in joining if node.name not in names)]
 
 
 def _allocatable(stated: list[dict[str, str]], resources: tuple[str, ...]) -> dict[str, Decimal]:
@@ -380,13 +447,19 @@ def build_queues(
     version: KueueVersion = "v1beta2",
     retention: Retention | None = None,
     unstated: Mapping[str, Unstated] | None = None,
-) -> tuple[list[Queue], QueueBuilder, list[Finding]]:
+    pinning: Callable[[QueueBuilder], Pinned] | None = None,
+) -> tuple[list[Queue], QueueBuilder, list[Finding], Pinned | None]:
     """The queues and their flavors; with ``retention``, each WaitForIdle queue also keeps
     the flavors of the previous render that its plan drops (decided once every queue's new
-    flavors are known: a flavor another queue still has needs no retained ResourceFlavor)."""
+    flavors are known: a flavor another queue still has needs no retained ResourceFlavor).
+    ``pinning``: the nodes' rows as written, from the flavors and their planned nodes; each
+    identity's quota is split by the nodes its flavors select in them."""
     ordered = sorted(plans, key=lambda p: p.name)
     builder = QueueBuilder(nodes, assignment, version, unstated)
     queues = [builder.queue(plan) for plan in ordered]
+    pinned = pinning(builder) if pinning is not None else None
+    for queue in queues:
+        builder.split(queue, pinned)
     if retention is not None:
         topologies = {f"gpustack-{p}" for p in builder.profiles}
         for queue in queues:
@@ -398,7 +471,7 @@ def build_queues(
                 _conserve(queue, queues, identity, retained.quota)
     for queue in queues:
         builder.limits(queue)
-    return queues, builder, builder.findings
+    return queues, builder, builder.findings, pinned
 
 
 def _identity_of(name: str, flavors: dict[str, Flavor], retention: Retention) -> tuple[tuple[str, str], ...]:

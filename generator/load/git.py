@@ -63,6 +63,21 @@ def read_files(folder: Path, ref: str, inventory: Path, paths: tuple[str, ...]) 
     return {p: text.decode("utf-8", "replace") for p, text in zip(found, texts, strict=True)}
 
 
+def read_named(folder: Path, ref: str, inventory: Path, under: str, name: str) -> dict[str, str]:
+    """The texts of the files called ``name`` anywhere below ``folder``/``under`` at ``ref``
+    (e.g. rendered/labels/'s profile NodeFeatures of every shard), by path relative to
+    ``folder``; none when the revision lacks the folder."""
+    top, prefix, commit = _located(folder, inventory, ref)
+    found: dict[str, str] = {}
+    for mode, kind, sha, path in _entries(
+        _git(top, "ls-tree", "-r", "-z", commit, "--", _join(prefix, under))
+    ):
+        if kind == b"blob" and mode in _BLOB_MODES and PurePosixPath(path).name == name:
+            found[_relative(path, prefix)] = sha
+    texts = _contents(top, list(found.values()))
+    return {p: text.decode("utf-8", "replace") for p, text in zip(found, texts, strict=True)}
+
+
 def read_globbed(inventory: Path, globs: tuple[str, ...], ref: str | None = None) -> list[InputFile]:
     """The regular files of the repository holding ``inventory`` whose paths relative to its top
     folder match one of ``globs`` (generator.load.globs), by path: at ``ref``, shown as

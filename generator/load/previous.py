@@ -8,17 +8,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..model import RETIRING_PREFIX, Carried
 from ..parse import ParseError, parse_text
-from .previous_profiles import PreviousRows
+from .previous_profiles import PROFILES_FILE, PreviousRows
 
 QUEUES = "queues/clusterqueues.yaml"
 FLAVORS = "kueue/resourceflavors.yaml"
 TOPOLOGIES = "kueue/topologies.yaml"
 #: the files of rendered/ a render reads back (relative to rendered/)
 FILES = (QUEUES, FLAVORS, TOPOLOGIES)
+
+
+def read_rendered(folder: Path) -> dict[str, str] | None:
+    """The texts a render reads back from the rendered/ at ``folder`` (FILES and every labels
+    folder's profile NodeFeatures), by relative path; None when there is no such folder. A file
+    that cannot be read is left out, as one that does not parse is not carried on."""
+    if not folder.is_dir():
+        return None
+    texts = {}
+    for path in sorted(folder.rglob("*.yaml")):
+        relative = path.relative_to(folder).as_posix()
+        if relative in FILES or (relative.startswith("labels/") and relative.endswith("/" + PROFILES_FILE)):
+            try:
+                texts[relative] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return texts
 
 
 def carried_of(texts: Mapping[str, str]) -> Carried:

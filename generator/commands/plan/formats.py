@@ -24,6 +24,7 @@ from .shape import (
     LiveDrain,
     LiveFlavor,
     Names,
+    Pin,
     Queue,
     QuotaChange,
     Replaced,
@@ -113,6 +114,7 @@ def _markdown(report: Report, budget: Budget) -> str:
         "moves": _cut(profiles.moves, budget.rows),
         "sources": _cut(report.nodes.by_source, budget.rows),
         "domains": _cut(report.nodes.by_domain, min(budget.rows, DOMAIN_ROWS)),
+        "pins": _cut(report.nodes.pins, budget.rows),
         "fit": _cut([f for f in report.fit if f.changed], budget.rows),
         "workloads": _cut(report.workloads, budget.rows),
         "never_fit": _cut(report.summary.never_fit, alerted),
@@ -216,6 +218,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "levels": _levels,
     "live": lambda live: _live(live, name=markdown_code),
     "verdict": lambda value: markdown_text(_verdict(value)),
+    "pin": lambda pin: pin_text(pin, name=markdown_code),
 }
 
 
@@ -328,10 +331,29 @@ def _arrow(levels: Names | None) -> str:
     return "(none)" if levels is None else " > ".join(levels)
 
 
+def pin_text(pin: Pin, name: Callable[[str], str] = str) -> str:
+    """A pin in the words every format uses (``name`` writes a name as the format does)."""
+    who = ", ".join(name(x) for x in pin.names) if pin.names is not None else f"{pin.nodes} node(s)"
+    if pin.profile is None:
+        kept = "in transit (no flavor selects it)"
+    else:
+        flavors = ", ".join(name(f) for f in pin.flavors)
+        kept = f"kept on profile {name(pin.profile)}" + (f" (flavor {flavors})" if flavors else "")
+    return f"{who}: {kept} until idle, then profile {name(pin.planned_profile)}"
+
+
+def _pin_lines(report: Report) -> list[str]:
+    pins = [f"  {pin_text(p)}" for p in report.nodes.pins]
+    if not pins:
+        return []
+    head = f"pinned: {sum(p.nodes for p in report.nodes.pins)} node(s) keep their flavor labels until idle"
+    return [head, *_shown(pins, "pin", "  ")]
+
+
 def _node_lines(report: Report) -> list[str]:
     n = report.nodes
     if not n.changed:
-        return []
+        return _pin_lines(report)
     lines = [f"nodes: {n.changed} of {n.total} get new labels"]
     for x in n.by_source:
         keys = ", ".join(f"{k} ({c})" for k, c in x.keys.items())
@@ -344,7 +366,7 @@ def _node_lines(report: Report) -> list[str]:
     for c in n.changes or ():
         changes = "; ".join(f"{x.key} {x.before or '-'} -> {x.after or '-'}" for x in c.labels)
         lines.append(f"  {c.node}: {changes}")
-    return lines
+    return lines + _pin_lines(report)
 
 
 def _fit_lines(report: Report) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...model import HOSTNAME_KEY
+from ...model import HOSTNAME_KEY, PROFILE_KEY
 from .shape import (
     BeforeAfter,
     Move,
@@ -45,10 +45,14 @@ def _profile(side: Side, profile: str, nodes: int) -> ProfileNodes:
 
 
 def _moves(base: Side, head: Side) -> tuple[Move, ...]:
-    """Nodes that change profile, counted per (from, to); a node new or gone has null."""
+    """Nodes whose written profile label changes, counted per (from, to); a node new or gone
+    has null. A node the render keeps on its previous row (or in transit) does not move: it is
+    a pin (report.nodes.pins)."""
     counts: Counter[tuple[str | None, str | None]] = Counter()
     for node in base.profile_of.keys() | head.profile_of.keys():
-        old, new = base.profile_of.get(node), head.profile_of.get(node)
+        if node in head.kept or node in head.transit or node in base.transit:
+            continue
+        old, new = _written(base, node), _written(head, node)
         if old != new:
             counts[(old, new)] += 1
     return tuple(
@@ -57,6 +61,13 @@ def _moves(base: Side, head: Side) -> tuple[Move, ...]:
             counts.items(), key=lambda item: (-item[1], str(item[0][0]), str(item[0][1]))
         )
     )
+
+
+def _written(side: Side, node: str) -> str | None:
+    """The profile label the side's render writes on the node (its planned profile when the
+    side was not rendered with rows)."""
+    row = side.rows.get(node)
+    return row.get(PROFILE_KEY) if row is not None else side.profile_of.get(node)
 
 
 def _source_levels(base: Side, head: Side) -> tuple[SourceLevels, ...]:

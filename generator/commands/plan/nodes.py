@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ...model import PROFILE_KEY
 from ...validate.labels import READ_ONLY_PARENTS
-from .shape import DomainNodes, LabelChange, NodeChange, Nodes, SourceNodes
+from .shape import DomainNodes, LabelChange, NodeChange, Nodes, Pin, SourceNodes
 from .side import Side
 
 #: up to this many changed nodes, the report names them and lists their changes
@@ -48,6 +48,34 @@ def compare_nodes(base: Side, head: Side) -> Nodes:
         )
         if named
         else None,
+        pins=pins_of(head),
+    )
+
+
+def pins_of(side: Side) -> tuple[Pin, ...]:
+    """The nodes the render keeps off the row the plan gives them, grouped by what they keep
+    and where the plan puts them: a pin is not a move (the render writes none), and the plan
+    says where the node goes once a live render finds it idle."""
+    groups: dict[tuple[str | None, tuple[str, ...], str], list[str]] = {}
+    for node in sorted(side.kept.keys() | side.transit):
+        kept = node not in side.transit
+        key = (
+            side.rows[node].get(PROFILE_KEY) if kept else None,
+            tuple(sorted(side.kept.get(node, ()))) if kept else (),
+            side.profile_of.get(node, ""),
+        )
+        groups.setdefault(key, []).append(node)
+    return tuple(
+        Pin(
+            profile=profile,
+            flavors=flavors,
+            planned_profile=planned,
+            nodes=len(names),
+            names=tuple(names) if len(names) <= NAMED_NODES else None,
+        )
+        for (profile, flavors, planned), names in sorted(
+            groups.items(), key=lambda item: (item[0][0] or "", item[0][1], item[0][2])
+        )
     )
 
 

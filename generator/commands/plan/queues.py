@@ -5,15 +5,16 @@ decision against the live queue)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ...kube.quantities import format_units, parse, scale_for, to_units
 from .shape import (
     CREATED,
     DELETED,
     HELD,
     HELD_EMPTY,
     HOLD_AND_DRAIN,
+    IN_PLACE,
     NONE,
     RETAIN,
     STOPPED,
@@ -29,15 +30,16 @@ from .shape import (
 )
 from .side import FlavorFacts, QueueFacts, Side
 
-Totals = dict[tuple[Any, str, QuotaField], str]  # (identity, resource, field) -> the quantity
+Fields = dict[tuple[str, QuotaField], str]  # (resource, field) -> the quantity as written
 
 
-def compare_queues(base: Side, head: Side) -> tuple[Queue, ...]:
+def compare_queues(base: Side, head: Side, now: datetime | None = None) -> tuple[Queue, ...]:
+    """``now``: the plan's time, which tells a retention that gate.retainFor ends."""
     names = sorted(base.queues.keys() | head.queues.keys())
-    return tuple(_queue(name, base.queues.get(name), head.queues.get(name)) for name in names)
+    return tuple(_queue(name, base.queues.get(name), head.queues.get(name), now) for name in names)
 
 
-def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Queue:
+def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None, now: datetime | None) -> Queue:
     old = before.flavors if before else {}
     new = after.flavors if after else {}
     added = [new[f] for f in new if f not in old]
@@ -74,7 +76,7 @@ def _queue(name: str, before: QueueFacts | None, after: QueueFacts | None) -> Qu
         settings_changed=settings,
         local_queues_added=tuple(sorted(locals_after - locals_before)),
         local_queues_removed=tuple(sorted(locals_before - locals_after)),
-        drain=_drain(name, before, after, removed),
+        drain=_drain(name, before, after, removed, now),
     )
 
 
@@ -141,31 +143,28 @@ def _replaced(added: list[FlavorFacts], removed: list[FlavorFacts]) -> tuple[Rep
 
 
 def _quota(old: dict[str, FlavorFacts], new: dict[str, FlavorFacts]) -> tuple[QuotaChange, ...]:
-    """Per resource and field (nominalQuota, borrowingLimit, lendingLimit) that differs: per
-    flavor where an identity keeps one of its flavors, every flavor of it that the rendered
-    queue changes, adds or drops (quota that moves between them shows: a rack recorded moves
-    a short profile's GPUs onto the full one); else the identity's total over its flavors (a
-    profile change that renames all of them moves no quota)."""
+    """Per flavor, resource and field (nominalQuota, borrowingLimit, lendingLimit) that the
+    rendered queue writes otherwise: every flavor it changes, adds or drops, so the rows are
+    exactly the difference of the two renders (quota that moves between flavors shows: a rack
+    recorded moves a short profile's GPUs onto the full one; a renamed flavor's quota shows
+    leaving the old name and arriving on the new one)."""
     identities = sorted({f.identity for f in (*old.values(), *new.values())})
     rows: list[QuotaChange] = []
     for identity in identities:
         before = {f.name: f for f in old.values() if f.identity == identity}
         after = {f.name: f for f in new.values() if f.identity == identity}
-        if before.keys() & after.keys():
-            for flavor in sorted(before.keys() | after.keys()):
-                rows += _rows(identity, _totals(before, flavor), _totals(after, flavor), flavor)
-        else:
-            rows += _rows(identity, _totals(before), _totals(after))
+        for flavor in sorted(before.keys() | after.keys()):
+            rows += _rows(identity, _fields(before, flavor), _fields(after, flavor), flavor)
     return tuple(rows)
 
 
-def _rows(identity: Any, before: Totals, after: Totals, flavor: str | None = None) -> list[QuotaChange]:
+def _rows(identity: Any, before: Fields, after: Fields, flavor: str) -> list[QuotaChange]:
     return [
         QuotaChange(
             identity=dict(identity),
             flavor=flavor,
-            resource=key[1],
-            field=key[2],
+            resource=key[0],
+            field=key[1],
             before=before.get(key),
             after=after.get(key),
         )
@@ -174,21 +173,12 @@ def _rows(identity: Any, before: Totals, after: Totals, flavor: str | None = Non
     ]
 
 
-def _totals(flavors: dict[str, FlavorFacts], only: str | None = None) -> Totals:
-    """Per (identity, resource, field): the sum over the flavors, or the one flavor ``only``."""
-    if only is not None:
-        flavors = {only: flavors[only]} if only in flavors else {}
-    sums: dict[tuple[Any, str, QuotaField], list[str]] = {}
-    for f in flavors.values():
-        for resource, fields in f.resources.items():
-            for field, value in fields.items():
-                sums.setdefault((f.identity, resource, field), []).append(value)
-    result: Totals = {}
-    for key, values in sums.items():
-        numbers = [parse(v) for v in values]
-        scale = scale_for(key[1], numbers)
-        result[key] = format_units(sum(to_units(n, scale) for n in numbers), scale, key[1])
-    return result
+def _fields(flavors: dict[str, FlavorFacts], name: str) -> Fields:
+    """(resource, field) -> the quantity as the rendered queue writes it for flavor ``name``."""
+    found = flavors.get(name)
+    if found is None:
+        return {}
+    return {(r, f): value for r, fields in found.resources.items() for f, value in fields.items()}
 
 
 def retention(retained: str) -> str:
@@ -210,7 +200,11 @@ def eviction(queue: str, action: str) -> str | None:
 
 
 def _drain(
-    name: str, before: QueueFacts | None, after: QueueFacts | None, removed: list[FlavorFacts]
+    name: str,
+    before: QueueFacts | None,
+    after: QueueFacts | None,
+    removed: list[FlavorFacts],
+    now: datetime | None = None,
 ) -> Drain:
     """What the gate will do when this plan lands (without --kubeconfig: for the worst case,
     a dropped flavor that still holds reservations)."""
@@ -248,9 +242,65 @@ def _drain(
         )
     if not removed:
         return Drain(action=NONE, reason="no flavor dropped: applied in place")
+    return _retention_ends(after, removed, now) or _dropped(name, after, removed, now)
+
+
+def _dropped(name: str, after: QueueFacts, removed: list[FlavorFacts], now: datetime | None) -> Drain:
+    """Flavors leave the queue: held and drained unless Kueue reports them idle (retained ones
+    whose gate.retainFor has passed are named: the scheduled refresh drops them busy or not)."""
     names = ", ".join(f.name for f in removed)
+    expired = [f for f in removed if _expired(f, after.retain_for, now)]
+    why = ""
+    if expired:
+        when = ", ".join(f"{f.name} since {f.retiring_since}" for f in expired)
+        why = f"gate.retainFor ({_duration(after.retain_for)}) has passed for the retained {when}; "
     return Drain(
         action=HOLD_AND_DRAIN,
-        reason=f"drops {names}: unless Kueue reports them idle, the gate holds the queue (HoldAndDrain) "
+        reason=f"{why}drops {names}: unless Kueue reports them idle, the gate holds the queue (HoldAndDrain) "
         f"before it switches: {eviction(name, HOLD_AND_DRAIN)}",
     )
+
+
+def _expired(flavor: FlavorFacts, retain_for: timedelta | None, now: datetime | None) -> bool:
+    """A retained flavor whose gate.retainFor has passed at ``now`` (the live render drops it
+    whatever runs on it)."""
+    if flavor.retiring_since is None or retain_for is None or now is None:
+        return False
+    try:
+        since = datetime.fromisoformat(flavor.retiring_since.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return now >= since + retain_for
+
+
+def _retention_ends(after: QueueFacts, removed: list[FlavorFacts], now: datetime | None) -> Drain | None:
+    """Retained flavors (WaitForIdle) that leave while their retainFor has not passed: only a
+    live render leaves one out then, once no unfinished Workload names it and the live queue
+    gives it no quota, so the gate finds it idle and removes it in place. None when another
+    flavor leaves, one's retainFor passed, or the queue no longer retains (HoldAndDrain)."""
+    if after.drop_policy != "WaitForIdle":
+        return None
+    if any(f.retiring_since is None or _expired(f, after.retain_for, now) for f in removed):
+        return None
+    names = ", ".join(f.name for f in removed)
+    return Drain(
+        action=IN_PLACE,
+        reason=f"the retention of {names} ends: the live render found no Workload holding them and "
+        "no quota left on them, so the gate removes them in place (were one busy again, it would "
+        "hold and drain the queue)",
+    )
+
+
+def _duration(value: timedelta | None) -> str:
+    """A retainFor as Go writes whole hours and minutes (168h, 1h30m)."""
+    if value is None:
+        return "unset"
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = (
+        (f"{hours}h" if hours else "")
+        + (f"{minutes}m" if minutes else "")
+        + (f"{seconds}s" if seconds else "")
+    )
+    return text or "0s"

@@ -3,6 +3,7 @@ published as generator/schemas/plan-report.schema.json; the formats print it).""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from ...load.locate import locate
@@ -24,12 +25,17 @@ REPORT_VERSION: Literal[1] = 1
 
 
 def build(
-    base: Compilation | None, head: Compilation, base_ref: str, workloads: WorkloadSides | None = None
+    base: Compilation | None,
+    head: Compilation,
+    base_ref: str,
+    workloads: WorkloadSides | None = None,
+    now: datetime | None = None,
 ) -> Report:
     """The report of merging ``head`` onto ``base`` (None: the base has no inventory);
-    ``workloads``: GeneratorConfig spec.workloads judged on both sides (None: none listed)."""
+    ``workloads``: GeneratorConfig spec.workloads judged on both sides (None: none listed);
+    ``now``: the plan's time (a retention whose gate.retainFor has passed is named)."""
     before, after = side_of(base), side_of(head)
-    queues = compare_queues(before, after)
+    queues = compare_queues(before, after, now)
     nodes = compare_nodes(before, after)
     fit = compare_slots(base, head, before, after)
     changes = compare_workloads(workloads)

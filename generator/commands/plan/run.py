@@ -11,8 +11,9 @@ from ...fit.check import check_files
 from ...fit.cluster import Cluster
 from ...fit.inventory import cluster_of
 from ...load.files import InputFile, LoadedFile, load_file, read_inventory
-from ...load.git import read_files, read_globbed, read_revision
-from ...load.previous import FILES, carried_of
+from ...load.git import read_files, read_globbed, read_named, read_revision
+from ...load.previous import FILES, carried_of, read_rendered
+from ...load.previous_profiles import PROFILES_FILE
 from ...model import Problem
 from ...pipeline import Compilation, compile_inventory
 from ...util.gc import no_cycle_collection
@@ -32,14 +33,20 @@ class Outcome:
 
 def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Path("rendered")) -> Outcome:
     """Raises :class:`generator.load.git.GitError` when the base cannot be read. ``output``:
-    rendered/ in the working tree; the base revision's is what the cluster runs, so both sides
-    carry on what it retains (WaitForIdle), as render does from the rendered/ it replaces."""
+    rendered/ in the working tree. Each side carries on its own rendered/, as render does from
+    the rendered/ it replaces: the base revision's (what the cluster runs) and the working
+    tree's, so that a change of rendered/ alone (the scheduled live refresh: released nodes,
+    lowered quotas, flavors that leave) is planned as what it writes. A working tree without a
+    rendered/ carries on the base's (docs/explanation/plan.md, "A live refresh")."""
     base_files = read_revision(inventory, base_ref)
-    carried = carried_of(read_files(output, base_ref, inventory, FILES))
+    labels = read_named(output, base_ref, inventory, "labels", PROFILES_FILE)
+    carried = carried_of(read_files(output, base_ref, inventory, FILES) | labels)
+    working = read_rendered(output)
+    carried_head = carried_of(working) if working is not None else carried
     with no_cycle_collection():
         head_files = read_inventory(inventory)
         parsed = _Parsed()
-        head = compile_inventory(head_files, now, node_features=False, parse=parsed, carried=carried)
+        head = compile_inventory(head_files, now, node_features=False, parse=parsed, carried=carried_head)
         if head.failed:
             return Outcome(None, head.problems())
         shared = _shared(base_files, head_files)
@@ -51,7 +58,7 @@ def plan_change(inventory: Path, base_ref: str, now: datetime, output: Path = Pa
         assert head.rendering is not None
         queues = {m.name: m.body for m in head.rendering.manifests if m.kind == "ClusterQueue"}
         workloads = _workloads(inventory, base_ref, base, head)
-        return Outcome(build(base, head, base_ref, workloads), desired=queues)
+        return Outcome(build(base, head, base_ref, workloads, now), desired=queues)
 
 
 def _workloads(

@@ -81,7 +81,7 @@ class Replaced:
 @dataclass(frozen=True, kw_only=True)
 class QuotaChange:
     identity: Identity
-    flavor: Absent[str] = None  # absent: the identity's total over its flavors
+    flavor: Absent[str] = None  # the flavor whose field changes (every row names one)
     resource: str
     field: QuotaField
     before: str | None
@@ -210,12 +210,25 @@ class NodeChange:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Pin:
+    """Nodes the render keeps on their previous profile and flavors (or in transit, selected by
+    no flavor) while the plan gives them another profile: until a live render finds them idle."""
+
+    profile: str | None  # the profile label kept; None: in transit
+    flavors: Names  # the flavors kept (none in transit)
+    planned_profile: str  # where the plan puts them once released
+    nodes: Count
+    names: Names | None  # None: too many to name
+
+
+@dataclass(frozen=True, kw_only=True)
 class Nodes:
     total: Count
     changed: Count
     by_source: tuple[SourceNodes, ...]
     by_domain: tuple[DomainNodes, ...]
     changes: tuple[NodeChange, ...] | None  # None: too many to name
+    pins: tuple[Pin, ...]  # the nodes the working tree's render keeps off their planned row
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import chain
 from typing import Any
 
@@ -43,6 +44,7 @@ class QueueFacts:
     body: dict[str, Any]  # the rendered ClusterQueue (what the gate compares with the live one)
     local_queues: tuple[str, ...] = ()  # namespace/name of each LocalQueue pointing at it
     drop_policy: DropPolicy = DEFAULT_DROP_POLICY  # the queue's, else GeneratorConfig's
+    retain_for: timedelta | None = None  # GeneratorConfig gate.retainFor
 
     @property
     def retained(self) -> tuple[str, ...]:
@@ -66,6 +68,9 @@ class Side:
     profile_of: dict[str, str] = field(default_factory=dict)  # node -> profile id
     #: node -> the profile and flavor labels its NodeFeature is written with (pins included)
     rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: node -> the flavors it is kept on while the plan gives it another row (compile/pins.py)
+    kept: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    transit: frozenset[str] = frozenset()  # nodes written with the transit row
     domain_of: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> values of its levels
     members: dict[str, list[str]] = field(default_factory=dict)  # profile id -> its nodes
     #: Ready writing source -> node -> the labels it states (read-only parents included: the
@@ -91,12 +96,14 @@ def side_of(compiled: Compilation | None) -> Side:
     side.source_of = dict(planned.assignment.source_of)
     _profiles(side, planned.assignment.profile_of)
     side.rows = planned.pinned.rows
+    side.kept, side.transit = planned.pinned.kept, frozenset(planned.pinned.transit)
     _domains_and_labels(side, compiled)
     _queues(side, [m.body for m in planned.manifests])
     settings = ctx.inventory.settings
     for name, queue in side.queues.items():
         plan = ctx.inventory.plans.get(name)
         queue.drop_policy = (plan.drop_policy if plan else None) or settings.drop_policy
+        queue.retain_for = settings.retain_for
     return side
 
 
