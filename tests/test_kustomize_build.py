@@ -130,20 +130,27 @@ def test_generated_sharded_fleet_paths_build(kustomize: Path, tmp_path: Path) ->
     assert sum(counts[f] for f in shards) == 5100
 
 
-def test_flux_gate_patch_gives_only_the_gate_job_a_ttl(kustomize: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("step", "argo_ttl"), [("gate", None), ("retire", JOB_TTL_SECONDS)])
+def test_flux_patch_gives_only_the_step_s_job_a_lasting_ttl(
+    kustomize: Path, tmp_path: Path, step: str, argo_ttl: int | None
+) -> None:
     """kustomize-controller builds a path with its Kustomization's spec.patches added on top:
-    Flux's gate Job gets the TTL that rendered/gate/job.yaml leaves out for Argo CD, and
-    nothing else changes."""
-    (gate,) = [d for d in yaml.safe_load_all((REPO / "rendered" / "flux" / "gate.yaml").read_text()) if d]
-    shutil.copytree(REPO / "rendered" / "gate", tmp_path / "gate")  # kustomize wants a relative base
-    overlay = tmp_path / "flux-gate"
+    Flux's gate and retire Jobs get a TTL of 2**31 - 1 s (the largest int32, what the API
+    server takes), in place of none (the gate's file, for Argo CD) or the retire hook's short
+    one; nothing else changes."""
+    flux_file = REPO / "rendered" / "flux" / f"{step}.yaml"
+    (body,) = [d for d in yaml.safe_load_all(flux_file.read_text()) if d]
+    shutil.copytree(REPO / "rendered" / step, tmp_path / step)  # kustomize wants a relative base
+    overlay = tmp_path / f"flux-{step}"
     overlay.mkdir()
-    kustomization = {"resources": ["../gate"], "patches": gate["spec"]["patches"]}
+    kustomization = {"resources": [f"../{step}"], "patches": body["spec"]["patches"]}
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    plain = {identity(o): o for o in build(kustomize, REPO / "rendered" / "gate")}
+    plain = {identity(o): o for o in build(kustomize, REPO / "rendered" / step)}
     patched = {identity(o): o for o in build(kustomize, overlay)}
     assert set(patched) == set(plain)
     (job,) = [key for key in plain if key[1] == "Job"]
-    assert "ttlSecondsAfterFinished" not in plain[job]["spec"]
-    assert patched[job]["spec"] == {**plain[job]["spec"], "ttlSecondsAfterFinished": JOB_TTL_SECONDS}
+    assert plain[job]["spec"].get("ttlSecondsAfterFinished") == argo_ttl
+    assert patched[job]["spec"]["ttlSecondsAfterFinished"] == 2_147_483_647
+    rest = {k: v for k, v in patched[job]["spec"].items() if k != "ttlSecondsAfterFinished"}
+    assert rest == {k: v for k, v in plain[job]["spec"].items() if k != "ttlSecondsAfterFinished"}
     assert {k: v for k, v in patched.items() if k != job} == {k: v for k, v in plain.items() if k != job}

@@ -61,6 +61,14 @@ def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
     assert [bool(k["spec"].get("healthCheckExprs")) for k in chain] == [False, False, False, True, False]
     # The two Jobs are immutable: a new plan or keep list recreates them.
     assert [k["spec"].get("force", False) for k in chain] == [False, False, True, False, True]
+    # ... and run once per change: their Kustomizations give each a TTL that never runs out.
+    assert [bool(k["spec"].get("patches")) for k in chain] == [False, False, True, False, True]
+    for k, job in ((chain[2], "tasgen-gate"), (chain[4], "tasgen-retire")):
+        (patch,) = k["spec"]["patches"]
+        assert json.loads(patch["patch"]) == [
+            {"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": 2_147_483_647}
+        ]
+        assert patch["target"] == {"kind": "Job", "name": job}
     # Flux waits for a Job as long as it may run: 2 pods x (timeout + 300 s start) + 60; the
     # gate's timeout is the config's (600 here), the retire step's 300.
     assert chain[2]["spec"]["timeout"] == "1860s"

@@ -22,7 +22,7 @@ PLAN_KEY = "clusterqueues.yaml"
 PLAN_MOUNT = "/etc/tasgen/plan"
 PLAN_HASH_ANNOTATION = "topology.gpustack.ai/plan-hash"
 RBAC_API = "rbac.authorization.k8s.io/v1"
-#: Seconds a finished Job stays for its logs to be read before Flux may recreate it.
+#: Seconds a finished retire hook Job stays for its logs to be read (Argo CD; Flux keeps it).
 JOB_TTL_SECONDS = 900
 #: Grace beyond the gate's own timeout for a pod to be scheduled, pull its image and start.
 START_GRACE_SECONDS = 300
@@ -297,14 +297,14 @@ class _Gate:
         Progressing until it completes), and Force/Replace recreates it on every sync of that
         Application (deleted before it is created, as a hook's BeforeHookCreation did), so a
         new plan or a retried sync runs it again. No ttlSecondsAfterFinished: a deleted Job
-        would leave the Application OutOfSync; Flux adds one (sync_wiring)."""
+        would leave the Application OutOfSync; Flux adds one that never runs out (sync_wiring)."""
         body = self._job(self.pod_spec(), plan, self.timeout_seconds, ttl=None)
         body["metadata"]["annotations"][SYNC_OPTIONS] = "Force=true,Replace=true"
         return body
 
     def hook_job(self, pod: dict[str, Any], config: Documents, timeout_seconds: int) -> dict[str, Any]:
         """A Job that Argo CD runs as a Sync hook (recreated each sync), deleted
-        JOB_TTL_SECONDS after it finished (Flux then recreates it)."""
+        JOB_TTL_SECONDS after it finished (Flux patches in one that never runs out)."""
         body = self._job(pod, config, timeout_seconds, ttl=JOB_TTL_SECONDS)
         body["metadata"]["annotations"].update(
             {

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..model import Manifest
 from .engines import MANAGED_BY
-from .gate_wiring import JOB_TTL_SECONDS, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 from .gate_wiring import NAME as GATE_JOB
+from .gate_wiring import RETIRE_NAME, RETIRE_TIMEOUT_SECONDS, job_deadline_seconds
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
 ARGO_API = "argoproj.io/v1alpha1"
@@ -46,6 +46,11 @@ APPSET_SYNC_POLICY: dict[str, Any] = {
     "applicationsSync": "create-update",
 }
 FLUX_DELETION_POLICY = "Orphan"
+#: Flux's gate and retire Jobs have a TTL that never runs out (the largest the API takes):
+#: kustomize-controller counts a vanished Job as finished only when its manifest has a TTL (an
+#: operator deleting the Job ends the step's wait), and a Job the TTL deleted Flux would run
+#: again at its next reconciliation. docs/explanation/gate.md, "Ordering".
+FLUX_JOB_TTL_SECONDS = 2**31 - 1
 #: Kueue writes a queue's Active condition; a queue held on purpose (stopPolicy, e.g. by the
 #: drain gate) is Active=False with reason Stopped and, when nothing else is wrong, exactly
 #: this message (Kueue v0.17 lists every cause in it): it counts as healthy, else the step
@@ -193,10 +198,11 @@ def _flux_kustomization(
         # The Job is immutable: a new plan hash in its template makes Flux recreate it.
         spec["force"] = True
         spec["timeout"] = f"{job_deadline_seconds(gate_timeout) + 60}s"
-        spec["patches"] = [_gate_ttl_patch()]
+        spec["patches"] = [_job_ttl_patch(GATE_JOB)]
     if folder == "retire":
         spec["force"] = True  # the same for the retire Job and its keep list's hash
         spec["timeout"] = f"{job_deadline_seconds(RETIRE_TIMEOUT_SECONDS) + 60}s"
+        spec["patches"] = [_job_ttl_patch(RETIRE_NAME)]
     meta = {
         "name": _flux_name(folder),
         "namespace": flux.get("namespace", DEFAULT_FLUX_NAMESPACE),
@@ -205,14 +211,14 @@ def _flux_kustomization(
     return {"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": meta, "spec": spec}
 
 
-def _gate_ttl_patch() -> dict[str, Any]:
-    """Flux's gate Job is deleted once it has finished for a while, and Flux recreates it on its
-    next reconciliation: a drain that outlasted the gate's timeout resumes by itself. (Argo CD's
-    is kept: there a deleted Job would leave the gate's Application OutOfSync.)"""
-    # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer.
-    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": JOB_TTL_SECONDS}]
+def _job_ttl_patch(job: str) -> dict[str, Any]:
+    """FLUX_JOB_TTL_SECONDS on a Job: added to the gate's (Argo CD's has none: a deleted Job
+    would leave its Application OutOfSync), in place of the retire hook's (Argo CD's is short)."""
+    # A JSON 6902 patch (kustomize takes JSON): json.dumps, not a second YAML writer. "add"
+    # replaces a member that is there.
+    ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": FLUX_JOB_TTL_SECONDS}]
     patch = json.dumps(ops, separators=(",", ":"))
-    return {"patch": patch, "target": {"kind": "Job", "name": GATE_JOB}}
+    return {"patch": patch, "target": {"kind": "Job", "name": job}}
 
 
 def queue_health_exprs(kueue_api: str) -> list[dict[str, str]]:

@@ -4,15 +4,15 @@ become Active; a commit that moves a rack and one that drops a flavor sync to co
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tasgen.compile.gate_wiring import JOB_TTL_SECONDS
 from tasgen.compile.gate_wiring import NAME as GATE_JOB
 from tasgen.compile.gate_wiring import RETIRE_NAME as RETIRE_JOB
 from tests.e2e import flux, harness, keeping, kube
@@ -72,19 +72,73 @@ def test_flux_first_sync_lands_every_object_in_order(
     # The gate's and the retire step's Kustomizations were Ready only after their Job's run
     # (each waits for its Job); on a first sync the retire step had nothing to delete.
     assert list(env.runner.done.values()) == [0, 0]
-    # Both Jobs have ttlSecondsAfterFinished under Flux (the gate's Kustomization patches it on,
-    # the retire Job has it in its file): a Job deleted mid-run then counts as finished, which
-    # lets an operator abandon a drain (test_flux_gate.py).
+    # Both Jobs have a ttlSecondsAfterFinished under Flux, one that never runs out (each step's
+    # Kustomization patches it in): a Job deleted mid-run then counts as finished, which lets an
+    # operator abandon a drain (test_flux_gate.py), and no TTL deletes a finished one for Flux
+    # to run again (below). The largest the API server takes, an int32.
     for name in (GATE_JOB, RETIRE_JOB):
         (job,) = [o for o in fleet.of_kind("Job") if o["metadata"]["name"] == name]
         live = kube.get(env.dyn, "batch/v1", "Job", name, job["metadata"]["namespace"])
-        assert live["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_SECONDS, name
+        assert live["spec"]["ttlSecondsAfterFinished"] == 2**31 - 1, name
+        assert job["spec"].get("ttlSecondsAfterFinished") != 2**31 - 1, name  # Flux's, not the file's
     flux.assert_example_landed(env.api)
 
 
 def handled(env: flux.FluxEnv, name: str, token: str) -> dict[str, Any] | None:
     k = kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, flux.NAMESPACE)
     return k if (k.get("status") or {}).get("lastHandledReconcileAt") == token else None
+
+
+BACK_DATED = timedelta(days=30)
+
+
+def back_date(env: flux.FluxEnv, name: str, namespace: str) -> None:
+    """Writes the finished Job's status as if it had finished BACK_DATED ago: the time the
+    TTL-after-finished controller counts from (its final condition's lastTransitionTime), so a
+    TTL shorter than that deletes it now."""
+    batch = client.BatchV1Api(env.api)
+    job = batch.read_namespaced_job_status(name, namespace)
+    when = datetime.now(UTC) - BACK_DATED
+    for condition in job.status.conditions:
+        condition.last_transition_time = when
+        condition.last_probe_time = when
+    batch.replace_namespaced_job_status(name, namespace, job)
+
+
+def test_flux_runs_the_jobs_once_per_change(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """The Jobs' finish back-dated by a month (the TTL-after-finished controller's clock), then
+    three reconciliations of the gate's and the retire step's Kustomizations without a commit:
+    the same Jobs (by UID), no new run, neither Kustomization ever not Ready."""
+    revision = first[0]
+    rendered = env.repo.work / "rendered"
+    names = {GATE_JOB: flux.step_of(rendered, "gate"), RETIRE_JOB: flux.step_of(rendered, "retire")}
+    namespace = next(iter({o["metadata"]["namespace"] for o in load_fleet().of_kind("Job")}))
+    batch = client.BatchV1Api(env.api)
+
+    def uid(job: str) -> str:
+        return str(batch.read_namespaced_job(job, namespace).metadata.uid)
+
+    before = {job: uid(job) for job in names}
+    runs = dict(env.runner.done)
+    for job in names:
+        back_date(env, job, namespace)
+    with contextlib.ExitStack() as stack:
+        histories = [stack.enter_context(flux.kustomization_history(env.api, k)) for k in names.values()]
+        for _ in range(3):
+            for k in names.values():
+                token = flux.request_reconcile(env.dyn, k)
+                kube.wait_for(
+                    f"{k} to handle {token}", lambda k=k, t=token: handled(env, k, t), SYNC_TIMEOUT_S
+                )
+        versions = [h.versions() for h in histories]
+    assert {job: uid(job) for job in names} == before
+    assert dict(env.runner.done) == runs and not env.runner.running
+    # never failed meanwhile (Unknown while a reconciliation runs), and Ready at the end
+    for found in versions:
+        states = [(kube.condition(v, "Ready") or {}).get("status") for v in found]
+        assert "False" not in states and flux.ready_at(found[-1], revision), states
 
 
 def node_label(env: flux.FluxEnv, node: str, key: str) -> str | None:
