@@ -12,6 +12,7 @@ import contextlib
 import json
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,47 @@ def _errors(report: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def env(
+def variants(
     tmp_path_factory: pytest.TempPathFactory, cluster_build: harness.Build, fleet: Fleet
+) -> Iterator[dict[str, Future[Env]]]:
+    """The two control planes of a changed binary (Kueue's TopologyAwareScheduling off,
+    nfd-master denying the admin label namespace), started and synced in the background from
+    the module's start on: their starts and syncs overlap with each other and with the tests on
+    ``env``. A test takes its own with ``.result()`` (a failure to start raises there)."""
+    kueue_work = tmp_path_factory.mktemp("doctor-tas-off")
+    kueue = _wrapped(
+        cluster_build,
+        kueue_work,
+        "kueue",
+        ["--feature-gates=TopologyAwareScheduling=false,VisibilityOnDemand=false"],
+    )
+    nfd_work = tmp_path_factory.mktemp("doctor-nfd-denied")
+    nfd = _wrapped(cluster_build, nfd_work, "nfd-master", [f"-deny-label-ns={ADMIN_NS}"])
+    # an ExitStack each, as each is entered in a thread of its own
+    with (
+        contextlib.ExitStack() as tas_off,
+        contextlib.ExitStack() as denied,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        started = {
+            "tas-off": pool.submit(
+                tas_off.enter_context, _synced(kueue, kueue_work / "work", fleet, tas=False)
+            ),
+            "nfd-denied": pool.submit(
+                denied.enter_context, _synced(nfd, nfd_work / "work", fleet, unlabelled=ADMIN_NS)
+            ),
+        }
+        yield started  # leaving the pool waits for a start still under way; the stacks stop both
+
+
+@pytest.fixture(scope="module")
+def env(
+    tmp_path_factory: pytest.TempPathFactory,
+    cluster_build: harness.Build,
+    fleet: Fleet,
+    variants: dict[str, Future[Env]],
 ) -> Iterator[Env]:
+    """The module's control plane; asks for ``variants`` so that they start beside it."""
     yield from harness.entered(_synced(cluster_build, tmp_path_factory.mktemp("doctor"), fleet))
 
 
@@ -386,17 +425,8 @@ def _node_names(env: Env) -> set[str]:
     return {n.metadata.name for n in client.CoreV1Api(env.api).list_node().items}
 
 
-def test_kueue_with_topology_aware_scheduling_off(
-    tmp_path: Path, cluster_build: harness.Build, fleet: Fleet
-) -> None:
-    build = _wrapped(
-        cluster_build,
-        tmp_path,
-        "kueue",
-        ["--feature-gates=TopologyAwareScheduling=false,VisibilityOnDemand=false"],
-    )
-    with _synced(build, tmp_path / "work", fleet, tas=False) as off:
-        code, report = doctor(off)
+def test_kueue_with_topology_aware_scheduling_off(variants: dict[str, Future[Env]], fleet: Fleet) -> None:
+    code, report = doctor(variants["tas-off"].result())
     topologies = [t["metadata"]["name"] for t in fleet.of_kind("Topology")]
     assert code == 1 and _errors(report) == [("kueue-tas", f"Topology {topologies[0]}")]
     finding = report["findings"][0]
@@ -405,16 +435,12 @@ def test_kueue_with_topology_aware_scheduling_off(
     )
 
 
-def test_an_nfd_label_namespace_not_allowed(
-    tmp_path: Path, cluster_build: harness.Build, fleet: Fleet
-) -> None:
+def test_an_nfd_label_namespace_not_allowed(variants: dict[str, Future[Env]], fleet: Fleet) -> None:
     """nfd-master v0.19 writes a namespace outside kubernetes.io unless -deny-label-ns names it
     (and -extra-label-ns does not allow it back): the admin prefix's namespace, denied."""
     assert any(
         k.startswith(f"{ADMIN_NS}/") for labels in fleet.node_feature_labels().values() for k in labels
     )
-    build = _wrapped(cluster_build, tmp_path, "nfd-master", [f"-deny-label-ns={ADMIN_NS}"])
-    with _synced(build, tmp_path / "work", fleet, unlabelled=ADMIN_NS) as denied:
-        code, report = doctor(denied)
+    code, report = doctor(variants["nfd-denied"].result())
     assert code == 1 and _errors(report) == [("nfd-label-namespace", f"label namespace {ADMIN_NS}")]
     assert "-extra-label-ns" in report["findings"][0]["fix"]
