@@ -576,7 +576,7 @@ def one_labels_path_after(env: argocd.ArgoEnv) -> Iterator[None]:
     if shard_count(env) != 1:
         shards(env, 1)
         revision = env.repo.render_and_commit("the labels in one path again (cleanup)")
-        argocd.apply_wiring(env)
+        argocd.apply_wiring(env, ("ApplicationSet",))
         wait_only_settled(env, revision, set(APPS))
 
 
@@ -601,7 +601,7 @@ def test_argocd_a_shard_layout_change_moves_node_features_without_a_node_losing_
         # shard's sync takes its own over.
         shards(env, 4)
         revision = env.repo.render_and_commit("the labels in 4 shards")
-        argocd.apply_wiring(env)
+        argocd.apply_wiring(env, ("ApplicationSet",))
         split = argocd.expected_applications(rendered)
         shard_apps = {name for name, step in split.items() if step == "labels"}
         assert len(shard_apps) > 1 and "tasgen-labels" not in split
@@ -612,7 +612,7 @@ def test_argocd_a_shard_layout_change_moves_node_features_without_a_node_losing_
         # and back: the shard paths go, labels/ comes again
         shards(env, 1)
         revision = env.repo.render_and_commit("the labels in one path again")
-        argocd.apply_wiring(env)
+        argocd.apply_wiring(env, ("ApplicationSet",))
         assert set(argocd.expected_applications(rendered)) == set(APPS)
         wait_only_settled(env, revision, set(APPS))
         assert keeping.missing(env.dyn, kept) == []
