@@ -242,10 +242,10 @@ def test_argocd_rolling_sync_steps_run_in_order() -> None:
 
 def test_argocd_applications_going_delete_nothing() -> None:
     """No resources finalizer on the generated Applications (Argo CD adds it unless
-    preserveResourcesOnDeletion), and the controller never deletes an Application whose
-    path went (create-update)."""
+    preserveResourcesOnDeletion), so that the controller may delete an Application whose path
+    went (sync: create, update and delete) and nothing else goes with it."""
     spec = application_set(Paths.of("rendered", SHARDS), ARGO, "tasgen-system")["spec"]
-    assert spec["syncPolicy"] == {"preserveResourcesOnDeletion": True, "applicationsSync": "create-update"}
+    assert spec["syncPolicy"] == {"preserveResourcesOnDeletion": True, "applicationsSync": "sync"}
     assert "finalizers" not in spec["template"]["metadata"]
 
 

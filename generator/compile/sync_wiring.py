@@ -39,11 +39,14 @@ DEFAULT_ARGO = {
 #: wait until the dropping commit's retries are spent (docs/explanation/gate.md)
 #: An Application or Kustomization that goes (deleted, renamed, a labels shard that the layout
 #: no longer has) leaves its objects in place: the ApplicationSet's Applications carry no
-#: resources finalizer, its controller never deletes one, and Flux orphans a deleted
-#: Kustomization's objects. Deleting on purpose: docs/reference/rendered.md, "Deletion".
+#: resources finalizer, so the ApplicationSet controller deletes an Application whose path went
+#: (policy "sync") without touching its objects, which the new path's Application takes over;
+#: and Flux orphans a deleted Kustomization's objects. Kept instead, such an Application would
+#: stay unsynced for ever, its path missing. Deleting on purpose: docs/reference/rendered.md,
+#: "Deletion".
 APPSET_SYNC_POLICY: dict[str, Any] = {
     "preserveResourcesOnDeletion": True,
-    "applicationsSync": "create-update",
+    "applicationsSync": "sync",
 }
 FLUX_DELETION_POLICY = "Orphan"
 #: Flux's gate and retire Jobs have a TTL that never runs out (the largest the API takes):

@@ -247,16 +247,20 @@ def wait_synced(
     return kube.wait_for(f"Argo CD Applications {sorted(names)} synced at {revision[:8]}", probe, timeout)
 
 
-def apply_wiring(env: ArgoEnv) -> list[dict[str, Any]]:
+WIRING_KINDS = ("AppProject", "ApplicationSet")
+
+
+def apply_wiring(env: ArgoEnv, kinds: tuple[str, ...] = WIRING_KINDS) -> list[dict[str, Any]]:
     """`kubectl apply -k rendered/argocd/` of the working copy, as docs/reference/rendered.md tells a user:
-    kustomize builds it; the objects applied."""
+    kustomize builds it; the objects of the kinds applied (the ApplicationSet alone: what the
+    user's Application of rendered/argocd/ syncs, the AppProject being an administrator's)."""
     built = subprocess.run(
         [str(gobuild.kustomize()), "build", str(env.repo.work / "rendered" / "argocd")],
         capture_output=True,
         text=True,
         check=True,
     )
-    objects = [d for d in yaml.safe_load_all(built.stdout) if d]
+    objects = [d for d in yaml.safe_load_all(built.stdout) if d and d["kind"] in kinds]
     for obj in objects:
         kube.apply(env.dyn, obj)
     return objects

@@ -183,3 +183,89 @@ def active(dyn: DynamicClient, kueue_api: str, name: str) -> dict[str, Any] | No
     if found is None or found.get("observedGeneration", generation) != generation:
         return None
     return found
+
+
+#: (group, version, plural) of the kinds whose deletion a deletion-safety test watches for; the
+#: queues' version is the render's
+def watched_kinds(kueue_api: str) -> list[tuple[str, str, str]]:
+    kueue_version = kueue_api.rpartition("/")[2]
+    return [
+        ("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures"),
+        ("kueue.x-k8s.io", kueue_version, "clusterqueues"),
+        ("kueue.x-k8s.io", kueue_version, "localqueues"),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"),
+    ]
+
+
+class Deletions:
+    """Every DELETED event, and every version with a deletionTimestamp, of the given kinds (all
+    namespaces), from a list and then a watch per kind resumed from its resourceVersion:
+    ``seen()`` names each object some engine deleted or began to delete meanwhile."""
+
+    def __init__(self, api: client.ApiClient, kinds: list[tuple[str, str, str]]) -> None:
+        self._custom = client.CustomObjectsApi(api)
+        self._kinds = kinds
+        self._seen: list[str] = []
+        self._listed: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(k,), daemon=True) for k in kinds]
+        self.halt = threading.Event()
+        self.gaps = 0
+        self.errors: list[BaseException] = []
+
+    def _run(self, kind: tuple[str, str, str]) -> None:
+        try:
+            listed = self._custom.list_cluster_custom_object(*kind)
+            for item in listed["items"]:
+                self._check(kind, "LISTED", item)
+            version = str(listed["metadata"]["resourceVersion"])
+            with self._lock:
+                self._listed.add(kind)
+            while not self.halt.is_set():
+                stream = watch.Watch().stream(
+                    self._custom.list_cluster_custom_object,
+                    *kind,
+                    resource_version=version,
+                    timeout_seconds=3,
+                    allow_watch_bookmarks=True,
+                )
+                for event in stream:
+                    version = event["object"]["metadata"]["resourceVersion"]
+                    if event["type"] != "BOOKMARK":
+                        self._check(kind, event["type"], event["object"])
+        except BaseException as exc:  # an expired resourceVersion (410) too: events may be missing
+            with self._lock:
+                self.errors.append(exc)
+
+    def _check(self, kind: tuple[str, str, str], event: str, obj: Mapping[str, Any]) -> None:
+        meta = obj["metadata"]
+        if event == "DELETED" or meta.get("deletionTimestamp"):
+            where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            with self._lock:
+                self._seen.append(f"{kind[2]} {where}{meta['name']} ({event})")
+
+    def _all_listed(self) -> bool:
+        self.seen()  # (raises if a watch failed before its list)
+        with self._lock:
+            return len(self._listed) == len(self._kinds)
+
+    def seen(self) -> list[str]:
+        with self._lock:
+            if self.errors:
+                raise AssertionError(f"a watch of deletions failed: {self.errors!r}")
+            if any(not t.is_alive() for t in self._threads) and not self.halt.is_set():
+                raise AssertionError("a watch of deletions stopped; events may be missing")
+            return list(self._seen)
+
+    def __enter__(self) -> Deletions:
+        for thread in self._threads:
+            thread.start()
+        kube.wait_for("the deletion watches' first lists", self._all_listed)
+        assert self.seen() == [], "an object is being deleted before the test even starts"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.halt.set()
+        for thread in self._threads:
+            thread.join(timeout=30)

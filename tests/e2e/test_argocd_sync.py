@@ -501,6 +501,127 @@ def test_argocd_refuses_a_commit_that_binds_cluster_admin(env: argocd.ArgoEnv, f
         rbac.get(name=ESCALATION["metadata"]["name"])
 
 
+def shards(env: argocd.ArgoEnv, count: int) -> None:
+    """spec.output.nodeFeatureShards of the working copy's GeneratorConfig."""
+    config = env.repo.work / "inventories" / "config.yaml"
+    text = config.read_text()
+    (line,) = [x for x in text.splitlines() if "nodeFeatureShards:" in x]
+    config.write_text(text.replace(line, f"{line.split(':')[0]}: {count}"))
+
+
+def app_states(env: argocd.ArgoEnv) -> list[tuple[str, ...]]:
+    """Each Application's name, sync status and revision, health, operation phase and the
+    types of its conditions: what a failed wait says."""
+    found = []
+    for name, app in sorted(argocd.applications(env.dyn).items()):
+        status = app.get("status", {})
+        conditions = ",".join(c["type"] for c in status.get("conditions") or [])
+        found.append(
+            (
+                name,
+                str(status.get("sync", {}).get("status")),
+                str(status.get("sync", {}).get("revision", ""))[:8],
+                str(status.get("health", {}).get("status")),
+                str(status.get("operationState", {}).get("phase")),
+                "operation" if "operation" in app else "",
+                conditions,
+            )
+        )
+    return found
+
+
+def only_settled(env: argocd.ArgoEnv, revision: str, names: set[str]) -> bool | None:
+    """Exactly the named Applications exist (the ApplicationSet deleted those of paths the
+    render no longer has), each settled at the revision."""
+    apps = argocd.applications(env.dyn)
+    return True if set(apps) == names and all(settled_at(a, revision) for a in apps.values()) else None
+
+
+def wait_only_settled(env: argocd.ArgoEnv, revision: str, names: set[str]) -> None:
+    try:
+        kube.wait_for(
+            f"exactly {sorted(names)} settled at {revision[:8]}",
+            lambda: only_settled(env, revision, names),
+            SYNC_TIMEOUT_S,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the Applications: {app_states(env)}") from None
+
+
+#: how Argo CD v3 marks the Application an object belongs to: "<application>:<group>/<kind>:..."
+TRACKING_ID = "argocd.argoproj.io/tracking-id"
+
+
+def feature_owners(env: argocd.ArgoEnv, fleet: Fleet) -> dict[str, str]:
+    """NodeFeature name -> the Application its tracking annotation names."""
+    resource = env.dyn.resources.get(api_version="nfd.k8s-sigs.io/v1alpha1", kind="NodeFeature")
+    items = resource.get(namespace=fleet.node_feature_namespace).to_dict()["items"]
+    return {
+        f["metadata"]["name"]: (f["metadata"].get("annotations") or {}).get(TRACKING_ID, "").partition(":")[0]
+        for f in items
+    }
+
+
+def shard_count(env: argocd.ArgoEnv) -> int:
+    config = env.repo.work / "inventories" / "config.yaml"
+    (line,) = [x for x in config.read_text().splitlines() if "nodeFeatureShards:" in x]
+    return int(line.split(":")[1])
+
+
+@pytest.fixture
+def one_labels_path_after(env: argocd.ArgoEnv) -> Iterator[None]:
+    """The example's one labels path again after the test, passed or failed (the tests after it
+    expect it): committed and settled."""
+    yield
+    if shard_count(env) != 1:
+        shards(env, 1)
+        revision = env.repo.render_and_commit("the labels in one path again (cleanup)")
+        argocd.apply_wiring(env, ("ApplicationSet",))
+        wait_only_settled(env, revision, set(APPS))
+
+
+def test_argocd_a_shard_layout_change_moves_node_features_without_a_node_losing_a_label(
+    env: argocd.ArgoEnv, first: First, one_labels_path_after: None
+) -> None:
+    fleet = working_fleet(env)
+    kept = keeping.kept_objects(fleet.rendered)
+    rendered = env.repo.work / "rendered"
+    assert set(argocd.expected_applications(rendered)) == set(APPS)
+    features = {o["metadata"]["name"] for o in fleet.rendered if o["kind"] == "NodeFeature"}
+    assert features and set(feature_owners(env, fleet).items()) >= {(f, "tasgen-labels") for f in features}
+    watched = keeping.watched_kinds(kueue_api(fleet))
+    with (
+        keeping.NodeLabels(env.api, fleet.node_feature_labels()) as nodes,
+        keeping.Deletions(env.api, watched) as deletions,
+    ):
+        # The fleet outgrows one labels path: labels/ goes, labels/shard-N come, and the
+        # ApplicationSet's directories say labels/* (applied as the user's Application of
+        # rendered/argocd/ applies it). It makes an Application per shard and deletes
+        # tasgen-labels, which has no resources finalizer: its NodeFeatures stay, and each
+        # shard's sync takes its own over.
+        shards(env, 4)
+        revision = env.repo.render_and_commit("the labels in 4 shards")
+        argocd.apply_wiring(env, ("ApplicationSet",))
+        split = argocd.expected_applications(rendered)
+        shard_apps = {name for name, step in split.items() if step == "labels"}
+        assert len(shard_apps) > 1 and "tasgen-labels" not in split
+        wait_only_settled(env, revision, set(split))
+        owners = feature_owners(env, fleet)
+        assert {owners[f] for f in features} == shard_apps
+        assert keeping.missing(env.dyn, kept) == []
+        # and back: the shard paths go, labels/ comes again
+        shards(env, 1)
+        revision = env.repo.render_and_commit("the labels in one path again")
+        argocd.apply_wiring(env, ("ApplicationSet",))
+        assert set(argocd.expected_applications(rendered)) == set(APPS)
+        wait_only_settled(env, revision, set(APPS))
+        assert keeping.missing(env.dyn, kept) == []
+        assert nodes.lost() == []
+        assert deletions.seen() == []
+    owners = feature_owners(env, fleet)
+    assert {owners[f] for f in features} == {"tasgen-labels"}
+
+
 def rename(env: argocd.ArgoEnv, name: str) -> None:
     """sync.argocd.name of the working copy's GeneratorConfig (its ApplicationSet, AppProject
     and the prefix of its Applications)."""
