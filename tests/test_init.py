@@ -120,6 +120,18 @@ def test_the_bootstrap_objects_point_at_the_folders_a_render_writes(scaffolded: 
     assert flux["spec"]["path"] == "./rendered/flux"
     rendered = tree(scaffolded / "rendered")
     assert "flux/kustomization.yaml" in rendered
+    # Flux's root runs as the ServiceAccount that rendered/flux/rbac.yaml grants, as the
+    # Kustomizations it applies do; that file is there, and not among what the root syncs.
+    accounts = [
+        d for d in yaml.safe_load_all(rendered["flux/rbac.yaml"]) if d and d["kind"] == "ServiceAccount"
+    ]
+    assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
+        (flux["spec"]["serviceAccountName"], flux["metadata"]["namespace"])
+    ]
+    assert "rbac.yaml" not in yaml.safe_load(rendered["flux/kustomization.yaml"])["resources"]
+    for name in ("gate", "queues"):
+        (step,) = [d for d in yaml.safe_load_all(rendered[f"flux/{name}.yaml"]) if d]
+        assert step["spec"]["serviceAccountName"] == flux["spec"]["serviceAccountName"]
     (appset,) = yaml.safe_load_all(rendered["argocd/applicationset.yaml"])
     git = appset["spec"]["generators"][0]["git"]
     assert (git["repoURL"], git["revision"]) == ("https://github.com/acme/fleet.git", "main")

@@ -69,6 +69,8 @@ def test_flux_chain_of_one_labels_folder(repo_path: str, shown: str) -> None:
             {"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": 2_147_483_647}
         ]
         assert patch["target"] == {"kind": "Job", "name": job}
+    # Each runs as the ServiceAccount that rendered/flux/rbac.yaml grants.
+    assert {k["spec"]["serviceAccountName"] for k in chain} == {"tasgen-flux"}
     # Flux waits for a Job as long as it may run: 2 pods x (timeout + 300 s start) + 60; the
     # gate's timeout is the config's (600 here), the retire step's 300.
     assert chain[2]["spec"]["timeout"] == "1860s"
@@ -130,7 +132,7 @@ def test_argocd_is_rendered_only_when_configured() -> None:
     paths = Paths.of("rendered", ["labels"])
     synced = Synced.of([], "tasgen-system")
     assert {m.file for m in wiring(paths, {}, 60, synced, KUEUE_API)} == {
-        f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues", "retire")
+        f"flux/{s}.yaml" for s in ("labels", "kueue", "gate", "queues", "retire", "rbac")
     }
     argo = {m.file for m in wiring(paths, {"argocd": ARGO}, 60, synced, KUEUE_API)}
     assert {"argocd/applicationset.yaml", "argocd/appproject.yaml"} <= argo
@@ -461,3 +463,58 @@ def test_flux_cluster_queue_health(condition: dict[str, str] | None, current: bo
 @pytest.mark.parametrize(("condition", "current"), LOCAL_QUEUE_CASES)
 def test_flux_local_queue_health(condition: dict[str, str] | None, current: bool) -> None:
     assert _current("LocalQueue", condition) is current
+
+
+def rbac_of(rendered: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((rendered / "flux" / "rbac.yaml").read_text()) if d]
+
+
+def allows(rules: list[dict[str, Any]], group: str, resource: str, verb: str, name: str) -> bool:
+    """RBAC's reading of a rule list (no wildcard is rendered, which this does not read)."""
+    return any(
+        group in r["apiGroups"]
+        and resource in r["resources"]
+        and verb in r["verbs"]
+        and (not r.get("resourceNames") or name in r["resourceNames"])
+        for r in rules
+    )
+
+
+def test_flux_rbac_grants_the_render_s_objects_and_nothing_wider() -> None:
+    """rendered/flux/rbac.yaml (the example's): the ServiceAccount may apply every object the
+    synced paths hold, cluster-scoped ones by name where they do not follow the inventory,
+    binds only the render's roles, holds no wildcard, ``escalate`` or ``impersonate``; its
+    RoleBindings are in the namespaces the render writes to; and rendered/flux/ does not sync
+    the file."""
+    rendered = REPO / "rendered"
+    found = rbac_of(rendered)
+    (role,) = [d for d in found if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "tasgen-flux"]
+    (spread,) = [
+        d for d in found if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "tasgen-flux-namespaced"
+    ]
+    every = [r for d in found if d["kind"] in ("ClusterRole", "Role") for r in d["rules"]]
+    assert not [r for r in every if "*" in json.dumps(r) or {"escalate", "impersonate"} & set(r["verbs"])]
+    namespaces = {d["metadata"]["namespace"] for d in found if d["kind"] == "RoleBinding"}
+    plurals = {"Topology": "topologies", "ValidatingAdmissionPolicy": "validatingadmissionpolicies"}
+    for path in sorted(rendered.glob("*/*.yaml")) + sorted(rendered.glob("labels/*/*.yaml")):
+        if path.parent.name in ("flux", "argocd") or path.name == "kustomization.yaml":
+            continue
+        for obj in (d for d in yaml.safe_load_all(path.read_text()) if d):
+            group = obj["apiVersion"].rpartition("/")[0]
+            resource = plurals.get(obj["kind"], obj["kind"].lower() + "s")
+            name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+            rules = spread["rules"] if namespace else role["rules"]
+            for verb in ("get", "create", "patch", "delete"):
+                assert allows(rules, group, resource, verb, name), (verb, path.name, name)
+            assert namespace is None or namespace in namespaces, (path.name, namespace)
+    # Not another binding nor role: what a commit would add to take the cluster.
+    assert not allows(
+        role["rules"], "rbac.authorization.k8s.io", "clusterrolebindings", "create", "tasgen-gate-admin"
+    )
+    assert not allows(role["rules"], "rbac.authorization.k8s.io", "clusterroles", "bind", "cluster-admin")
+    assert not allows(spread["rules"], "rbac.authorization.k8s.io", "clusterroles", "bind", "cluster-admin")
+    assert not allows(role["rules"], "", "secrets", "get", "anything")
+    assert not allows(spread["rules"], "", "secrets", "get", "anything")
+    assert (
+        "rbac.yaml" not in yaml.safe_load((rendered / "flux" / "kustomization.yaml").read_text())["resources"]
+    )

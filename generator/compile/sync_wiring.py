@@ -49,6 +49,22 @@ APPSET_SYNC_POLICY: dict[str, Any] = {
     "applicationsSync": "sync",
 }
 FLUX_DELETION_POLICY = "Orphan"
+#: The ServiceAccount every Flux Kustomization tasgen renders runs as (kustomize-controller
+#: impersonates it), and the file that grants it exactly what the render writes: an
+#: administrator applies that file, no Kustomization syncs it (a commit could widen it).
+#: docs/explanation/gate.md, "Who is trusted".
+FLUX_SERVICE_ACCOUNT = "tasgen-flux"
+FLUX_RBAC_FILE = "flux/rbac.yaml"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_API = f"{RBAC_GROUP}/v1"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+#: The API groups whose cluster-scoped objects Flux's ServiceAccount may write by name only:
+#: those that grant API access or guard it. Kueue's objects grant none, and their names follow
+#: the inventory (a new queue or profile would otherwise be an administrator's change, and a
+#: queue a render drops could not be pruned once the new grant is applied).
+NAMED_GROUPS = frozenset({"", RBAC_GROUP, "admissionregistration.k8s.io"})
+READ = ["get", "list", "watch"]
+WRITE = ["create", "patch", "update", "delete"]
 #: Flux's gate and retire Jobs have a TTL that never runs out (the largest the API takes):
 #: kustomize-controller counts a vanished Job as finished only when its manifest has a TTL (an
 #: operator deleting the Job ends the step's wait), and a Job the TTL deleted Flux would run
@@ -118,6 +134,11 @@ class Synced:
     namespaced_kinds: frozenset[tuple[str, str]]
     namespaces: frozenset[str]
     home: str  # the gate's namespace: the Applications' destination namespace
+    #: the rules of the render's ClusterRoles and of its Roles (JSON texts, in render order):
+    #: what Flux's ServiceAccount must hold itself to write them (RBAC refuses escalation)
+    cluster_role_rules: tuple[str, ...] = ()
+    role_rules: tuple[str, ...] = ()
+    role_names: frozenset[str] = frozenset()
 
     @property
     def cluster_kinds(self) -> frozenset[tuple[str, str]]:
@@ -130,6 +151,8 @@ class Synced:
         cluster: set[tuple[str, str, str]] = set()
         namespaced: set[tuple[str, str]] = set()
         namespaces = {home}
+        rules: dict[str, list[str]] = {"ClusterRole": [], "Role": []}
+        role_names: set[str] = set()
         for obj in objects:
             kind = (str(obj["apiVersion"]).rpartition("/")[0], str(obj["kind"]))
             meta = obj.get("metadata") or {}
@@ -139,7 +162,18 @@ class Synced:
                 namespaces.add(str(namespace))
             else:
                 cluster.add((*kind, str(meta["name"])))
-        return Synced(frozenset(cluster), frozenset(namespaced), frozenset(namespaces), home)
+            if kind[0] == RBAC_GROUP and kind[1] in rules:
+                rules[kind[1]] += [json.dumps(rule, sort_keys=True) for rule in obj.get("rules") or ()]
+                role_names.add(str(meta["name"]))
+        return Synced(
+            frozenset(cluster),
+            frozenset(namespaced),
+            frozenset(namespaces),
+            home,
+            tuple(dict.fromkeys(rules["ClusterRole"])),
+            tuple(dict.fromkeys(rules["Role"])),
+            frozenset(role_names),
+        )
 
 
 def wiring(
@@ -148,6 +182,7 @@ def wiring(
     """rendered/flux/ always; rendered/argocd/ when the config names the repository.
     ``kueue_api``: the apiVersion of the queues, whose health Flux checks."""
     found = flux_kustomizations(paths, sync.get("flux", {}), gate_timeout, kueue_api)
+    found += flux_rbac(sync.get("flux", {}), synced)
     if "argocd" in sync:
         argo = sync["argocd"]
         found.append(Manifest("argocd/appproject.yaml", app_project(argo, synced)))
@@ -192,6 +227,7 @@ def _flux_kustomization(
         "deletionPolicy": FLUX_DELETION_POLICY,
         "wait": True,
         "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source.get("name", "flux-system")},
+        "serviceAccountName": FLUX_SERVICE_ACCOUNT,
     }
     if "namespace" in source:
         spec["sourceRef"]["namespace"] = source["namespace"]
@@ -222,6 +258,188 @@ def _job_ttl_patch(job: str) -> dict[str, Any]:
     ops = [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": FLUX_JOB_TTL_SECONDS}]
     patch = json.dumps(ops, separators=(",", ":"))
     return {"patch": patch, "target": {"kind": "Job", "name": job}}
+
+
+def _plural(kind: str) -> str:
+    """The resource of a kind, as RBAC names it (the kinds a render holds all follow this)."""
+    lower = kind.lower()
+    return f"{lower[:-1]}ies" if lower.endswith("y") else f"{lower}s"
+
+
+def _rule(group: str, kinds: Iterable[str], verbs: list[str], names: Iterable[str] = ()) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": [group], "resources": sorted({_plural(k) for k in kinds})}
+    if names:
+        rule["resourceNames"] = sorted(set(names))
+    return {**rule, "verbs": verbs}
+
+
+def flux_rbac(flux: Mapping[str, Any], synced: Synced) -> list[Manifest]:
+    """``flux/rbac.yaml``: the ServiceAccount the Kustomizations run as, what it may do, and
+    an admission policy that keeps the Kustomizations it writes running as itself. Not synced:
+    rendered/flux/kustomization.yaml leaves it out (emit/tree.py)."""
+    namespace = flux.get("namespace", DEFAULT_FLUX_NAMESPACE)
+    subject = [{"kind": "ServiceAccount", "name": FLUX_SERVICE_ACCOUNT, "namespace": namespace}]
+    meta = {"labels": dict(MANAGED_BY)}
+    namespaced = f"{FLUX_SERVICE_ACCOUNT}-namespaced"
+
+    def role_ref(kind: str, name: str) -> dict[str, str]:
+        return {"apiGroup": RBAC_GROUP, "kind": kind, "name": name}
+
+    bodies: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": synced.home, **meta}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": FLUX_SERVICE_ACCOUNT, "namespace": namespace, **meta},
+        },
+        {
+            "apiVersion": RBAC_API,
+            "kind": "ClusterRole",
+            "metadata": {"name": FLUX_SERVICE_ACCOUNT, **meta},
+            "rules": _flux_cluster_rules(synced),
+        },
+        {
+            "apiVersion": RBAC_API,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": FLUX_SERVICE_ACCOUNT, **meta},
+            "roleRef": role_ref("ClusterRole", FLUX_SERVICE_ACCOUNT),
+            "subjects": subject,
+        },
+        {
+            "apiVersion": RBAC_API,
+            "kind": "ClusterRole",
+            "metadata": {"name": namespaced, **meta},
+            "rules": _flux_namespaced_rules(synced),
+        },
+    ]
+    for where in sorted(synced.namespaces):
+        bodies.append(
+            {
+                "apiVersion": RBAC_API,
+                "kind": "RoleBinding",
+                "metadata": {"name": FLUX_SERVICE_ACCOUNT, "namespace": where, **meta},
+                "roleRef": role_ref("ClusterRole", namespaced),
+                "subjects": subject,
+            }
+        )
+    bodies.append(
+        {
+            "apiVersion": RBAC_API,
+            "kind": "Role",
+            "metadata": {"name": FLUX_SERVICE_ACCOUNT, "namespace": namespace, **meta},
+            "rules": [_rule("kustomize.toolkit.fluxcd.io", ["Kustomization"], READ + WRITE)],
+        }
+    )
+    bodies.append(
+        {
+            "apiVersion": RBAC_API,
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{FLUX_SERVICE_ACCOUNT}-wiring", "namespace": namespace, **meta},
+            "roleRef": role_ref("Role", FLUX_SERVICE_ACCOUNT),
+            "subjects": subject,
+        }
+    )
+    bodies += _flux_wiring_policy(namespace)
+    return [Manifest(FLUX_RBAC_FILE, body) for body in bodies]
+
+
+def _flux_cluster_rules(synced: Synced) -> list[dict[str, Any]]:
+    """Reading every cluster-scoped kind the render holds (Flux's health checks list them);
+    writing its RBAC, admission policy and Namespace by name (a server-side apply that creates
+    is authorized as a create of that name), Kueue's kinds by kind (NAMED_GROUPS); binding only
+    the render's own roles; and the rules of the ClusterRoles it writes, which RBAC lets it
+    grant only if it holds them (no ``escalate``)."""
+    by_kind: dict[tuple[str, str], list[str]] = {}
+    for group, kind, name in sorted(synced.cluster_objects):
+        by_kind.setdefault((group, kind), []).append(name)
+    rules: list[dict[str, Any]] = []
+    for (group, kind), names in sorted(by_kind.items()):
+        rules.append(_rule(group, [kind], READ))
+        by_name = group in NAMED_GROUPS
+        rules.append(_rule(group, [kind], WRITE, names if by_name else ()))
+    cluster_roles = sorted(n for g, k, n in synced.cluster_objects if (g, k) == (RBAC_GROUP, "ClusterRole"))
+    if cluster_roles:
+        rules.append(_rule(RBAC_GROUP, ["ClusterRole"], ["bind"], cluster_roles))
+    return rules + _held(synced.cluster_role_rules)
+
+
+def _held(rules: Iterable[str]) -> list[dict[str, Any]]:
+    """The rules of the render's roles, without their names: held by kind, they stay the same
+    when a queue is added (the gate's role names each queue)."""
+    found = []
+    for text in rules:
+        rule = {k: v for k, v in json.loads(text).items() if k != "resourceNames"}
+        if rule not in found:
+            found.append(rule)
+    return found
+
+
+def _flux_namespaced_rules(synced: Synced) -> list[dict[str, Any]]:
+    """Bound in each namespace the render writes to: its namespaced kinds, by kind (a
+    NodeFeature per node: names would make every new node an administrator's change), binding
+    only the render's roles, and the rules of the Roles it writes (see above)."""
+    rules = [_rule(g, [k], READ + WRITE) for g, k in sorted(synced.namespaced_kinds)]
+    if synced.role_names:
+        rules.append(_rule(RBAC_GROUP, ["Role", "ClusterRole"], ["bind"], synced.role_names))
+    return rules + _held(synced.role_rules)
+
+
+def _flux_wiring_policy(namespace: str) -> list[dict[str, Any]]:
+    """The Kustomizations the ServiceAccount writes (rendered/flux/, synced by the root
+    Kustomization that runs as it too) are tasgen's own (named ``tasgen-*``: not Flux's
+    bootstrap, whose deletion would prune all it holds), run as it, and reach nothing else: no
+    other account to impersonate (kustomize-controller's own is cluster-admin), no
+    kubeconfig, no Secrets read into the objects (postBuild), no decryption keys."""
+    name = f"{FLUX_SERVICE_ACCOUNT}-wiring"
+    user = f"system:serviceaccount:{namespace}:{FLUX_SERVICE_ACCOUNT}"
+    written = "request.operation == 'DELETE' || "
+    checks = [
+        (
+            "(request.operation == 'DELETE' ? oldObject : object).metadata.name.startsWith('tasgen-')",
+            "is named tasgen-*",
+        ),
+        (
+            f"{written}(has(object.spec.serviceAccountName) && "
+            f"object.spec.serviceAccountName == '{FLUX_SERVICE_ACCOUNT}')",
+            f"runs as {FLUX_SERVICE_ACCOUNT} (spec.serviceAccountName)",
+        ),
+        (f"{written}!has(object.spec.kubeConfig)", "sets no spec.kubeConfig"),
+        (f"{written}!has(object.spec.postBuild)", "sets no spec.postBuild"),
+        (f"{written}!has(object.spec.decryption)", "sets no spec.decryption"),
+    ]
+    rule = {
+        "apiGroups": ["kustomize.toolkit.fluxcd.io"],
+        "apiVersions": ["*"],
+        "operations": ["CREATE", "UPDATE", "DELETE"],
+        "resources": ["kustomizations"],
+    }
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [rule]},
+                "matchConditions": [
+                    {"name": "written-by-flux", "expression": f"request.userInfo.username == '{user}'"}
+                ],
+                "validations": [
+                    {
+                        "expression": expression,
+                        "message": f"a Kustomization {FLUX_SERVICE_ACCOUNT} writes {what}",
+                    }
+                    for expression, what in checks
+                ],
+            },
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
 
 
 def queue_health_exprs(kueue_api: str) -> list[dict[str, str]]:

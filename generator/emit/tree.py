@@ -19,6 +19,7 @@ from ..compile.manifests import (
     SOURCE_LABEL,
     FeatureFile,
 )
+from ..compile.sync_wiring import FLUX_RBAC_FILE
 from ..model import Manifest
 from . import yaml
 
@@ -30,7 +31,8 @@ _FOLDER_NOTES = {
     "gate": "The drain gate: switches ClusterQueue plans only once dropped flavors are idle (step 3).",
     "queues": "Kueue ClusterQueues (step 4).",
     "retire": "Deletes the Topologies and ResourceFlavors the render no longer holds, once unused (step 5).",
-    "flux": "Flux Kustomizations that sync the paths above in order (point Flux at this folder).",
+    "flux": "Flux Kustomizations that sync the paths above in order (point Flux at this folder), "
+    "the RBAC they run with (apply rbac.yaml).",
     "argocd": "The Argo CD ApplicationSet that syncs the paths above in order, its AppProject (apply this).",
 }
 
@@ -115,6 +117,11 @@ def _feature_stencil(namespace: str, source: str | None) -> tuple[str, str, str]
     return head, middle, f"{tail}  annotations:\n{notes}spec:\n"
 
 
+#: Files beside a synced path's that its kustomization.yaml leaves out: what grants the engine
+#: its rights is applied by an administrator, never synced by the engine it grants.
+NOT_SYNCED = frozenset({FLUX_RBAC_FILE})
+
+
 def _kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
 
@@ -122,6 +129,8 @@ def _kustomization(resources: list[str]) -> dict[str, Any]:
 def _kustomizations(paths: list[str], synced: Iterable[str] = ()) -> dict[str, str]:
     by_folder: dict[str, list[str]] = {folder: [] for folder in synced}
     for path in paths:
+        if path in NOT_SYNCED:
+            continue
         by_folder.setdefault(dirname(path), []).append(path.rpartition("/")[2])
     # No kustomization at the root: one path holding the whole fleet is what cannot be synced.
     return {

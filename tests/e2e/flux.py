@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from tests import gobuild
@@ -40,6 +41,7 @@ CONTROLLERS = {
 }
 NAMESPACE = "flux-system"
 ROOT = "tasgen-wiring"  # the user's own Kustomization of rendered/flux/ (root_kustomization)
+SERVICE_ACCOUNT = "tasgen-flux"  # what rendered/flux/rbac.yaml grants; every Kustomization runs as it
 START_TIMEOUT_S = 120
 
 
@@ -298,7 +300,8 @@ def git_repository(url: str, name: str = "flux-system") -> dict[str, Any]:
 
 
 def root_kustomization(path: str, source: str = "flux-system") -> dict[str, Any]:
-    """What a user adds to their Flux bootstrap: a Kustomization of rendered/flux/."""
+    """What a user adds to their Flux bootstrap (deploy/flux/kustomization.yaml of `tasgen
+    init`): a Kustomization of rendered/flux/, running as the rendered ServiceAccount."""
     return {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -308,12 +311,47 @@ def root_kustomization(path: str, source: str = "flux-system") -> dict[str, Any]
             "path": path,
             "prune": True,
             "sourceRef": {"kind": "GitRepository", "name": source},
+            "serviceAccountName": SERVICE_ACCOUNT,
         },
     }
 
 
-def setup(dyn: DynamicClient, url: str, wiring_path: str) -> None:
+def rbac(wiring: Path) -> list[dict[str, Any]]:
+    """rendered/flux/rbac.yaml: what an administrator applies before the first sync."""
+    return [d for d in yaml.safe_load_all((wiring / "rbac.yaml").read_text()) if d]
+
+
+def apply_rbac(dyn: DynamicClient, wiring: Path) -> None:
+    """As an administrator does (kubectl apply, in file order: the namespace its RoleBinding
+    goes to first), and once the admission policy in it is in force."""
     kube.ensure_namespace(client.CoreV1Api(dyn.client), NAMESPACE)
+    for obj in rbac(wiring):
+        kube.apply(dyn, obj)
+    kube.wait_for("Flux's wiring policy to be in force", lambda: wiring_policy_enforced(dyn))
+
+
+def wiring_policy_enforced(dyn: DynamicClient) -> bool:
+    """The API server refuses, as the rendered ServiceAccount, a Kustomization that would run
+    as another account (a dry run: nothing is written)."""
+    probe = root_kustomization("./nowhere")
+    probe["metadata"]["name"] = "tasgen-policy-probe"
+    probe["spec"]["serviceAccountName"] = "kustomize-controller"
+    resource = dyn.resources.get(api_version=probe["apiVersion"], kind=probe["kind"])
+    user = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
+    try:
+        resource.create(
+            body=probe,
+            namespace=NAMESPACE,
+            query_params=[("dryRun", "All")],
+            header_params={"Impersonate-User": user},
+        )
+    except ApiException as exc:
+        return exc.status == 422  # refused by the policy (403, RBAC's refusal, is not that)
+    return False
+
+
+def setup(dyn: DynamicClient, url: str, wiring_path: str, wiring: Path) -> None:
+    apply_rbac(dyn, wiring)
     kube.apply(dyn, git_repository(url))
     kube.apply(dyn, root_kustomization(wiring_path))
 
@@ -524,7 +562,7 @@ class FluxEnv:
 
     def sync(self, wiring_path: str) -> None:
         """Point Flux at the repository and at rendered/flux/, as a user's bootstrap does."""
-        setup(self.dyn, self.server.url("fleet"), wiring_path)
+        setup(self.dyn, self.server.url("fleet"), wiring_path, self.repo.work / wiring_path)
 
 
 @contextlib.contextmanager

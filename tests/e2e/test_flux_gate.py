@@ -189,7 +189,7 @@ class Refusal:
 
 
 def refusal(env: flux.FluxEnv, name: str) -> Refusal:
-    (policy,) = rendered_objects(env, "ValidatingAdmissionPolicy")
+    (policy,) = rendered_objects(env, "ValidatingAdmissionPolicy", "gate")
     cel = celpy.Environment()
     old = {"oldObject": celpy.json_to_cel({"metadata": {"name": name}})}
     expressions = [v["messageExpression"] for v in policy["spec"]["validations"]]

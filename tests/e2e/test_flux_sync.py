@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -139,6 +140,91 @@ def test_flux_runs_the_jobs_once_per_change(
     for found in versions:
         states = [(kube.condition(v, "Ready") or {}).get("status") for v in found]
         assert "False" not in states and flux.ready_at(found[-1], revision), states
+
+
+def escalation(namespace: str) -> dict[str, Any]:
+    """What a commit under rendered/ could add to take the cluster: the gate bound to
+    cluster-admin."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "tasgen-gate-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": GATE_JOB, "namespace": namespace}],
+    }
+
+
+def failed_at(env: flux.FluxEnv, name: str, revision: str, *said: str) -> str | None:
+    """The Ready message of the Kustomization once it failed at the revision, saying each of
+    ``said``."""
+    k = kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, flux.NAMESPACE)
+    ready = kube.condition(k, "Ready") or {}
+    at = str((k.get("status") or {}).get("lastAttemptedRevision", "")).endswith(revision)
+    message = str(ready.get("message", ""))
+    return message if at and ready.get("status") == "False" and all(s in message for s in said) else None
+
+
+def absent(env: flux.FluxEnv, api_version: str, kind: str, name: str) -> bool:
+    try:
+        kube.get(env.dyn, api_version, kind, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+def test_flux_refuses_a_commit_that_binds_cluster_admin(
+    env: flux.FluxEnv, first: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """Every Kustomization runs as the rendered ServiceAccount, which may write only what the
+    render holds: a ClusterRoleBinding to cluster-admin added to a synced path is refused by
+    the API server (RBAC), and so is a Kustomization that would run as kustomize-controller's
+    own account (the admission policy of rendered/flux/rbac.yaml)."""
+    rendered = env.repo.work / "rendered"
+    gate = flux.step_of(rendered, "gate")
+    namespace = next(iter({o["metadata"]["namespace"] for o in load_fleet().of_kind("Job")}))
+    binding = escalation(namespace)
+    name = binding["metadata"]["name"]
+    user = f'User "system:serviceaccount:{flux.NAMESPACE}:{flux.SERVICE_ACCOUNT}"'
+    (rendered / "gate" / "escalation.yaml").write_text(yaml.safe_dump(binding))
+    kustomization = rendered / "gate" / "kustomization.yaml"
+    kept = kustomization.read_text()
+    kustomization.write_text(kept + "  - escalation.yaml\n")
+    revision = env.repo.commit("bind the gate to cluster-admin")
+    message = kube.wait_for(
+        f"{gate} to fail at {revision[:8]}",
+        lambda: failed_at(env, gate, revision, name, "forbidden", user),
+        SYNC_TIMEOUT_S,
+    )
+    assert "clusterrolebindings" in message, message
+    assert absent(env, binding["apiVersion"], "ClusterRoleBinding", name)
+
+    # The same binding with the gate's Kustomization running as kustomize-controller (which
+    # Flux's installation makes cluster-admin): the root's apply of it is refused.
+    gate_file = rendered / "flux" / "gate.yaml"
+    wiring = gate_file.read_text()
+    line = f"  serviceAccountName: {flux.SERVICE_ACCOUNT}\n"
+    assert line in wiring
+    gate_file.write_text(wiring.replace(line, "  serviceAccountName: kustomize-controller\n"))
+    revision = env.repo.commit("run the gate's step as kustomize-controller")
+    message = kube.wait_for(
+        f"{flux.ROOT} to fail at {revision[:8]}",
+        lambda: failed_at(env, flux.ROOT, revision, "ValidatingAdmissionPolicy", gate),
+        SYNC_TIMEOUT_S,
+    )
+    assert f"runs as {flux.SERVICE_ACCOUNT}" in message, message
+    live = kube.get(env.dyn, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", gate, flux.NAMESPACE)
+    assert live["spec"]["serviceAccountName"] == flux.SERVICE_ACCOUNT
+    assert absent(env, binding["apiVersion"], "ClusterRoleBinding", name)
+
+    # back
+    gate_file.write_text(wiring)
+    (rendered / "gate" / "escalation.yaml").unlink()
+    kustomization.write_text(kept)
+    revision = env.repo.commit("no escalation")
+    flux.wait_synced(env.dyn, revision, ALL, env.controllers, SYNC_TIMEOUT_S)
+    assert absent(env, binding["apiVersion"], "ClusterRoleBinding", name)
 
 
 def node_label(env: flux.FluxEnv, node: str, key: str) -> str | None:

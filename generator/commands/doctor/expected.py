@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...emit.tree import NOT_SYNCED
 from ...parse import ParseError, parse_text
 from ...util.folders import folder_problem
 
@@ -77,13 +78,16 @@ class Expected:
 
 
 def read_render(output: Path, nodes: Iterable[str]) -> Expected:
-    """The render in ``output`` (every YAML file but kustomization.yaml) and the inventory's nodes."""
+    """The render in ``output`` (every YAML file but kustomization.yaml and those no engine
+    syncs) and the inventory's nodes."""
     if problem := folder_problem(output):
         raise RenderError(f"{problem}: render first (tasgen render -o {output})")
     documents: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(output.rglob("*.yaml")):
         if path.name == "kustomization.yaml" or not path.is_file():
             continue
+        if path.relative_to(output).as_posix() in NOT_SYNCED:
+            continue  # an administrator's (Flux's grant), not the render's: flux-service-account
         relative = (output.name / path.relative_to(output)).as_posix()
         try:
             loaded = parse_text(path.read_text(encoding="utf-8"))
