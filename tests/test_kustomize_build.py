@@ -46,7 +46,7 @@ def engine_paths(root: Path, repo_path: str) -> tuple[set[str], set[str]]:
         for path in (root / "flux").glob("*.yaml")
         if path.name != "kustomization.yaml"
         for doc in yaml.safe_load_all(path.read_text())
-        if doc
+        if doc and doc["kind"] == "Kustomization"  # rbac.yaml: applied by an administrator
     }
     (appset,) = [d for d in yaml.safe_load_all((root / "argocd" / "applicationset.yaml").read_text()) if d]
     argo: set[str] = set()
