@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,14 @@ def test_waitforidle_shows_the_pinned_nodes_and_quota_as_the_render_writes_them(
     assert shown == expected
     assert all(p["flavors"] for p in report["nodes"]["pins"])
     assert report["profiles"]["moves"] == []  # pinned nodes do not move
+    # profiles are counted by the labels the trees write: the pinned nodes keep theirs written
+    before = Counter(row[profile] for row in _profile_rows(waiting.root / "rendered").values())
+    now = Counter(row[profile] for row in written.values() if profile in row)
+    assert {p["id"] for p in report["profiles"]["removed"]} == set(before) - set(now)
+    assert {p["id"] for p in report["profiles"]["added"]} == set(now) - set(before)
+    assert {(p["id"], p["nodesBefore"], p["nodesAfter"]) for p in report["profiles"]["changed"]} == {
+        (p, before[p], now[p]) for p in set(before) & set(now) if before[p] != now[p]
+    }
     for name in ("training", "inference"):
         old, new = _quotas(base_queues[name]), _quotas(after[name])
         changed = {k: (old.get(k), new.get(k)) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}

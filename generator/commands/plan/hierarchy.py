@@ -23,16 +23,18 @@ SHOWN_DOMAINS = 6
 
 
 def compare_profiles(base: Side, head: Side) -> Profiles:
-    before, after = Counter(base.profile_of.values()), Counter(head.profile_of.values())
+    """Profiles counted by the labels each render writes: a profile whose nodes are all pinned
+    to it is still written (with its Topology and flavor), so it is changed, not removed."""
+    before, after = _written_counts(base), _written_counts(head)
     changed = tuple(
-        ProfileChanged(id=p, levels=head.profiles[p], nodes_before=before[p], nodes_after=after[p])
+        ProfileChanged(id=p, levels=_levels(head, base, p), nodes_before=before[p], nodes_after=after[p])
         for p in sorted(before.keys() & after.keys())
         if before[p] != after[p]
     )
     touched = _touched(base, head)
     return Profiles(
-        added=tuple(_profile(head, p, after[p]) for p in sorted(after.keys() - before.keys())),
-        removed=tuple(_profile(base, p, before[p]) for p in sorted(before.keys() - after.keys())),
+        added=tuple(_profile(head, base, p, after[p]) for p in sorted(after.keys() - before.keys())),
+        removed=tuple(_profile(base, head, p, before[p]) for p in sorted(before.keys() - after.keys())),
         changed=changed,
         moves=_moves(base, head),
         sources=_source_levels(base, head),
@@ -40,8 +42,19 @@ def compare_profiles(base: Side, head: Side) -> Profiles:
     )
 
 
-def _profile(side: Side, profile: str, nodes: int) -> ProfileNodes:
-    return ProfileNodes(id=profile, levels=side.profiles[profile], nodes=nodes)
+def _profile(side: Side, other: Side, profile: str, nodes: int) -> ProfileNodes:
+    return ProfileNodes(id=profile, levels=_levels(side, other, profile), nodes=nodes)
+
+
+def _written_counts(side: Side) -> Counter[str]:
+    """Nodes per profile label the side's render writes (a node in transit carries none)."""
+    return Counter(p for node in side.profile_of if (p := _written(side, node)) is not None)
+
+
+def _levels(side: Side, other: Side, profile: str) -> tuple[str, ...]:
+    """A profile's levels, from the other side when this one writes it only on pinned nodes
+    (no longer planned there)."""
+    return side.profiles.get(profile) or other.profiles.get(profile, ())
 
 
 def _moves(base: Side, head: Side) -> tuple[Move, ...]:
